@@ -1,0 +1,23 @@
+// Runtime choice of instruction set. One binary runs on any x86-64: kernels for wider ISAs
+// are compiled per file and the widest the CPU supports is used, unless FFN_ISA
+// (scalar|avx2|avx512) or set_isa() asks for another. Every ISA computes the same results
+// within the tested error bounds; the scalar kernels are the plain-C++ reference.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace ffn {
+
+enum class Isa { scalar, avx2, avx512 };
+
+std::string_view isa_name(Isa isa);
+Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names
+std::vector<Isa> supported_isas();     // by this CPU and OS, narrowest first
+bool isa_supported(Isa isa);
+// The ISA kernels use now: FFN_ISA if set (an unsupported or unknown value is an error
+// raised on first use), else the widest supported.
+Isa active_isa();
+void set_isa(Isa isa);  // throws ffn::Error if this CPU does not support it
+
+}  // namespace ffn

@@ -1,0 +1,55 @@
+// safetensors files (read): an 8-byte little-endian header length N, N bytes of JSON
+// ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}),
+// then the tensor bytes, offsets relative to the end of the header. The file is memory-
+// mapped; the header is parsed with nlohmann::json and every dtype, shape, offset and
+// length is checked against the file before use.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ffn {
+
+enum class TensorDtype { f32, f16, bf16, f64, i8, u8, i16, i32, i64, other };
+
+struct TensorInfo {
+  std::string name;
+  std::string dtype_name;  // as in the file, e.g. "F32"
+  TensorDtype dtype = TensorDtype::other;
+  std::vector<int64_t> shape;
+  int64_t elements = 0;
+  const std::byte* data = nullptr;  // into the mapping; valid while the file is open
+  int64_t bytes = 0;
+};
+
+class SafetensorsFile {
+ public:
+  // Throws ffn::Error naming the file and the problem.
+  explicit SafetensorsFile(const std::string& path);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const TensorInfo& tensor(const std::string& name) const;  // throws if absent
+
+  // The tensor's values converted to f32 (F32, F16, BF16 accepted; others are an error
+  // naming the dtype). out must hold tensor(name).elements floats.
+  void read_f32(const std::string& name, float* out) const;
+
+ private:
+  std::string path_;
+  void* map_ = nullptr;
+  size_t map_size_ = 0;
+  std::map<std::string, TensorInfo> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace ffn

@@ -1,0 +1,52 @@
+// A persistent pool of worker threads running one job at a time in the ggml shape:
+// fn(ith, nth) is called once for every ith in [0, nth), the calling thread taking ith = 0.
+// run() returns when every call has returned, rethrowing the first exception thrown.
+// run() may be called from several threads at once; the calls are serialised.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace ffn {
+
+class ThreadPool {
+ public:
+  // n_threads ≥ 1 (throws ffn::Error otherwise); n_threads - 1 workers are started.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+  void run(const std::function<void(int ith, int nth)>& fn);
+
+  // One thread per core the process may use (sched_getaffinity), at least 1.
+  static int default_threads();
+
+ private:
+  void worker_loop(int ith);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // serialises run()
+  std::mutex mutex_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int, int)>* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+// The range [begin, end) of n items that worker ith of nth takes: contiguous, in order,
+// sizes differing by at most `align`, every boundary a multiple of `align` (except n).
+std::pair<int64_t, int64_t> split_range(int64_t n, int ith, int nth, int64_t align = 1);
+
+}  // namespace ffn

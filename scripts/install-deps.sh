@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ffn.cpp needs to build and test (root, or sudo if present).
+# Skips apt entirely when everything is already installed.
+set -euo pipefail
+
+packages=(
+  g++ cmake make pkgconf          # toolchain
+  libcli11-dev                    # the ffn command's argument parsing
+  nlohmann-json3-dev              # safetensors headers, --json output
+  libgtest-dev libgmock-dev       # C++ unit tests
+  libbenchmark-dev                # bench/ (FFN_BUILD_BENCH)
+  python3 python3-torch python3-numpy python3-pytest  # the golden suite against PyTorch
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "Installing Debian packages: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null

@@ -1,0 +1,190 @@
+#include "ffn/config.hpp"
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include "ffn/error.hpp"
+
+namespace ffn {
+namespace {
+
+struct ActivationEntry {
+  Activation activation;
+  std::string_view name;
+};
+constexpr std::array<ActivationEntry, 6> kActivations{{
+    {Activation::relu, "relu"},
+    {Activation::gelu, "gelu"},
+    {Activation::gelu_tanh, "gelu_tanh"},
+    {Activation::swish, "swish"},
+    {Activation::sigmoid, "sigmoid"},
+    {Activation::identity, "identity"},
+}};
+
+struct NamedVariant {
+  std::string_view name;
+  Variant variant;
+};
+// Shazeer 2020's table order: the 2-matrix blocks, then the gated ones.
+constexpr std::array<NamedVariant, 9> kNamedVariants{{
+    {"relu", {false, Activation::relu}},
+    {"gelu", {false, Activation::gelu}},
+    {"gelu_tanh", {false, Activation::gelu_tanh}},
+    {"swish", {false, Activation::swish}},
+    {"glu", {true, Activation::sigmoid}},
+    {"bilinear", {true, Activation::identity}},
+    {"reglu", {true, Activation::relu}},
+    {"geglu", {true, Activation::gelu}},
+    {"swiglu", {true, Activation::swish}},
+}};
+
+std::string accepted_variant_names() {
+  std::string s;
+  for (const auto& v : kNamedVariants) s += std::string(v.name) + ", ";
+  s += "silu, sigmoid, identity, or gated_<activation> with <activation> one of";
+  for (const auto& a : kActivations) s += " " + std::string(a.name);
+  return s;
+}
+
+std::optional<Activation> find_activation(std::string_view name) {
+  if (name == "silu") return Activation::swish;
+  for (const auto& a : kActivations)
+    if (a.name == name) return a.activation;
+  return std::nullopt;
+}
+
+std::string fmt_double(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// Refuses sizes whose byte and FLOP counts would not fit in int64: 8 × every parameter
+// (f32 bytes are 4×, forward+backward FLOPs are 6× the weight count).
+void check_parameter_overflow(const BlockConfig& c) {
+  const int64_t bias = c.bias ? (c.variant.gated ? 2 : 1) * c.hidden + c.d_model : 0;
+  int64_t n = 0;
+  const bool overflow = __builtin_mul_overflow(c.matrices(), c.d_model, &n) ||
+                        __builtin_mul_overflow(n, c.hidden, &n) || __builtin_add_overflow(n, bias, &n) ||
+                        __builtin_mul_overflow(n, int64_t{8}, &n);
+  if (overflow)
+    throw Error("d_model = " + std::to_string(c.d_model) + " with hidden = " + std::to_string(c.hidden) +
+                ": the block's parameter, byte and FLOP counts overflow 64 bits");
+}
+
+}  // namespace
+
+std::string_view activation_name(Activation a) {
+  for (const auto& e : kActivations)
+    if (e.activation == a) return e.name;
+  return "?";
+}
+
+std::string variant_name(Variant v) {
+  for (const auto& n : kNamedVariants)
+    if (n.variant == v) return std::string(n.name);
+  return (v.gated ? "gated_" : "") + std::string(activation_name(v.activation));
+}
+
+Variant parse_variant(std::string_view name) {
+  for (const auto& n : kNamedVariants)
+    if (n.name == name) return n.variant;
+  if (auto a = find_activation(name)) return {false, *a};
+  for (std::string_view prefix : {"gated_", "gated-"}) {
+    if (name.substr(0, prefix.size()) == prefix)
+      if (auto a = find_activation(name.substr(prefix.size()))) return {true, *a};
+  }
+  throw Error("variant = '" + std::string(name) + "' is unknown; accepted: " +
+              accepted_variant_names());
+}
+
+const std::vector<Variant>& named_variants() {
+  static const std::vector<Variant> all = [] {
+    std::vector<Variant> v;
+    for (const auto& n : kNamedVariants) v.push_back(n.variant);
+    return v;
+  }();
+  return all;
+}
+
+int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double> multiplier) {
+  // Same arithmetic as the reference: float division truncated, then the multiplier in
+  // double truncated, then integer round-up.
+  auto h = static_cast<int64_t>(2.0 * static_cast<double>(4 * d_model) / 3.0);
+  if (multiplier) h = static_cast<int64_t>(*multiplier * static_cast<double>(h));
+  return multiple_of * ((h + multiple_of - 1) / multiple_of);
+}
+
+HiddenDerivation derive_hidden(const BlockSpec& spec) {
+  const std::string d_str = std::to_string(spec.d_model);
+  if (spec.d_model <= 0) throw Error("d_model = " + d_str + ": must be positive");
+  // Bound d so that 4·d and 8·d/3 are exact in int64 and in double; far above any model.
+  constexpr int64_t kMaxD = int64_t{1} << 40;
+  if (spec.d_model > kMaxD)
+    throw Error("d_model = " + d_str + ": larger than the supported maximum 2^40");
+
+  HiddenDerivation out;
+  if (spec.hidden) {
+    if (*spec.hidden <= 0) throw Error("hidden = " + std::to_string(*spec.hidden) + ": must be positive");
+    out.explicit_size = true;
+    out.start = out.hidden = *spec.hidden;
+    out.text = "hidden = " + std::to_string(*spec.hidden) + " (given)";
+    return out;
+  }
+
+  const int64_t multiple = spec.rule.multiple_of.value_or(spec.variant.gated ? 256 : 1);
+  if (multiple <= 0) throw Error("multiple_of = " + std::to_string(multiple) + ": must be positive");
+  if (multiple > kMaxD) throw Error("multiple_of = " + std::to_string(multiple) + ": larger than 2^40");
+  if (spec.rule.ffn_dim_multiplier) {
+    const double m = *spec.rule.ffn_dim_multiplier;
+    if (!(m > 0.0) || !std::isfinite(m) || m > 1e6)
+      throw Error("ffn_dim_multiplier = " + fmt_double(m) + ": must be a finite number in (0, 1e6]");
+  }
+  out.multiple_of = multiple;
+
+  std::string text;
+  if (spec.variant.gated) {
+    out.start = static_cast<int64_t>(2.0 * static_cast<double>(4 * spec.d_model) / 3.0);
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "8/3·%lld = %.2f → %lld", static_cast<long long>(spec.d_model),
+                  8.0 * static_cast<double>(spec.d_model) / 3.0, static_cast<long long>(out.start));
+    text = buf;
+  } else {
+    out.start = 4 * spec.d_model;
+    text = "4·" + d_str + " = " + std::to_string(out.start);
+  }
+  int64_t h = out.start;
+  if (spec.rule.ffn_dim_multiplier) {
+    h = static_cast<int64_t>(*spec.rule.ffn_dim_multiplier * static_cast<double>(h));
+    out.after_multiplier = h;
+    text += " → ×" + fmt_double(*spec.rule.ffn_dim_multiplier) + " → " + std::to_string(h);
+  }
+  if (h <= 0) throw Error("ffn_dim_multiplier = " + fmt_double(*spec.rule.ffn_dim_multiplier) +
+                          ": gives hidden = " + std::to_string(h) + " for d_model = " + d_str);
+  const int64_t rounded = multiple * ((h + multiple - 1) / multiple);
+  if (multiple > 1)
+    text += " → round up to a multiple of " + std::to_string(multiple) + " → " + std::to_string(rounded);
+  out.hidden = rounded;
+  out.text = text;
+  return out;
+}
+
+BlockConfig resolve(const BlockSpec& spec) {
+  BlockConfig c{spec.variant, spec.d_model, derive_hidden(spec).hidden, spec.bias};
+  validate(c);
+  return c;
+}
+
+void validate(const BlockConfig& c) {
+  if (c.d_model <= 0) throw Error("d_model = " + std::to_string(c.d_model) + ": must be positive");
+  if (c.hidden <= 0) throw Error("hidden = " + std::to_string(c.hidden) + ": must be positive");
+  bool known = false;
+  for (const auto& a : kActivations) known = known || a.activation == c.variant.activation;
+  if (!known)
+    throw Error("variant.activation = " + std::to_string(static_cast<int>(c.variant.activation)) +
+                ": not a known activation");
+  check_parameter_overflow(c);
+}
+
+}  // namespace ffn

@@ -1,0 +1,62 @@
+#include "io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "ffn/error.hpp"
+
+namespace ffn::io {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw Error(what + " '" + path + "': " + std::strerror(err));
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::vector<Chunk>& chunks) {
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) fail("cannot create a temporary file for", path, errno);
+  auto abandon = [&](const std::string& what) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(what, path, err);
+  };
+  for (const auto& c : chunks) {
+    const char* p = static_cast<const char*>(c.data);
+    size_t left = c.bytes;
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, left);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        abandon("cannot write");
+      }
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  // mkstemp creates the file 0600; give it the permissions an ordinary file gets.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  if (::fchmod(fd, 0666 & ~mask) != 0) abandon("cannot set permissions of");
+  if (::fsync(fd) != 0) abandon("cannot flush");
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail("cannot close", path, err);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail("cannot rename the temporary file onto", path, err);
+  }
+}
+
+}  // namespace ffn::io

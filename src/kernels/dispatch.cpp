@@ -1,0 +1,102 @@
+// Runtime ISA choice: what the CPU supports (cpuid, including the OS's saving of the
+// wider registers, as GCC's __builtin_cpu_supports checks), what FFN_ISA or set_isa()
+// asks for, and the kernel table for each ISA.
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "ffn/error.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn {
+namespace {
+
+constexpr int kUnset = -1;
+std::atomic<int> g_active{kUnset};
+std::once_flag g_env_once;
+
+Isa widest_supported() {
+  Isa best = Isa::scalar;
+  for (Isa i : supported_isas()) best = i;
+  return best;
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+  }
+  return "?";
+}
+
+Isa parse_isa(std::string_view name) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+    if (isa_name(i) == name) return i;
+  throw Error("ISA '" + std::string(name) + "' is unknown; accepted: scalar, avx2, avx512");
+}
+
+bool isa_supported(Isa isa) {
+  __builtin_cpu_init();
+  switch (isa) {
+    case Isa::scalar: return true;
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
+             __builtin_cpu_supports("fma");
+  }
+  return false;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+    if (isa_supported(i)) out.push_back(i);
+  return out;
+}
+
+void set_isa(Isa isa) {
+  if (!isa_supported(isa))
+    throw Error("ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  g_active.store(static_cast<int>(isa));
+}
+
+Isa active_isa() {
+  std::call_once(g_env_once, [] {
+    if (g_active.load() != kUnset) return;  // set_isa() came first
+    const char* env = std::getenv("FFN_ISA");
+    if (env && *env) {
+      const Isa want = parse_isa(env);
+      if (!isa_supported(want))
+        throw Error("FFN_ISA=" + std::string(env) + ": this CPU does not support it");
+      g_active.store(static_cast<int>(want));
+    } else {
+      g_active.store(static_cast<int>(widest_supported()));
+    }
+  });
+  return static_cast<Isa>(g_active.load());
+}
+
+namespace kernels {
+
+const KernelTable& kernel_table(Isa isa) {
+  static const KernelTable scalar{Isa::scalar, "f32_gemm_nt_scalar", f32_gemm_nt_scalar};
+  static const KernelTable avx2{Isa::avx2, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3};
+  static const KernelTable avx512{Isa::avx512, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4};
+  if (!isa_supported(isa))
+    throw Error("ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
+  switch (isa) {
+    case Isa::avx2: return avx2;
+    case Isa::avx512: return avx512;
+    case Isa::scalar: break;
+  }
+  return scalar;
+}
+
+const KernelTable& active_kernels() { return kernel_table(active_isa()); }
+
+}  // namespace kernels
+}  // namespace ffn

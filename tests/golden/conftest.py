@@ -1,0 +1,28 @@
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def ffn_bin():
+    path = os.environ.get("FFN_BIN", str(ROOT / "build" / "tools" / "ffn" / "ffn"))
+    if not os.path.exists(path):
+        pytest.fail(f"ffn binary not found at {path}; build first or set FFN_BIN")
+    return path
+
+
+@pytest.fixture(scope="session")
+def run_ffn(ffn_bin):
+    def run(*args, env=None, check=True):
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        p = subprocess.run([ffn_bin, *map(str, args)], capture_output=True, text=True, env=full_env, timeout=600)
+        if check and p.returncode != 0:
+            raise AssertionError(f"ffn {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+        return p
+
+    return run

@@ -1,0 +1,115 @@
+"""Golden suite: each block defined by the seeds' PyTorch module code (seeds.py) is written to
+safetensors, run through `ffn forward`, and compared with the module.
+
+Tolerance: the rigorous f32 error bound of bound.py, element by element, against the module
+run in float64. It holds for any correct f32 implementation (PyTorch's own f32 output is
+checked against it too, which shows the bound is not tuned to ffn), and is about
+2*(d+hidden)*2**-24 of each output's magnitude, so a real bug cannot hide under it.
+"""
+import numpy as np
+import pytest
+import torch
+
+import bound
+import files
+import seeds
+
+# d = 1, odd d, hidden not a multiple of 16, T = 1 and T = 257, with and without bias.
+SHAPES = [
+    # d, hidden, tokens, bias
+    (1, 1, 1, False),
+    (1, 3, 5, True),
+    (7, 13, 2, False),
+    (33, 171, 257, True),
+    (64, 100, 1, False),
+    (96, 256, 17, True),
+]
+
+ACTIVATION_OF = {
+    "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "swish": "swish", "glu": "sigmoid",
+    "bilinear": "identity", "reglu": "relu", "geglu": "gelu", "swiglu": "swish", "gated_gelu_tanh": "gelu_tanh",
+}
+
+
+def make_block(variant, d, hidden, bias, seed=0):
+    cls, gated = seeds.VARIANTS[variant]
+    torch.manual_seed(seed)
+    return cls(d, hidden=hidden, bias=bias), gated
+
+
+def check_against_module(tmp_path, run_ffn, module, gated, variant, x, dtype=torch.float32, env=None):
+    weights = tmp_path / "w.safetensors"
+    files.write_safetensors(weights, {k: v.to(dtype) for k, v in module.state_dict().items()})
+    files.write_npy(tmp_path / "x.npy", x.numpy())
+    run_ffn("forward", "--variant", variant, "--weights", weights, "--input", tmp_path / "x.npy",
+            "--output", tmp_path / "y.npy", "--quiet", env=env)
+    y_ffn = np.load(tmp_path / "y.npy")
+    assert y_ffn.shape == tuple(x.shape) and y_ffn.dtype == np.float32
+
+    # The module with the weights exactly as stored in the file (f16/bf16 rounding included).
+    state = {k: v.to(dtype).to(torch.float64).numpy() for k, v in module.state_dict().items()}
+    module.load_state_dict({k: torch.from_numpy(v).float() for k, v in state.items()})
+    y_exact, err_bound = bound.forward_and_bound(state, x.double().numpy(), ACTIVATION_OF[variant], gated)
+    with torch.no_grad():
+        y_module64 = module.double()(x.double()).numpy()
+        y_module32 = module.float()(x).numpy()
+    # The NumPy restatement agrees with the module in float64 (to float64 rounding).
+    np.testing.assert_allclose(y_exact, y_module64, rtol=1e-9, atol=1e-12)
+    # PyTorch's own f32 result is within the bound: the bound is sound, not tuned to ffn.
+    assert np.all(np.abs(y_module32 - y_module64) <= err_bound)
+    ratio = np.abs(y_ffn.astype(np.float64) - y_module64) / err_bound
+    worst = np.unravel_index(np.argmax(ratio), ratio.shape)
+    assert ratio.max() <= 1.0, (
+        f"{variant}: output {worst} = {y_ffn[worst]!r}, module says {y_module64[worst]!r}, bound {err_bound[worst]:.3g}")
+    return ratio.max()
+
+
+@pytest.mark.parametrize("variant", list(seeds.VARIANTS))
+@pytest.mark.parametrize("d,hidden,tokens,bias", SHAPES)
+def test_forward_matches_module(tmp_path, run_ffn, variant, d, hidden, tokens, bias):
+    module, gated = make_block(variant, d, hidden, bias)
+    torch.manual_seed(1)
+    x = torch.randn(tokens, d) * 2
+    check_against_module(tmp_path, run_ffn, module, gated, variant, x)
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_every_isa_matches_module(tmp_path, run_ffn, isa):
+    cpu = open("/proc/cpuinfo").read()
+    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"]}[isa]
+    if any(f" {flag}" not in cpu for flag in needs):
+        pytest.skip(f"this CPU lacks {isa}")
+    for variant in ["swiglu", "gelu", "geglu"]:
+        module, gated = make_block(variant, 33, 171, True)
+        x = torch.randn(19, 33)
+        check_against_module(tmp_path, run_ffn, module, gated, variant, x, env={"FFN_ISA": isa})
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_files(tmp_path, run_ffn, dtype):
+    """F16 and BF16 weights are widened exactly; the block then matches the module whose
+    weights were rounded the same way."""
+    module, gated = make_block("swiglu", 40, 72, True)
+    x = torch.randn(9, 40)
+    check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype)
+
+
+def test_the_seeds_default_hidden_sizes(run_ffn):
+    import json
+
+    for d in [1, 7, 64, 100, 384, 1000, 4096, 5120]:
+        gated_hidden = seeds.SwiGLU(d).down.in_features
+        info = json.loads(run_ffn("info", "--variant", "swiglu", "--d", d, "--json").stdout)
+        assert info["hidden"] == gated_hidden, d
+        assert info["parameters"] == sum(p.numel() for p in seeds.SwiGLU(d).parameters())
+        gelu_hidden = seeds.GeluMLP(d).down.in_features
+        info = json.loads(run_ffn("info", "--variant", "gelu", "--d", d, "--json").stdout)
+        assert info["hidden"] == gelu_hidden, d
+
+
+def test_params_prints_the_seeds_numbers(run_ffn):
+    """`ffn params` begins with the seeds' printout, line for line."""
+    expected = seeds.seeds_parameter_printout(4096)
+    assert expected == ["GELU MLP  parameters 134,217,728", "SwiGLU    parameters 135,266,304"]
+    out = run_ffn("params").stdout.splitlines()
+    assert out[:2] == expected

@@ -1,0 +1,114 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "ffn/config.hpp"
+#include "ffn/error.hpp"
+
+namespace ffn {
+namespace {
+
+// The Llama reference rule written independently of the library: floor(2·(4d)/3) by
+// integer division (exact), the multiplier as Python's int(m * h) on doubles.
+int64_t llama_formula(int64_t dim, int64_t multiple_of, std::optional<double> m) {
+  int64_t hidden = (2 * (4 * dim)) / 3;
+  if (m) hidden = static_cast<int64_t>(std::trunc(*m * static_cast<double>(hidden)));
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+// Expects `f` to throw ffn::Error whose message contains every one of `parts`.
+template <class F>
+void expect_error(F f, std::initializer_list<const char*> parts) {
+  try {
+    f();
+    FAIL() << "no ffn::Error thrown";
+  } catch (const Error& e) {
+    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+TEST(HiddenRule, MatchesLlamaFormulaForEveryWidthUpTo20000) {
+  const Variant swiglu{true, Activation::swish};
+  for (int64_t multiple : {1, 8, 64, 256, 1024})
+    for (std::optional<double> m : {std::optional<double>{}, std::optional<double>{1.3}, std::optional<double>{1.5}})
+      for (int64_t d = 1; d <= 20000; ++d) {
+        const int64_t want = llama_formula(d, multiple, m);
+        ASSERT_EQ(llama_hidden(d, multiple, m), want) << "d=" << d << " multiple_of=" << multiple;
+        ASSERT_EQ(derive_hidden({swiglu, d, std::nullopt, {multiple, m}, false}).hidden, want)
+            << "d=" << d << " multiple_of=" << multiple;
+      }
+}
+
+TEST(HiddenRule, PublishedLlamaSizes) {
+  EXPECT_EQ(llama_hidden(4096, 256, std::nullopt), 11008);  // Llama-2-7B
+  EXPECT_EQ(llama_hidden(5120, 256, std::nullopt), 13824);  // Llama-2-13B
+  EXPECT_EQ(llama_hidden(8192, 4096, 1.3), 28672);          // Llama-2-70B, Llama-3-70B
+  EXPECT_EQ(llama_hidden(4096, 1024, 1.3), 14336);          // Llama-3-8B
+}
+
+TEST(HiddenRule, DefaultsMirrorTheSeeds) {
+  // Gated blocks: 8/3 rule with multiple_of 256; 2-matrix blocks: exactly 4·d.
+  EXPECT_EQ(resolve({parse_variant("swiglu"), 4096, std::nullopt, {}, false}).hidden, 11008);
+  EXPECT_EQ(resolve({parse_variant("gelu"), 4096, std::nullopt, {}, false}).hidden, 16384);
+  EXPECT_EQ(resolve({parse_variant("gelu"), 100, std::nullopt, {}, false}).hidden, 400);
+  EXPECT_EQ(resolve({parse_variant("geglu"), 100, std::nullopt, {}, false}).hidden, 512);  // 266 → 512
+  // An explicit hidden size wins over the rule.
+  EXPECT_EQ(resolve({parse_variant("swiglu"), 4096, 1000, {256, 1.3}, false}).hidden, 1000);
+}
+
+TEST(HiddenRule, DerivationText) {
+  const auto d = derive_hidden({parse_variant("swiglu"), 4096, std::nullopt, {}, false});
+  EXPECT_EQ(d.start, 10922);
+  EXPECT_EQ(d.text, "8/3·4096 = 10922.67 → 10922 → round up to a multiple of 256 → 11008");
+  const auto m = derive_hidden({parse_variant("swiglu"), 4096, std::nullopt, {1024, 1.3}, false});
+  EXPECT_EQ(m.after_multiplier, 14198);
+  EXPECT_EQ(m.hidden, 14336);
+}
+
+TEST(Variant, NamesRoundTrip) {
+  for (const Variant& v : named_variants()) EXPECT_EQ(parse_variant(variant_name(v)), v);
+  EXPECT_EQ(named_variants().size(), 9u);
+  EXPECT_EQ(parse_variant("swiglu"), (Variant{true, Activation::swish}));
+  EXPECT_EQ(parse_variant("glu"), (Variant{true, Activation::sigmoid}));
+  EXPECT_EQ(parse_variant("bilinear"), (Variant{true, Activation::identity}));
+  EXPECT_EQ(parse_variant("reglu"), (Variant{true, Activation::relu}));
+  EXPECT_EQ(parse_variant("geglu"), (Variant{true, Activation::gelu}));
+  EXPECT_EQ(parse_variant("gelu"), (Variant{false, Activation::gelu}));
+  EXPECT_EQ(parse_variant("silu"), (Variant{false, Activation::swish}));
+  // T5 v1.1's gated GELU uses the tanh form: a pair without a Shazeer name.
+  EXPECT_EQ(parse_variant("gated_gelu_tanh"), (Variant{true, Activation::gelu_tanh}));
+  EXPECT_EQ(parse_variant("gated-gelu_tanh"), (Variant{true, Activation::gelu_tanh}));
+  EXPECT_EQ(variant_name({true, Activation::gelu_tanh}), "gated_gelu_tanh");
+  EXPECT_EQ(variant_name({false, Activation::identity}), "identity");
+}
+
+TEST(ConfigErrors, NameTheFieldAndTheValue) {
+  const Variant sw{true, Activation::swish};
+  expect_error([&] { parse_variant("swigly"); }, {"variant", "swigly", "swiglu"});
+  expect_error([&] { parse_variant(""); }, {"variant", "''"});
+  expect_error([&] { resolve({sw, 0, std::nullopt, {}, false}); }, {"d_model", "0"});
+  expect_error([&] { resolve({sw, -5, std::nullopt, {}, false}); }, {"d_model", "-5"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {0, std::nullopt}, false}); }, {"multiple_of", "0"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {-256, std::nullopt}, false}); }, {"multiple_of", "-256"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {256, 0.0}, false}); }, {"ffn_dim_multiplier", "0"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {256, -1.5}, false}); }, {"ffn_dim_multiplier", "-1.5"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {256, std::nan("")}, false}); }, {"ffn_dim_multiplier", "nan"});
+  expect_error([&] { resolve({sw, 64, std::nullopt, {256, INFINITY}, false}); }, {"ffn_dim_multiplier", "inf"});
+  expect_error([&] { resolve({sw, 64, 0, {}, false}); }, {"hidden", "0"});
+  expect_error([&] { resolve({sw, 64, -3, {}, false}); }, {"hidden", "-3"});
+  // 3 · 2^31 · 2^40 · 8 bytes overflows int64.
+  expect_error([&] { resolve({sw, int64_t{1} << 31, int64_t{1} << 40, {}, false}); },
+               {"d_model = 2147483648", "hidden = 1099511627776", "overflow"});
+  expect_error([&] { resolve({sw, int64_t{1} << 41, std::nullopt, {}, false}); }, {"d_model", "2199023255552"});
+  expect_error([&] { validate({sw, 8, std::numeric_limits<int64_t>::max(), false}); }, {"hidden", "overflow"});
+}
+
+TEST(ConfigErrors, LargestValidSizesPass) {
+  // A llama-sized block and a very wide one whose counts still fit 64 bits.
+  EXPECT_NO_THROW(resolve({{true, Activation::swish}, 18432, 73728, {}, true}));
+  EXPECT_NO_THROW(validate({{true, Activation::swish}, int64_t{1} << 20, int64_t{1} << 37, false}));
+}
+
+}  // namespace
+}  // namespace ffn

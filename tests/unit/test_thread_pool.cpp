@@ -1,0 +1,81 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "ffn/error.hpp"
+#include "ffn/thread_pool.hpp"
+
+namespace ffn {
+namespace {
+
+TEST(SplitRange, CoversInOrderWithAlignedBoundaries) {
+  for (int64_t n : {0, 1, 15, 16, 17, 100, 4096, 11008})
+    for (int nth : {1, 2, 3, 7, 64})
+      for (int64_t align : {1, 16, 64}) {
+        int64_t expected_begin = 0;
+        for (int ith = 0; ith < nth; ++ith) {
+          const auto [b, e] = split_range(n, ith, nth, align);
+          ASSERT_EQ(b, expected_begin);
+          ASSERT_LE(b, e);
+          if (e != n) {
+            ASSERT_EQ(e % align, 0);
+          }
+          expected_begin = e;
+        }
+        ASSERT_EQ(expected_begin, n);
+      }
+  // Evenness: 100 units over 3 threads → 34, 33, 33.
+  EXPECT_EQ(split_range(100, 0, 3).second, 34);
+  EXPECT_EQ(split_range(100, 2, 3).first, 67);
+}
+
+TEST(ThreadPool, RunsEveryIndexOnceOnDistinctThreads) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 100; ++round) {
+    std::vector<std::atomic<int>> hits(4);
+    std::vector<std::thread::id> ids(4);
+    pool.run([&](int ith, int nth) {
+      ASSERT_EQ(nth, 4);
+      hits[size_t(ith)]++;
+      ids[size_t(ith)] = std::this_thread::get_id();
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    EXPECT_EQ(std::set<std::thread::id>(ids.begin(), ids.end()).size(), 4u);
+  }
+}
+
+TEST(ThreadPool, RethrowsAWorkersException) {
+  ThreadPool pool(3);
+  EXPECT_THROW(pool.run([](int ith, int) {
+    if (ith == 2) throw std::runtime_error("worker failed");
+  }), std::runtime_error);
+  // The pool is still usable afterwards.
+  std::atomic<int> calls{0};
+  pool.run([&](int, int) { calls++; });
+  EXPECT_EQ(calls.load(), 3);
+}
+
+TEST(ThreadPool, ConcurrentCallersAreSerialised) {
+  ThreadPool pool(2);
+  std::atomic<int> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) pool.run([&](int, int) { total++; });
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 4 * 50 * 2);
+}
+
+TEST(ThreadPool, RejectsAbsurdSizes) {
+  EXPECT_THROW(ThreadPool(0), Error);
+  EXPECT_THROW(ThreadPool(-1), Error);
+  EXPECT_GE(ThreadPool::default_threads(), 1);
+}
+
+}  // namespace
+}  // namespace ffn

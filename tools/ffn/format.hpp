@@ -1,0 +1,14 @@
+// Number formatting for the ffn command's tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ffn::cli {
+
+std::string grouped(int64_t v);                    // 134217728 → "134,217,728"
+std::string megabytes(std::optional<int64_t> b);   // bytes → "541.1 MB" (10⁶), or "n/a"
+std::string fixed(double v, int decimals);         // printf("%.*f")
+
+}  // namespace ffn::cli
