@@ -1,12 +1,14 @@
 #include <gtest/gtest.h>
 
 #include "ffn/checkpoint.hpp"
+#include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "test_files.hpp"
 
 namespace ffn {
 namespace {
 
+using test::expect_error;
 using test::f32_bytes;
 using test::safetensors_bytes;
 using test::StTensor;
@@ -19,16 +21,6 @@ StTensor tensor(const std::string& name, std::vector<int64_t> shape, float start
   std::vector<float> v(static_cast<size_t>(n));
   for (size_t i = 0; i < v.size(); ++i) v[i] = start + 0.01f * float(i);
   return {name, "F32", shape, f32_bytes(v)};
-}
-
-template <class F>
-void expect_error(F f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    FAIL() << "no ffn::Error thrown";
-  } catch (const Error& e) {
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
 }
 
 const Variant kSwiGLU{true, Activation::swish};

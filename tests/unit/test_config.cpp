@@ -4,28 +4,19 @@
 #include <limits>
 
 #include "ffn/config.hpp"
+#include "expect_error.hpp"
 #include "ffn/error.hpp"
 
 namespace ffn {
 namespace {
 
+using test::expect_error;
 // The Llama reference rule written independently of the library: floor(2·(4d)/3) by
 // integer division (exact), the multiplier as Python's int(m * h) on doubles.
 int64_t llama_formula(int64_t dim, int64_t multiple_of, std::optional<double> m) {
   int64_t hidden = (2 * (4 * dim)) / 3;
   if (m) hidden = static_cast<int64_t>(std::trunc(*m * static_cast<double>(hidden)));
   return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
-}
-
-// Expects `f` to throw ffn::Error whose message contains every one of `parts`.
-template <class F>
-void expect_error(F f, std::initializer_list<const char*> parts) {
-  try {
-    f();
-    FAIL() << "no ffn::Error thrown";
-  } catch (const Error& e) {
-    for (const char* p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
-  }
 }
 
 TEST(HiddenRule, MatchesLlamaFormulaForEveryWidthUpTo20000) {
