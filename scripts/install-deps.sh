@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev              # safetensors headers, --json output
   libgtest-dev libgmock-dev       # C++ unit tests
   libbenchmark-dev                # bench/ (FFN_BUILD_BENCH)
+  pybind11-dev python3-dev        # the Python module (FFN_BUILD_PYTHON)
   python3 python3-torch python3-numpy python3-pytest  # the golden suite against PyTorch
 )
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"
@@ -46,6 +47,12 @@ class Block {
   BlockConfig config_;
   BlockWeights weights_;
 };
+
+// Rounds every weight matrix to the values weight type t stores — bf16/f16 conversion, or
+// q8_0/q4_0 quantisation (ggml's reference rounding) and back — so that forward computes
+// what a block stored as t computes. Biases stay f32, as in every format. The block formats
+// need D and H to be multiples of 32 (ffn::Error otherwise, naming the size).
+void round_weights_to(Block& block, WeightType t);
 
 // The process-wide pool used when none is given (created on first use).
 ThreadPool& default_thread_pool();

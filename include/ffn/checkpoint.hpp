@@ -1,18 +1,46 @@
-// Loading a block's weights from a checkpoint file by the names of its tensors.
-// Naming schemes known now: the seeds' modules (gate.weight, up.weight, down.weight and
-// optional .bias of each). D and H come from the tensor shapes.
+// Loading one layer's feed-forward block from a real checkpoint.
+//
+// Formats: safetensors (one file, or shards through model.safetensors.index.json) and
+// GGUF; a folder holding either. Names, detected automatically:
+//   seeds          gate.weight, up.weight, down.weight (+ .bias)
+//   Hugging Face   model.layers.N.mlp.{gate,up,down}_proj.weight (+ .bias with mlp_bias)
+//   Meta/Mistral   layers.N.feed_forward.{w1,w3,w2}.weight (w1 gate, w3 up, w2 down)
+//   GPT-2          [transformer.]h.N.mlp.c_fc / c_proj .weight/.bias, stored as Conv1D [in, out]
+//   GGUF           blk.N.ffn_{gate,up,down}.weight
+// D and H come from the tensor shapes; gated or not from the presence of a gate. The
+// activation comes from config.json beside the weights (hidden_act, activation_function,
+// dense_act_fn) or GGUF's general.architecture; else from the variant given.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ffn/block.hpp"
 #include "ffn/config.hpp"
 
 namespace ffn {
 
-// Reads a safetensors file holding one block of the given variant. Throws ffn::Error when
-// names are missing (listing the names found), shapes disagree, or the variant's number of
-// matrices does not match the file's.
-Block load_block_safetensors(const std::string& path, Variant variant);
+struct LoadOptions {
+  int64_t layer = 0;
+  // Required when the checkpoint does not say its activation; when it does, a variant given
+  // here must agree with it (an error otherwise — never a silently different block).
+  std::optional<Variant> variant;
+};
+
+struct LoadedBlock {
+  Block block;
+  std::string scheme;             // which naming scheme matched
+  std::string activation_source;  // "config.json hidden_act 'silu'", "--variant", ...
+};
+
+// Throws ffn::Error naming the file and the problem: no block found (listing the names
+// present), a missing layer (listing the layers present), inconsistent shapes, partial
+// biases, a variant that disagrees with the checkpoint.
+LoadedBlock load_block(const std::string& path, const LoadOptions& options = {});
+
+// The layers whose feed-forward block the checkpoint holds, in order; empty if none.
+std::vector<int64_t> checkpoint_layers(const std::string& path);
 
 }  // namespace ffn

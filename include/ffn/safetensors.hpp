@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "ffn/mapped_file.hpp"
+
 namespace ffn {
 
 enum class TensorDtype { f32, f16, bf16, f64, i8, u8, i16, i32, i64, other };
@@ -30,11 +32,10 @@ class SafetensorsFile {
  public:
   // Throws ffn::Error naming the file and the problem.
   explicit SafetensorsFile(const std::string& path);
-  ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return file_.path(); }
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
   bool has(const std::string& name) const { return tensors_.count(name) != 0; }
@@ -45,9 +46,7 @@ class SafetensorsFile {
   void read_f32(const std::string& name, float* out) const;
 
  private:
-  std::string path_;
-  void* map_ = nullptr;
-  size_t map_size_ = 0;
+  MappedFile file_;
   std::map<std::string, TensorInfo> tensors_;
   std::map<std::string, std::string> metadata_;
 };

@@ -1,13 +1,13 @@
-// Loading one block's weights by tensor names. The seeds' modules name their projections
-// gate / up / down (nn.Linear: weight [out][in], bias [out]). Further naming schemes
-// (Hugging Face, Meta, GPT-2, GGUF) map their names onto these three roles.
+// load_block: a tensor source, the names of the layer's block in it, the activation, then
+// the shapes checked and the weights converted to f32 in nn.Linear layout.
 #include "ffn/checkpoint.hpp"
 
-#include <string>
 #include <vector>
 
 #include "ffn/error.hpp"
-#include "ffn/safetensors.hpp"
+#include "io/activation_hint.hpp"
+#include "io/block_names.hpp"
+#include "io/tensor_source.hpp"
 
 namespace ffn {
 namespace {
@@ -18,83 +18,100 @@ std::string shape_string(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-std::string names_found(const SafetensorsFile& f) {
-  std::string out;
-  size_t shown = 0;
-  for (const auto& [name, t] : f.tensors()) {
-    if (shown++ == 24) {
-      out += ", … (" + std::to_string(f.tensors().size()) + " in all)";
-      break;
-    }
-    out += (out.empty() ? "" : ", ") + name + " " + shape_string(t.shape);
-  }
-  return out.empty() ? "none" : out;
+void require_shape(const io::TensorSource& src, const std::string& name, const std::vector<int64_t>& shape) {
+  const auto& t = src.tensors().at(name);
+  if (t.shape != shape)
+    throw Error(src.path() + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
+                shape_string(shape));
 }
 
-// Checks that `name` exists with exactly `shape`.
-void require_shape(const SafetensorsFile& f, const std::string& name, std::vector<int64_t> shape) {
-  const auto& t = f.tensor(name);
-  if (t.shape != shape)
-    throw Error(f.path() + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
-                shape_string(shape));
+// Reads a weight into `m` ([out][in]); a Conv1D weight is stored [in][out] and transposed.
+void read_weight(const io::TensorSource& src, const std::string& name, bool conv1d, Matrix& m) {
+  if (!conv1d) return src.read_f32(name, m.data());
+  Matrix stored(m.cols(), m.rows());
+  src.read_f32(name, stored.data());
+  for (int64_t i = 0; i < stored.rows(); ++i)
+    for (int64_t o = 0; o < stored.cols(); ++o) m.row(o)[i] = stored.row(i)[o];
+}
+
+Activation choose_activation(const std::string& path, const io::TensorSource& src, const LoadOptions& o, bool gated,
+                             std::string& source_out) {
+  const io::ActivationHint hint = io::find_activation_hint(path, src);
+  if (o.variant) {
+    if (o.variant->gated != gated)
+      throw Error(path + (gated ? ": the block has a gate projection (a gated block) but variant " +
+                                      variant_name(*o.variant) + " has two matrices; choose a gated variant"
+                                : ": the block has no gate projection but variant " + variant_name(*o.variant) +
+                                      " is gated; choose a 2-matrix variant"));
+    if (hint.activation && *hint.activation != o.variant->activation)
+      throw Error(path + ": " + hint.source + " means activation " + std::string(activation_name(*hint.activation)) +
+                  ", but variant " + variant_name(*o.variant) + " uses " +
+                  std::string(activation_name(o.variant->activation)));
+    source_out = hint.activation ? hint.source + " (agrees with the variant given)" : "the variant given";
+    return o.variant->activation;
+  }
+  if (!hint.activation)
+    throw Error(path + ": the checkpoint does not say its activation (no config.json beside it); give the variant "
+                "(--variant), e.g. " + std::string(gated ? "swiglu, geglu" : "gelu, relu"));
+  source_out = hint.source;
+  return *hint.activation;
 }
 
 }  // namespace
 
-Block load_block_safetensors(const std::string& path, Variant variant) {
-  SafetensorsFile f(path);
-  const std::string vname = variant_name(variant);
-  if (!f.has("up.weight") || !f.has("down.weight"))
-    throw Error(path + ": no block found: expected tensors up.weight and down.weight (and gate.weight for "
-                "gated variants); tensors in the file: " + names_found(f));
-  if (variant.gated && !f.has("gate.weight"))
-    throw Error(path + ": variant " + vname + " is gated and needs gate.weight; tensors in the file: " + names_found(f));
-  if (!variant.gated && f.has("gate.weight"))
-    throw Error(path + ": the file holds gate.weight (a gated block) but variant " + vname +
-                " has two matrices; choose a gated variant (e.g. swiglu, geglu)");
+LoadedBlock load_block(const std::string& path, const LoadOptions& o) {
+  const auto src = io::open_tensor_source(path);
+  const io::BlockNames n = io::find_block_names(*src, o.layer);
+  const bool gated = !n.gate.empty();
+  std::string activation_source;
+  const Activation act = choose_activation(path, *src, o, gated, activation_source);
 
-  const auto& up = f.tensor("up.weight").shape;
+  const auto& up = src->tensors().at(n.up).shape;
   if (up.size() != 2)
-    throw Error(path + ": tensor 'up.weight' has shape " + shape_string(up) + "; expected [hidden, d_model]");
-  const int64_t H = up[0], D = up[1];
-  if (variant.gated) require_shape(f, "gate.weight", {H, D});
-  require_shape(f, "down.weight", {D, H});
+    throw Error(src->path() + ": tensor '" + n.up + "' has shape " + shape_string(up) + "; expected 2 dimensions");
+  // nn.Linear: up [H, D], down [D, H]; Conv1D stores both transposed.
+  const int64_t H = n.conv1d ? up[1] : up[0], D = n.conv1d ? up[0] : up[1];
+  if (gated) require_shape(*src, n.gate, {H, D});
+  require_shape(*src, n.down, n.conv1d ? std::vector<int64_t>{H, D} : std::vector<int64_t>{D, H});
 
-  std::vector<std::string> bias_names{"up.bias", "down.bias"};
-  if (variant.gated) bias_names.push_back("gate.bias");
+  std::vector<std::string> biases{n.up_bias, n.down_bias};
+  if (gated) biases.push_back(n.gate_bias);
   size_t present = 0;
-  for (const auto& b : bias_names) present += f.has(b) ? 1 : 0;
-  if (present != 0 && present != bias_names.size())
-    throw Error(path + ": some projections have a bias and others do not; expected all or none of " +
-                [&] {
-                  std::string s;
-                  for (const auto& b : bias_names) s += (s.empty() ? "" : ", ") + b;
-                  return s;
-                }());
+  std::string bias_list;
+  for (const auto& b : biases) {
+    present += src->has(b) ? 1 : 0;
+    bias_list += (bias_list.empty() ? "" : ", ") + b;
+  }
+  if (present != 0 && present != biases.size())
+    throw Error(src->path() + ": some projections have a bias and others do not; expected all or none of " + bias_list);
   const bool bias = present != 0;
   if (bias) {
-    require_shape(f, "up.bias", {H});
-    require_shape(f, "down.bias", {D});
-    if (variant.gated) require_shape(f, "gate.bias", {H});
+    require_shape(*src, n.up_bias, {H});
+    require_shape(*src, n.down_bias, {D});
+    if (gated) require_shape(*src, n.gate_bias, {H});
   }
 
-  BlockConfig config{variant, D, H, bias};
+  const BlockConfig config{{gated, act}, D, H, bias};
   try {
     validate(config);
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw Error(src->path() + ": " + e.what());
   }
   Block block(config);
   auto& w = block.weights();
-  f.read_f32("up.weight", w.up.data());
-  f.read_f32("down.weight", w.down.data());
-  if (variant.gated) f.read_f32("gate.weight", w.gate.data());
+  read_weight(*src, n.up, n.conv1d, w.up);
+  read_weight(*src, n.down, n.conv1d, w.down);
+  if (gated) read_weight(*src, n.gate, n.conv1d, w.gate);
   if (bias) {
-    f.read_f32("up.bias", w.up_bias.data());
-    f.read_f32("down.bias", w.down_bias.data());
-    if (variant.gated) f.read_f32("gate.bias", w.gate_bias.data());
+    src->read_f32(n.up_bias, w.up_bias.data());
+    src->read_f32(n.down_bias, w.down_bias.data());
+    if (gated) src->read_f32(n.gate_bias, w.gate_bias.data());
   }
-  return block;
+  return {std::move(block), n.scheme, activation_source};
+}
+
+std::vector<int64_t> checkpoint_layers(const std::string& path) {
+  return io::block_layers(*io::open_tensor_source(path));
 }
 
 }  // namespace ffn

@@ -5,18 +5,13 @@
 // the format's specification requires.
 #include "ffn/safetensors.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "core/half.hpp"
 #include "ffn/error.hpp"
+#include "ffn/quant.hpp"
 
 namespace ffn {
 namespace {
@@ -86,91 +81,65 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, const s
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error("'" + path + "' is not a regular file");
-  }
-  map_size_ = static_cast<size_t>(st.st_size);
-  if (map_size_ < 8) {
-    ::close(fd);
-    throw Error(path + ": too short for a safetensors file (" + std::to_string(map_size_) + " bytes)");
-  }
-  map_ = ::mmap(nullptr, map_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map_ == MAP_FAILED) {
-    map_ = nullptr;
-    throw Error("cannot map '" + path + "': " + std::strerror(errno));
-  }
+SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
+  const size_t size = file_.size();
+  if (size < 8) throw Error(path + ": too short for a safetensors file (" + std::to_string(size) + " bytes)");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(file_.data());
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
+  if (header_len > kMaxHeader) throw Error(path + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
+  if (header_len > size - 8)
+    throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the file (" +
+                std::to_string(size) + " bytes)");
+  const char* header = reinterpret_cast<const char*>(bytes + 8);
+  const auto* data = reinterpret_cast<const std::byte*>(bytes + 8 + header_len);
+  const auto data_size = static_cast<int64_t>(size - 8 - header_len);
+
+  nlohmann::json root;
   try {
-    const auto* bytes = static_cast<const unsigned char*>(map_);
-    uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];
-    if (header_len > kMaxHeader) throw Error(path + ": header length " + std::to_string(header_len) + " exceeds 100 MB");
-    if (header_len > map_size_ - 8)
-      throw Error(path + ": header length " + std::to_string(header_len) + " exceeds the file (" +
-                  std::to_string(map_size_) + " bytes)");
-    const char* header = reinterpret_cast<const char*>(bytes + 8);
-    const auto* data = reinterpret_cast<const std::byte*>(bytes + 8 + header_len);
-    const auto data_size = static_cast<int64_t>(map_size_ - 8 - header_len);
-
-    nlohmann::json root;
-    try {
-      root = nlohmann::json::parse(header, header + header_len);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(path + ": header is not valid JSON: " + e.what());
-    }
-    if (!root.is_object()) throw Error(path + ": header is not a JSON object");
-
-    std::vector<std::pair<int64_t, const TensorInfo*>> spans;
-    for (const auto& [name, entry] : root.items()) {
-      if (name == "__metadata__") {
-        if (!entry.is_object()) throw Error(path + ": __metadata__ is not an object");
-        for (const auto& [k, v] : entry.items()) {
-          if (!v.is_string()) throw Error(path + ": __metadata__ value of '" + k + "' is not a string");
-          metadata_[k] = v.get<std::string>();
-        }
-        continue;
-      }
-      TensorInfo t;
-      try {
-        t = parse_entry(name, entry, data, data_size);
-      } catch (const Error& e) {
-        throw Error(path + ": " + e.what());
-      }
-      tensors_[name] = std::move(t);
-    }
-    for (const auto& [name, t] : tensors_) spans.push_back({t.data - data, &t});
-    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second->bytes < b.second->bytes;
-    });
-    int64_t expected = 0;
-    for (const auto& [begin, t] : spans) {
-      if (begin != expected)
-        throw Error(path + ": tensor '" + t->name + "' starts at data byte " + std::to_string(begin) + ", expected " +
-                    std::to_string(expected) + " (tensors overlap or leave a hole)");
-      expected = begin + t->bytes;
-    }
-    if (expected != data_size)
-      throw Error(path + ": tensors cover " + std::to_string(expected) + " of the " + std::to_string(data_size) +
-                  " data bytes");
-  } catch (...) {
-    ::munmap(map_, map_size_);
-    map_ = nullptr;
-    throw;
+    root = nlohmann::json::parse(header, header + header_len);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path + ": header is not valid JSON: " + e.what());
   }
-}
+  if (!root.is_object()) throw Error(path + ": header is not a JSON object");
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(map_, map_size_);
+  std::vector<std::pair<int64_t, const TensorInfo*>> spans;
+  for (const auto& [name, entry] : root.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) throw Error(path + ": __metadata__ is not an object");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) throw Error(path + ": __metadata__ value of '" + k + "' is not a string");
+        metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    TensorInfo t;
+    try {
+      t = parse_entry(name, entry, data, data_size);
+    } catch (const Error& e) {
+      throw Error(path + ": " + e.what());
+    }
+    tensors_[name] = std::move(t);
+  }
+  for (const auto& [name, t] : tensors_) spans.push_back({t.data - data, &t});
+  std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second->bytes < b.second->bytes;
+  });
+  int64_t expected = 0;
+  for (const auto& [begin, t] : spans) {
+    if (begin != expected)
+      throw Error(path + ": tensor '" + t->name + "' starts at data byte " + std::to_string(begin) + ", expected " +
+                  std::to_string(expected) + " (tensors overlap or leave a hole)");
+    expected = begin + t->bytes;
+  }
+  if (expected != data_size)
+    throw Error(path + ": tensors cover " + std::to_string(expected) + " of the " + std::to_string(data_size) +
+                " data bytes");
 }
 
 const TensorInfo& SafetensorsFile::tensor(const std::string& name) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
+  if (it == tensors_.end()) throw Error(path() + ": no tensor named '" + name + "'");
   return it->second;
 }
 
@@ -182,16 +151,10 @@ void SafetensorsFile::read_f32(const std::string& name, float* out) const {
     case TensorDtype::f32:
       if (t.bytes > 0) std::memcpy(out, t.data, static_cast<size_t>(t.bytes));
       return;
-    case TensorDtype::f16:
-    case TensorDtype::bf16:
-      for (int64_t i = 0; i < t.elements; ++i) {
-        uint16_t h;
-        std::memcpy(&h, t.data + 2 * i, 2);
-        out[i] = t.dtype == TensorDtype::f16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
-      return;
+    case TensorDtype::f16: return f16_bytes_to_f32(t.data, out, t.elements);
+    case TensorDtype::bf16: return bf16_bytes_to_f32(t.data, out, t.elements);
     default:
-      throw Error(path_ + ": tensor '" + name + "' has dtype " + t.dtype_name +
+      throw Error(path() + ": tensor '" + name + "' has dtype " + t.dtype_name +
                   "; weights must be F32, F16 or BF16");
   }
 }

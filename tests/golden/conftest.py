@@ -26,3 +26,18 @@ def run_ffn(ffn_bin):
         return p
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ffn_module():
+    """The Python module built by CMake (FFN_BUILD_PYTHON) into build/python."""
+    import sys
+
+    path = os.environ.get("FFN_PYTHONPATH", str(ROOT / "build" / "python"))
+    if not path:
+        pytest.skip("the Python module was not built (FFN_BUILD_PYTHON=OFF)")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import ffn
+
+    return ffn

@@ -58,7 +58,7 @@ def test_info_counts_and_bytes(run_ffn):
     assert odd["weight_bytes"]["q4_0"] is None and odd["hidden"] == 400
 
 
-@pytest.mark.parametrize("sub", ["params", "info", "forward", "demo"])
+@pytest.mark.parametrize("sub", ["params", "info", "forward", "quantize", "demo"])
 def test_help(run_ffn, sub):
     out = run_ffn(sub, "--help").stdout
     assert "--" in out and "Usage" in out or "Options" in out
@@ -108,7 +108,7 @@ def test_forward_errors(run_ffn, small_block):
     files.write_npy(tmp / "x.npy", np.zeros((3, 16)))
     p = run_ffn("forward", "--variant", "gelu", "--weights", tmp / "w.safetensors", "--input", tmp / "x.npy",
                 "--output", tmp / "y.npy", check=False)
-    assert p.returncode == 1 and "gate.weight" in p.stderr
+    assert p.returncode == 1 and "gate projection" in p.stderr and "variant gelu" in p.stderr
 
     np.save(tmp / "x64.npy", np.zeros((3, 16)))  # float64
     p = run_ffn("forward", "--variant", "swiglu", "--weights", tmp / "w.safetensors", "--input", tmp / "x64.npy",

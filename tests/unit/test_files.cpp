@@ -18,6 +18,23 @@ TempPath::TempPath(const std::string& name) {
 
 TempPath::~TempPath() { std::remove(path_.c_str()); }
 
+TempDir::TempDir(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("ffn-unit-" + std::to_string(::getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  path_ = dir.string();
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+}
+
 std::vector<uint8_t> f32_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> out(v.size() * 4);
   if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());

@@ -19,6 +19,18 @@ class TempPath {
   std::string path_;
 };
 
+// A fresh, empty folder (per process and name), removed with its content by the destructor.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name);
+  ~TempDir();
+  const std::string& str() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
 struct StTensor {
   std::string name;
   std::string dtype;  // "F32", "F16", "BF16", ...
@@ -31,6 +43,7 @@ std::vector<uint8_t> f32_bytes(const std::vector<float>& v);
 std::vector<uint8_t> safetensors_bytes(const std::vector<StTensor>& tensors);
 std::vector<uint8_t> safetensors_raw(const std::string& header_json, const std::vector<uint8_t>& data);
 void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes);
+void write_text(const std::string& path, const std::string& text);
 std::vector<uint8_t> read_bytes(const std::string& path);
 
 }  // namespace ffn::test

@@ -1,0 +1,172 @@
+"""ffn.cpp from Python: the feed-forward blocks of transformers, in the seeds' own shape.
+
+    import ffn
+    m = ffn.SwiGLU(4096)                         # hidden 11008, like the seeds' module
+    print(m.hidden, sum(p.size for p in m.parameters()))
+    y = m(x)                                     # x: float32 NumPy array [T, 4096]
+    m = ffn.load("model.safetensors", layer=3)   # HF / Meta / GPT-2 / GGUF names
+    m = ffn.from_torch(torch_module)             # a seeds' or Hugging Face MLP module
+
+Parameters are NumPy views of the block's own f32 weights (nn.Linear layout [out, in]):
+writing into them changes the block, as with torch parameters.
+"""
+from . import _core
+
+Error = _core.Error
+__version__ = _core.__version__
+__all__ = ["Block", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
+           "GEGLU", "GatedGeluTanh", "load", "from_torch", "Error"]
+
+
+class Block:
+    """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
+    reglu, geglu, swiglu, or gated_<activation>. Weights start as nn.Linear's default
+    initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
+
+    def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
+        self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)
+
+    @classmethod
+    def _wrap(cls, core):
+        block = cls.__new__(cls)
+        block._core = core
+        return block
+
+    variant = property(lambda self: self._core.variant)
+    gated = property(lambda self: self._core.gated)
+    activation = property(lambda self: self._core.activation)
+    d_model = property(lambda self: self._core.d_model)
+    hidden = property(lambda self: self._core.hidden)
+    bias = property(lambda self: self._core.bias)
+
+    def named_parameters(self):
+        """(name, NumPy view) pairs in torch's order: gate, up, down (each weight, then bias)."""
+        return [(name, self._core.tensor(name)) for name in self._core.tensor_names()]
+
+    def parameters(self):
+        return [p for _, p in self.named_parameters()]
+
+    def state_dict(self):
+        return dict(self.named_parameters())
+
+    def load_state_dict(self, state_dict):
+        """Copies NumPy arrays or torch tensors in, by the seeds' names (gate.weight, up.weight,
+        down.weight, .bias). Every parameter must be given, with its exact shape."""
+        expected = set(self._core.tensor_names())
+        given = set(state_dict)
+        if given != expected:
+            raise Error(f"state_dict keys differ: missing {sorted(expected - given)}, unexpected {sorted(given - expected)}")
+        for name, value in state_dict.items():
+            self._core.set_tensor(name, _to_numpy(value))
+
+    def __call__(self, x, threads=None):
+        """y = block(x) for float32 x of shape [T, d] or [d]; x is not copied when it is
+        already a C-ordered float32 array. `threads`: default one per core."""
+        return self._core.forward(x, threads)
+
+    forward = __call__
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(variant={self.variant!r}, d={self.d_model}, hidden={self.hidden}, "
+                f"bias={self.bias})")
+
+
+def _gated(variant_name, doc):
+    class Gated(Block):
+        __doc__ = doc
+
+        def __init__(self, d, hidden=None, multiple=256, bias=False, seed=0, ffn_dim_multiplier=None):
+            super().__init__(variant_name, d, hidden, multiple, ffn_dim_multiplier, bias, seed)
+
+    return Gated
+
+
+def _two_matrix(variant_name, doc):
+    class TwoMatrix(Block):
+        __doc__ = doc
+
+        def __init__(self, d, hidden=None, bias=False, seed=0):
+            super().__init__(variant_name, d, hidden, None, None, bias, seed)
+
+    return TwoMatrix
+
+
+SwiGLU = _gated("swiglu", "down(silu(gate(x)) * up(x)); hidden = 8/3·d rounded up to `multiple` (4096 → 11008).")
+GLU = _gated("glu", "down(sigmoid(gate(x)) * up(x)).")
+Bilinear = _gated("bilinear", "down(gate(x) * up(x)).")
+ReGLU = _gated("reglu", "down(relu(gate(x)) * up(x)).")
+GEGLU = _gated("geglu", "down(gelu(gate(x)) * up(x)), GELU in its exact erf form.")
+GatedGeluTanh = _gated("gated_gelu_tanh", "down(gelu_tanh(gate(x)) * up(x)): T5 v1.1's gated GELU.")
+GeluMLP = _two_matrix("gelu", "down(gelu(up(x))); hidden = 4·d; GELU in its exact erf form.")
+ReluMLP = _two_matrix("relu", "down(relu(up(x))); hidden = 4·d.")
+GeluTanhMLP = _two_matrix("gelu_tanh", "down(gelu_tanh(up(x))): GPT-2's MLP; hidden = 4·d.")
+SwishMLP = _two_matrix("swish", "down(silu(up(x))); hidden = 4·d.")
+for _cls, _name in [(SwiGLU, "SwiGLU"), (GLU, "GLU"), (Bilinear, "Bilinear"), (ReGLU, "ReGLU"), (GEGLU, "GEGLU"),
+                    (GatedGeluTanh, "GatedGeluTanh"), (GeluMLP, "GeluMLP"), (ReluMLP, "ReluMLP"),
+                    (GeluTanhMLP, "GeluTanhMLP"), (SwishMLP, "SwishMLP")]:
+    _cls.__name__ = _cls.__qualname__ = _name
+
+_CLASS_OF_VARIANT = {"swiglu": SwiGLU, "glu": GLU, "bilinear": Bilinear, "reglu": ReGLU, "geglu": GEGLU,
+                     "gated_gelu_tanh": GatedGeluTanh, "gelu": GeluMLP, "relu": ReluMLP, "gelu_tanh": GeluTanhMLP,
+                     "swish": SwishMLP}
+
+
+def _as_class_of_its_variant(core):
+    return _CLASS_OF_VARIANT.get(core.variant, Block)._wrap(core)
+
+
+def load(path, layer=0, variant=None):
+    """The MLP of `layer` from a checkpoint: safetensors (one file, or sharded through
+    model.safetensors.index.json), GGUF, or a folder holding one. The activation comes from
+    config.json beside the weights or GGUF metadata; else give `variant`."""
+    core, _scheme, _source = _core.load(str(path), layer, variant)
+    return _as_class_of_its_variant(core)
+
+
+def _to_numpy(value):
+    import numpy as np
+
+    if hasattr(value, "detach"):  # a torch tensor
+        value = value.detach().cpu().float().numpy()
+    return np.ascontiguousarray(value, dtype=np.float32)
+
+
+# The seeds' module classes and Hugging Face's activation names, for from_torch.
+_VARIANT_OF_CLASS = {"SwiGLU": "swiglu", "GeluMLP": "gelu", "GLU": "glu", "Bilinear": "bilinear", "ReGLU": "reglu",
+                     "GEGLU": "geglu", "ReluMLP": "relu", "GeluTanhMLP": "gelu_tanh", "SwishMLP": "swish",
+                     "GatedGeluTanh": "gated_gelu_tanh"}
+_HF_ACTIVATION = {"silu": "swish", "swish": "swish", "gelu": "gelu", "gelu_new": "gelu_tanh",
+                  "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu", "sigmoid": "sigmoid"}
+
+
+def from_torch(module, variant=None):
+    """A copy of a torch MLP module as an ffn block. Names: the seeds' (gate/up/down) or
+    Hugging Face's (gate_proj/up_proj/down_proj). The variant comes from the module's class
+    (the seeds'), or its config.hidden_act (Hugging Face's LlamaMLP and kin); else give it."""
+    state = {k: v for k, v in module.state_dict().items()}
+    renamed = {}
+    for key, value in state.items():
+        for hf, ours in (("gate_proj.", "gate."), ("up_proj.", "up."), ("down_proj.", "down.")):
+            if key.startswith(hf):
+                key = ours + key[len(hf):]
+        renamed[key] = value
+    gated = "gate.weight" in renamed
+    if "up.weight" not in renamed or "down.weight" not in renamed:
+        raise Error(f"from_torch: no up/down (or up_proj/down_proj) weights in the module; it has {sorted(state)}")
+    if variant is None:
+        variant = _VARIANT_OF_CLASS.get(type(module).__name__)
+    if variant is None and hasattr(module, "config") and hasattr(module.config, "hidden_act"):
+        act = _HF_ACTIVATION.get(module.config.hidden_act)
+        if act is None:
+            raise Error(f"from_torch: hidden_act {module.config.hidden_act!r} is not supported")
+        variant = "gated_" + act if gated else act  # gated_swish is swiglu, gated_gelu is geglu, ...
+    if variant is None:
+        raise Error(f"from_torch: cannot tell the activation of a {type(module).__name__}; pass variant=")
+    up = renamed["up.weight"]
+    hidden, d = int(up.shape[0]), int(up.shape[1])
+    block = Block(variant, d, hidden=hidden, bias="up.bias" in renamed)
+    if block.gated != gated:
+        raise Error(f"from_torch: variant {variant!r} is {'gated' if block.gated else '2-matrix'} but the module "
+                    f"{'has' if gated else 'has no'} gate projection")
+    block.load_state_dict(renamed)
+    return _as_class_of_its_variant(block._core)

@@ -1,0 +1,140 @@
+// ffn._core: the C++ block for Python. Thin: argument conversion, NumPy views of the
+// weights (they share memory with the block, as torch parameters do), and forward without
+// the GIL. The seeds'-shaped classes live in ffn/__init__.py.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ffn/ffn.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+
+// Parameter names in the order torch's named_parameters() gives for the seeds' modules.
+std::vector<std::string> tensor_names(const ffn::Block& b) {
+  const auto& c = b.config();
+  std::vector<std::string> names;
+  for (const char* proj : {"gate", "up", "down"}) {
+    if (std::string(proj) == "gate" && !c.variant.gated) continue;
+    names.push_back(std::string(proj) + ".weight");
+    if (c.bias) names.push_back(std::string(proj) + ".bias");
+  }
+  return names;
+}
+
+ffn::Matrix& tensor_of(ffn::Block& b, const std::string& name) {
+  auto& w = b.weights();
+  if (b.config().variant.gated) {
+    if (name == "gate.weight") return w.gate;
+    if (name == "gate.bias" && b.config().bias) return w.gate_bias;
+  }
+  if (name == "up.weight") return w.up;
+  if (name == "down.weight") return w.down;
+  if (b.config().bias) {
+    if (name == "up.bias") return w.up_bias;
+    if (name == "down.bias") return w.down_bias;
+  }
+  std::string known;
+  for (const auto& n : tensor_names(b)) known += (known.empty() ? "" : ", ") + n;
+  throw ffn::Error("the block has no parameter '" + name + "'; it has " + known);
+}
+
+bool is_bias(const std::string& name) { return name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0; }
+
+// A writable NumPy view of a weight, keeping the Python block alive while it exists.
+py::array view_of(py::object self, const std::string& name) {
+  auto& block = self.cast<ffn::Block&>();
+  ffn::Matrix& m = tensor_of(block, name);
+  if (is_bias(name)) return py::array_t<float>({m.cols()}, {sizeof(float)}, m.data(), self);
+  return py::array_t<float>({m.rows(), m.cols()}, {m.cols() * int64_t(sizeof(float)), int64_t(sizeof(float))},
+                            m.data(), self);
+}
+
+void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& value) {
+  ffn::Matrix& m = tensor_of(block, name);
+  const std::vector<int64_t> want = is_bias(name) ? std::vector<int64_t>{m.cols()} : std::vector<int64_t>{m.rows(), m.cols()};
+  std::vector<int64_t> got(value.shape(), value.shape() + value.ndim());
+  if (got != want) {
+    auto str = [](const std::vector<int64_t>& s) {
+      std::string out = "(";
+      for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+      return out + (s.size() == 1 ? ",)" : ")");
+    };
+    throw ffn::Error("parameter '" + name + "' has shape " + str(want) + ", got an array of shape " + str(got));
+  }
+  std::copy(value.data(), value.data() + value.size(), m.data());
+}
+
+// x: float32 [T, d] or [d] (converted, without a copy when it already is float32 C-order).
+py::array forward(const ffn::Block& block, const FloatArray& x, std::optional<int> threads) {
+  const int64_t D = block.config().d_model;
+  if (x.ndim() != 1 && x.ndim() != 2)
+    throw ffn::Error("x must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) + ",), got " +
+                     std::to_string(x.ndim()) + " dimensions");
+  const int64_t T = x.ndim() == 2 ? x.shape(0) : 1;
+  const int64_t cols = x.shape(x.ndim() - 1);
+  if (cols != D)
+    throw ffn::Error("x has " + std::to_string(cols) + " features; the block's d_model is " + std::to_string(D));
+  std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
+  py::array_t<float> y(shape);
+  const float* xp = x.data();
+  float* yp = y.mutable_data();
+  {
+    py::gil_scoped_release release;
+    std::unique_ptr<ffn::ThreadPool> pool;
+    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
+    block.forward({xp, T, D, D}, {yp, T, D, D}, pool.get());
+  }
+  return y;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "ffn.cpp core: feed-forward blocks of transformers (use the ffn package, not this module)";
+  py::register_exception<ffn::Error>(m, "Error", PyExc_ValueError);
+  m.attr("__version__") = ffn::version;
+
+  py::class_<ffn::Block>(m, "Block")
+      .def(py::init([](const std::string& variant, int64_t d, std::optional<int64_t> hidden,
+                       std::optional<int64_t> multiple_of, std::optional<double> multiplier, bool bias, uint64_t seed) {
+             const ffn::BlockSpec spec{ffn::parse_variant(variant), d, hidden, {multiple_of, multiplier}, bias};
+             return std::make_unique<ffn::Block>(ffn::Block::random(ffn::resolve(spec), seed));
+           }),
+           py::arg("variant"), py::arg("d"), py::arg("hidden") = py::none(), py::arg("multiple_of") = py::none(),
+           py::arg("ffn_dim_multiplier") = py::none(), py::arg("bias") = false, py::arg("seed") = 0)
+      .def_property_readonly("variant", [](const ffn::Block& b) { return ffn::variant_name(b.config().variant); })
+      .def_property_readonly("gated", [](const ffn::Block& b) { return b.config().variant.gated; })
+      .def_property_readonly("activation",
+                             [](const ffn::Block& b) { return std::string(ffn::activation_name(b.config().variant.activation)); })
+      .def_property_readonly("d_model", [](const ffn::Block& b) { return b.config().d_model; })
+      .def_property_readonly("hidden", [](const ffn::Block& b) { return b.config().hidden; })
+      .def_property_readonly("bias", [](const ffn::Block& b) { return b.config().bias; })
+      .def_property_readonly("num_parameters", [](const ffn::Block& b) { return ffn::account(b.config()).parameters; })
+      .def("tensor_names", &tensor_names)
+      .def("tensor", &view_of, py::arg("name"))
+      .def("set_tensor", &set_tensor, py::arg("name"), py::arg("value"))
+      .def("forward", &forward, py::arg("x"), py::arg("threads") = py::none());
+
+  m.def(
+      "load",
+      [](const std::string& path, int64_t layer, std::optional<std::string> variant) {
+        ffn::LoadOptions o;
+        o.layer = layer;
+        if (variant) o.variant = ffn::parse_variant(*variant);
+        ffn::LoadedBlock loaded = ffn::load_block(path, o);
+        return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
+                              loaded.activation_source);
+      },
+      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
+  m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"), py::arg("ffn_dim_multiplier") = py::none());
+  m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
+}

@@ -1,0 +1,28 @@
+// What a checkpoint says about its activation: Hugging Face's config.json beside the
+// weights (hidden_act, activation_function, T5's feed_forward_proj / dense_act_fn), or a
+// GGUF file's general.architecture.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ffn/config.hpp"
+#include "io/tensor_source.hpp"
+
+namespace ffn::io {
+
+struct ActivationHint {
+  std::optional<Activation> activation;
+  std::string source;  // e.g. "config.json hidden_act 'silu'", for messages
+};
+
+// Maps a transformers activation name (ACT2FN) to ours; throws ffn::Error for names with
+// no exact counterpart here (quick_gelu, gelu_10, ...).
+Activation activation_from_hf_name(const std::string& name, const std::string& where);
+
+// The source's own metadata (GGUF: ffn.variant, general.architecture) first, then
+// config.json in the folder of `weights_path` (or in it, if it is a folder). Empty when
+// neither says.
+ActivationHint find_activation_hint(const std::string& weights_path, const TensorSource& source);
+
+}  // namespace ffn::io

@@ -1,0 +1,27 @@
+// The names under which checkpoints of real models keep one layer's MLP, and finding which
+// scheme a checkpoint uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "io/tensor_source.hpp"
+
+namespace ffn::io {
+
+struct BlockNames {
+  std::string scheme;              // "seeds", "hugging face", "meta", "gpt-2", "gguf"
+  std::string gate, up, down;      // weight tensors; gate is empty when the file has none
+  std::string gate_bias, up_bias, down_bias;  // where biases would be (they may be absent)
+  bool conv1d = false;             // GPT-2's Conv1D stores weights [in, out], not [out, in]
+};
+
+// The block of `layer` in `source`. Throws ffn::Error listing the layers the checkpoint has
+// when `layer` is not among them, or the names found when no scheme matches.
+BlockNames find_block_names(const TensorSource& source, int64_t layer);
+
+// Every layer whose block the source holds, in order (a single seeds' block is layer 0).
+std::vector<int64_t> block_layers(const TensorSource& source);
+
+}  // namespace ffn::io

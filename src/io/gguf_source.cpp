@@ -1,0 +1,34 @@
+// Tensor source over a GGUF file. GGUF lists dimensions innermost first (ne[0] is the row
+// length); PyTorch order is the reverse, so an nn.Linear weight [out, in] is ne = {in, out}.
+#include "ffn/gguf.hpp"
+#include "io/source_factories.hpp"
+
+namespace ffn::io {
+namespace {
+
+class GgufSource final : public TensorSource {
+ public:
+  explicit GgufSource(const std::string& path) : file_(path) {
+    for (const auto& [name, t] : file_.tensors())
+      tensors_[name] = {std::vector<int64_t>(t.ne.rbegin(), t.ne.rend()), std::string(ggml_type_name(t.type))};
+  }
+  const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
+  void read_f32(const std::string& name, float* out) const override { file_.read_f32(name, out); }
+  const std::string& path() const override { return file_.path(); }
+  std::map<std::string, std::string> metadata() const override {
+    std::map<std::string, std::string> out;
+    for (const auto& key : file_.metadata_keys())
+      if (auto s = file_.metadata_string(key)) out[key] = *s;
+    return out;
+  }
+
+ private:
+  GgufFile file_;
+  std::map<std::string, SourceTensor> tensors_;
+};
+
+}  // namespace
+
+std::unique_ptr<TensorSource> open_gguf_source(const std::string& path) { return std::make_unique<GgufSource>(path); }
+
+}  // namespace ffn::io

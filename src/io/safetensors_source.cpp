@@ -1,0 +1,92 @@
+// Tensor sources over safetensors: one file, or the shards of a Hugging Face checkpoint
+// listed by model.safetensors.index.json ({"weight_map": {tensor name: shard file}}).
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "ffn/error.hpp"
+#include "ffn/safetensors.hpp"
+#include "io/source_factories.hpp"
+
+namespace ffn::io {
+namespace {
+
+SourceTensor describe(const TensorInfo& t) { return {t.shape, t.dtype_name}; }
+
+class SingleFileSource final : public TensorSource {
+ public:
+  explicit SingleFileSource(const std::string& path) : file_(path) {
+    for (const auto& [name, t] : file_.tensors()) tensors_[name] = describe(t);
+  }
+  const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
+  void read_f32(const std::string& name, float* out) const override { file_.read_f32(name, out); }
+  const std::string& path() const override { return file_.path(); }
+
+ private:
+  SafetensorsFile file_;
+  std::map<std::string, SourceTensor> tensors_;
+};
+
+class ShardedSource final : public TensorSource {
+ public:
+  explicit ShardedSource(const std::string& index_path) : path_(index_path) {
+    nlohmann::json index;
+    {
+      std::ifstream in(index_path);
+      if (!in) throw Error("cannot open '" + index_path + "'");
+      std::stringstream text;
+      text << in.rdbuf();
+      try {
+        index = nlohmann::json::parse(text.str());
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(index_path + ": not valid JSON: " + e.what());
+      }
+    }
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+      throw Error(index_path + ": no \"weight_map\" object (expected a safetensors index)");
+    const auto dir = std::filesystem::path(index_path).parent_path();
+    std::map<std::string, size_t> shard_of_file;
+    for (const auto& [name, value] : index["weight_map"].items()) {
+      if (!value.is_string()) throw Error(index_path + ": weight_map entry '" + name + "' is not a file name");
+      const std::string file = value.get<std::string>();
+      // A shard is a plain file beside the index: no directories, so an index cannot point
+      // anywhere else on the machine.
+      if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
+        throw Error(index_path + ": shard '" + file + "' of tensor '" + name + "' is not a plain file name");
+      auto [it, inserted] = shard_of_file.try_emplace(file, shards_.size());
+      if (inserted) shards_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
+      const SafetensorsFile& shard = *shards_[it->second];
+      if (!shard.has(name))
+        throw Error(index_path + ": tensor '" + name + "' is listed in shard '" + file + "', which does not hold it");
+      tensors_[name] = describe(shard.tensor(name));
+      shard_of_tensor_[name] = it->second;
+    }
+  }
+  const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
+  void read_f32(const std::string& name, float* out) const override {
+    auto it = shard_of_tensor_.find(name);
+    if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
+    shards_[it->second]->read_f32(name, out);
+  }
+  const std::string& path() const override { return path_; }
+
+ private:
+  std::string path_;
+  std::vector<std::unique_ptr<SafetensorsFile>> shards_;
+  std::map<std::string, size_t> shard_of_tensor_;
+  std::map<std::string, SourceTensor> tensors_;
+};
+
+}  // namespace
+
+std::unique_ptr<TensorSource> open_safetensors_source(const std::string& path) {
+  return std::make_unique<SingleFileSource>(path);
+}
+
+std::unique_ptr<TensorSource> open_sharded_source(const std::string& index_path) {
+  return std::make_unique<ShardedSource>(index_path);
+}
+
+}  // namespace ffn::io

@@ -1,0 +1,54 @@
+// open_tensor_source: what kind of checkpoint a path is.
+#include "io/tensor_source.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "ffn/error.hpp"
+#include "io/source_factories.hpp"
+
+namespace ffn::io {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool has_gguf_magic(const std::string& path) {
+  char magic[4] = {};
+  std::ifstream in(path, std::ios::binary);
+  return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+// The one file in `dir` whose name ends with `suffix`; empty if none; an error if several.
+std::string only_file_with(const std::filesystem::path& dir, const std::string& suffix) {
+  std::string found;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file() || !ends_with(entry.path().filename().string(), suffix)) continue;
+    if (!found.empty())
+      throw Error(dir.string() + ": holds several " + suffix + " files and no index; name the file to use");
+    found = entry.path().string();
+  }
+  return found;
+}
+
+}  // namespace
+
+std::unique_ptr<TensorSource> open_tensor_source(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    const auto dir = std::filesystem::path(path);
+    if (std::filesystem::exists(dir / "model.safetensors.index.json"))
+      return open_sharded_source((dir / "model.safetensors.index.json").string());
+    if (auto f = only_file_with(dir, ".safetensors"); !f.empty()) return open_safetensors_source(f);
+    if (auto f = only_file_with(dir, ".gguf"); !f.empty()) return open_gguf_source(f);
+    throw Error(path + ": a folder with no model.safetensors.index.json, *.safetensors or *.gguf file");
+  }
+  if (!std::filesystem::exists(path, ec)) throw Error("cannot open '" + path + "': no such file");
+  if (ends_with(path, ".json")) return open_sharded_source(path);
+  if (has_gguf_magic(path)) return open_gguf_source(path);
+  return open_safetensors_source(path);
+}
+
+}  // namespace ffn::io

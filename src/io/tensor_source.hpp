@@ -1,0 +1,38 @@
+// A read-only set of named tensors, whatever file format holds them: one safetensors file,
+// a sharded safetensors checkpoint (model.safetensors.index.json), or a GGUF file. Shapes
+// are given in PyTorch order (outermost first: an nn.Linear weight is [out, in]); GGUF's
+// ggml order is reversed on the way in.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ffn::io {
+
+struct SourceTensor {
+  std::vector<int64_t> shape;  // PyTorch order
+  std::string dtype;           // as the file names it: "F32", "BF16", "q8_0", ...
+};
+
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual const std::map<std::string, SourceTensor>& tensors() const = 0;
+  // Converts (or dequantises) the named tensor into out, which holds product(shape) floats.
+  virtual void read_f32(const std::string& name, float* out) const = 0;
+  // The path a user gave, for messages.
+  virtual const std::string& path() const = 0;
+  // Metadata the format carries (GGUF keys such as general.architecture), as strings.
+  virtual std::map<std::string, std::string> metadata() const { return {}; }
+
+  bool has(const std::string& name) const { return tensors().count(name) != 0; }
+};
+
+// Opens `path`: a directory (its model.safetensors.index.json, else its one *.safetensors,
+// else its one *.gguf), a *.index.json, a GGUF file (by its magic) or a safetensors file.
+// Throws ffn::Error naming the path and the problem.
+std::unique_ptr<TensorSource> open_tensor_source(const std::string& path);
+
+}  // namespace ffn::io

@@ -1,0 +1,138 @@
+"""`import ffn`: the seeds' API shape, NumPy views, torch interop, and errors."""
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+import torch
+
+import bound
+import files
+import seeds
+from test_golden import ACTIVATION_OF
+
+
+def within_bound(block_state, x, variant, gated, y):
+    state = {k: np.asarray(v, dtype=np.float64) for k, v in block_state.items()}
+    y_exact, err = bound.forward_and_bound(state, np.asarray(x, dtype=np.float64).reshape(-1, x.shape[-1]),
+                                           ACTIVATION_OF[variant], gated)
+    return np.all(np.abs(y.reshape(y_exact.shape).astype(np.float64) - y_exact) <= err)
+
+
+def test_seeds_printout_written_against_ffn(ffn_module):
+    ffn = ffn_module
+    lines = [f"{name:9s} parameters {sum(p.size for p in m.parameters()):,}"
+             for name, m in [("GELU MLP", ffn.GeluMLP(4096)), ("SwiGLU", ffn.SwiGLU(4096))]]
+    assert lines == seeds.seeds_parameter_printout(4096)
+    assert ffn.SwiGLU(4096).hidden == 11008 and ffn.GeluMLP(4096).hidden == 16384
+    assert ffn.SwiGLU(4096, multiple=1024, ffn_dim_multiplier=1.3).hidden == 14336
+
+
+def test_every_class_matches_its_torch_module(ffn_module):
+    ffn = ffn_module
+    pairs = [(ffn.SwiGLU, "swiglu"), (ffn.GeluMLP, "gelu"), (ffn.GLU, "glu"), (ffn.Bilinear, "bilinear"),
+             (ffn.ReGLU, "reglu"), (ffn.GEGLU, "geglu"), (ffn.GatedGeluTanh, "gated_gelu_tanh"),
+             (ffn.ReluMLP, "relu"), (ffn.GeluTanhMLP, "gelu_tanh"), (ffn.SwishMLP, "swish")]
+    for cls, variant in pairs:
+        torch.manual_seed(0)
+        module = seeds.VARIANTS[variant][0](33, hidden=70, bias=True)
+        block = cls(33, hidden=70, bias=True)
+        assert [n for n, _ in block.named_parameters()] == [n for n, _ in module.named_parameters()]
+        block.load_state_dict(module.state_dict())  # torch tensors accepted
+        x = torch.randn(9, 33)
+        y = block(x.numpy())
+        assert y.dtype == np.float32 and y.shape == (9, 33)
+        assert within_bound(module.state_dict(), x.numpy(), variant, seeds.VARIANTS[variant][1], y), variant
+
+
+def test_parameters_are_views(ffn_module):
+    block = ffn_module.SwiGLU(16, hidden=32)
+    x = np.ones((2, 16), np.float32)
+    y0 = block(x)
+    for p in block.parameters():
+        p[...] = 0.0
+    assert np.all(block(x) == 0.0) and not np.all(y0 == 0.0)
+    block.parameters()[0][:] = 1.0
+    assert np.all(block.state_dict()["gate.weight"] == 1.0)
+
+
+def test_forward_does_not_copy_float32_input(ffn_module):
+    block = ffn_module.SwiGLU(256, hidden=256)
+    x = np.random.default_rng(0).standard_normal((4096, 256)).astype(np.float32)  # 4 MiB
+    block(x[:1])
+    tracemalloc.start()
+    y = block(x)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # Only y (4 MiB) is allocated through NumPy; a copy of x would double it.
+    assert y.nbytes <= peak < 1.5 * x.nbytes
+    # Other dtypes and layouts are converted, and give the same result.
+    np.testing.assert_array_equal(block(x.astype(np.float64)), y)
+    np.testing.assert_array_equal(block(np.asfortranarray(x)), y)
+    assert block(x[0]).shape == (256,)
+
+
+def test_errors(ffn_module):
+    ffn = ffn_module
+    block = ffn.SwiGLU(8, hidden=16)
+    with pytest.raises(ffn.Error, match="8"):
+        block(np.zeros((2, 9), np.float32))
+    with pytest.raises(ffn.Error, match="missing"):
+        block.load_state_dict({"up.weight": np.zeros((16, 8))})
+    bad = {k: np.zeros((3, 3)) for k in ["gate.weight", "up.weight", "down.weight"]}
+    with pytest.raises(ffn.Error, match=r"shape \(16, 8\)"):
+        block.load_state_dict(bad)
+    with pytest.raises(ffn.Error, match="variant"):
+        ffn.Block("swigly", 8)
+    with pytest.raises(ffn.Error, match="d_model = 0"):
+        ffn.SwiGLU(0)
+    assert issubclass(ffn.Error, ValueError)
+
+
+def test_load_and_from_torch(ffn_module, tmp_path):
+    ffn = ffn_module
+    torch.manual_seed(1)
+    layers = [seeds.SwiGLU(32, hidden=64) for _ in range(3)]
+    files.write_safetensors(tmp_path / "model.safetensors",
+                            {f"model.layers.{n}.mlp.{k.split('.')[0]}_proj.weight": v
+                             for n, m in enumerate(layers) for k, v in m.state_dict().items()})
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "silu"}))
+    block = ffn.load(tmp_path, layer=2)
+    assert isinstance(block, ffn.SwiGLU) and block.hidden == 64
+    x = np.random.default_rng(1).standard_normal((5, 32)).astype(np.float32)
+    assert within_bound(layers[2].state_dict(), x, "swiglu", True, block(x))
+
+    # The seeds' module, and a Hugging Face-style LlamaMLP (gate_proj/up_proj/down_proj,
+    # config.hidden_act), both become the same block.
+    seeds_block = ffn.from_torch(layers[0])
+    assert isinstance(seeds_block, ffn.SwiGLU)
+
+    class Config:
+        hidden_act = "silu"
+
+    class LlamaMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.config = Config()
+            self.gate_proj = torch.nn.Linear(32, 64, bias=False)
+            self.up_proj = torch.nn.Linear(32, 64, bias=False)
+            self.down_proj = torch.nn.Linear(64, 32, bias=False)
+
+    hf = LlamaMLP()
+    hf.load_state_dict({k.replace("gate", "gate_proj").replace("up", "up_proj").replace("down", "down_proj"): v
+                        for k, v in layers[0].state_dict().items()})
+    hf_block = ffn.from_torch(hf)
+    assert hf_block.variant == "swiglu"
+    np.testing.assert_array_equal(hf_block(x), seeds_block(x))
+    with pytest.raises(ffn.Error, match="no up/down"):
+        ffn.from_torch(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+
+    class Unknown(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.up = torch.nn.Linear(4, 8)
+            self.down = torch.nn.Linear(8, 4)
+
+    with pytest.raises(ffn.Error, match="pass variant="):
+        ffn.from_torch(Unknown())
+    assert ffn.from_torch(Unknown(), variant="relu").bias
