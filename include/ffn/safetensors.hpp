@@ -51,4 +51,18 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+// One tensor to write: f32 values stored as dtype (f32, f16 or bf16, rounded to nearest even).
+struct SafetensorsTensor {
+  std::string name;
+  TensorDtype dtype = TensorDtype::f32;
+  std::vector<int64_t> shape;  // PyTorch order
+  const float* data = nullptr;  // product(shape) values
+};
+
+// Writes a safetensors file atomically (temporary file, then rename): the header padded
+// with spaces so the data starts 8-byte aligned, tensors in the order given, back to back.
+// Throws ffn::Error for duplicate or empty names, negative dimensions, other dtypes.
+void write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace ffn

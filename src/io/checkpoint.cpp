@@ -57,6 +57,21 @@ Activation choose_activation(const std::string& path, const io::TensorSource& sr
   return *hint.activation;
 }
 
+// GGUF files declare the model's widths ({arch}.embedding_length, {arch}.feed_forward_length);
+// a file whose tensors disagree with them is inconsistent, not something to guess around.
+void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
+  const auto meta = src.metadata();
+  const auto arch = meta.find("general.architecture");
+  if (arch == meta.end()) return;
+  for (const auto& [key, actual] : {std::pair{arch->second + ".embedding_length", D},
+                                    std::pair{arch->second + ".feed_forward_length", H}}) {
+    const auto declared = src.metadata_int(key);
+    if (declared && *declared != actual)
+      throw Error(src.path() + ": metadata " + key + " = " + std::to_string(*declared) +
+                  " but the feed-forward tensors say " + std::to_string(actual));
+  }
+}
+
 }  // namespace
 
 LoadedBlock load_block(const std::string& path, const LoadOptions& o) {
@@ -73,6 +88,7 @@ LoadedBlock load_block(const std::string& path, const LoadOptions& o) {
   const int64_t H = n.conv1d ? up[1] : up[0], D = n.conv1d ? up[0] : up[1];
   if (gated) require_shape(*src, n.gate, {H, D});
   require_shape(*src, n.down, n.conv1d ? std::vector<int64_t>{H, D} : std::vector<int64_t>{D, H});
+  check_declared_widths(*src, D, H);
 
   std::vector<std::string> biases{n.up_bias, n.down_bias};
   if (gated) biases.push_back(n.gate_bias);

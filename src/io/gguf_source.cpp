@@ -21,6 +21,7 @@ class GgufSource final : public TensorSource {
       if (auto s = file_.metadata_string(key)) out[key] = *s;
     return out;
   }
+  std::optional<int64_t> metadata_int(const std::string& key) const override { return file_.metadata_int(key); }
 
  private:
   GgufFile file_;

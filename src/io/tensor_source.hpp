@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,8 @@ class TensorSource {
   virtual const std::string& path() const = 0;
   // Metadata the format carries (GGUF keys such as general.architecture), as strings.
   virtual std::map<std::string, std::string> metadata() const { return {}; }
+  // An integer metadata value (GGUF's llama.feed_forward_length, ...), if the format has it.
+  virtual std::optional<int64_t> metadata_int(const std::string&) const { return std::nullopt; }
 
   bool has(const std::string& name) const { return tensors().count(name) != 0; }
 };

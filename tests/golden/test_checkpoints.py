@@ -25,6 +25,14 @@ def run_layer(tmp_path, run_ffn, weights, layer, x, *extra):
     return np.load(tmp_path / "y.npy")
 
 
+def assert_both_match(ffn_module, module, gated, variant, x, y_cli, path, layer, given_variant=None):
+    """The CLI's output and `ffn.load(...)`'s output both agree with the module."""
+    assert_matches(module, gated, variant, x, y_cli)
+    block = ffn_module.load(path, layer=layer, variant=given_variant)
+    assert block.variant == variant
+    assert_matches(module, gated, variant, x, block(x.numpy()))
+
+
 def assert_matches(module, gated, variant, x, y):
     import bound
     from test_golden import ACTIVATION_OF
@@ -35,7 +43,7 @@ def assert_matches(module, gated, variant, x, y):
 
 
 @pytest.mark.parametrize("mlp_bias", [False, True])
-def test_hugging_face_names_with_config(tmp_path, run_ffn, mlp_bias):
+def test_hugging_face_names_with_config(tmp_path, run_ffn, ffn_module, mlp_bias):
     blocks = two_layers(seeds.SwiGLU, bias=mlp_bias)
     tensors = {}
     for n, m in enumerate(blocks):
@@ -47,10 +55,10 @@ def test_hugging_face_names_with_config(tmp_path, run_ffn, mlp_bias):
     (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "silu", "mlp_bias": mlp_bias}))
     x = torch.randn(5, 64)
     y = run_layer(tmp_path, run_ffn, tmp_path, 1, x)  # the folder; no --variant: config.json says
-    assert_matches(blocks[1], True, "swiglu", x, y)
+    assert_both_match(ffn_module, blocks[1], True, "swiglu", x, y, tmp_path, 1)
 
 
-def test_sharded_hugging_face_checkpoint(tmp_path, run_ffn):
+def test_sharded_hugging_face_checkpoint(tmp_path, run_ffn, ffn_module):
     blocks = two_layers(seeds.SwiGLU)
     shards = [{}, {}]
     weight_map = {}
@@ -67,10 +75,10 @@ def test_sharded_hugging_face_checkpoint(tmp_path, run_ffn):
     x = torch.randn(3, 64)
     assert_matches(blocks[1], True, "swiglu", x, run_layer(tmp_path, run_ffn, tmp_path, 1, x))
     y = run_layer(tmp_path, run_ffn, tmp_path / "model.safetensors.index.json", 1, x)
-    assert_matches(blocks[1], True, "swiglu", x, y)
+    assert_both_match(ffn_module, blocks[1], True, "swiglu", x, y, tmp_path / "model.safetensors.index.json", 1)
 
 
-def test_meta_consolidated_names(tmp_path, run_ffn):
+def test_meta_consolidated_names(tmp_path, run_ffn, ffn_module):
     blocks = two_layers(seeds.SwiGLU)
     names = {"gate": "w1", "up": "w3", "down": "w2"}  # Meta: w1 = gate, w3 = up, w2 = down
     tensors = {f"layers.{n}.feed_forward.{names[k.split('.')[0]]}.weight": v
@@ -78,14 +86,14 @@ def test_meta_consolidated_names(tmp_path, run_ffn):
     files.write_safetensors(tmp_path / "consolidated.00.safetensors", tensors)
     x = torch.randn(4, 64)
     y = run_layer(tmp_path, run_ffn, tmp_path / "consolidated.00.safetensors", 1, x, "--variant", "swiglu")
-    assert_matches(blocks[1], True, "swiglu", x, y)
+    assert_both_match(ffn_module, blocks[1], True, "swiglu", x, y, tmp_path / "consolidated.00.safetensors", 1, "swiglu")
     p = run_ffn("forward", "--weights", tmp_path / "consolidated.00.safetensors", "--input", tmp_path / "x.npy",
                 "--output", tmp_path / "y.npy", check=False)
     assert p.returncode == 1 and "--variant" in p.stderr
 
 
 @pytest.mark.parametrize("prefix", ["", "transformer."])
-def test_gpt2_conv1d_transposed(tmp_path, run_ffn, prefix):
+def test_gpt2_conv1d_transposed(tmp_path, run_ffn, ffn_module, prefix):
     blocks = two_layers(seeds.GeluTanhMLP, d=48, hidden=192, bias=True)
     tensors = {}
     for n, m in enumerate(blocks):
@@ -97,7 +105,8 @@ def test_gpt2_conv1d_transposed(tmp_path, run_ffn, prefix):
     files.write_safetensors(tmp_path / "model.safetensors", tensors)
     (tmp_path / "config.json").write_text(json.dumps({"activation_function": "gelu_new", "n_embd": 48}))
     x = torch.randn(6, 48)
-    assert_matches(blocks[1], False, "gelu_tanh", x, run_layer(tmp_path, run_ffn, tmp_path / "model.safetensors", 1, x))
+    y = run_layer(tmp_path, run_ffn, tmp_path / "model.safetensors", 1, x)
+    assert_both_match(ffn_module, blocks[1], False, "gelu_tanh", x, y, tmp_path / "model.safetensors", 1)
 
 
 def test_missing_layer_and_unknown_names(tmp_path, run_ffn):

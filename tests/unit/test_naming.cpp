@@ -158,6 +158,15 @@ TEST(Naming, GgufBlkNamesAndArchitecture) {
   EXPECT_NE(loaded.activation_source.find("general.architecture 'llama'"), std::string::npos);
   expect_weights(loaded.block, true);
   EXPECT_EQ(checkpoint_layers(dir.file("m.gguf")), (std::vector<int64_t>{0}));
+
+  // Declared widths must agree with the tensors.
+  w.set_u32("llama.embedding_length", D);
+  w.set_u32("llama.feed_forward_length", H);
+  w.write(dir.file("m.gguf"));
+  EXPECT_NO_THROW(load_block(dir.file("m.gguf")));
+  w.set_u32("llama.feed_forward_length", 11008);
+  w.write(dir.file("m.gguf"));
+  expect_error([&] { load_block(dir.file("m.gguf")); }, {"llama.feed_forward_length = 11008", "say 6"});
 }
 
 TEST(Naming, SingleBlockHasNoOtherLayers) {

@@ -4,6 +4,7 @@
 
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
+#include "ffn/quant.hpp"
 #include "ffn/safetensors.hpp"
 #include "test_files.hpp"
 
@@ -124,6 +125,40 @@ TEST(Safetensors, HostileHeadersAreErrors) {
   with_header(R"({"__metadata__":{"k":1}})", {});
   expect_error([&] { SafetensorsFile f(p.str()); }, {"__metadata__"});
   expect_error([&] { SafetensorsFile f("/nonexistent/w.safetensors"); }, {"cannot open"});
+}
+
+TEST(Safetensors, WriteThenReadEveryDtype) {
+  TempPath p("written.safetensors");
+  const std::vector<float> w{1.0f, -2.5f, 3.1415926f, 1e-6f, 65504.0f, -0.0f};
+  write_safetensors(p.str(),
+                    {{"a.weight", TensorDtype::f32, {2, 3}, w.data()},
+                     {"a.half", TensorDtype::f16, {6}, w.data()},
+                     {"a.brain", TensorDtype::bf16, {3, 2}, w.data()},
+                     {"empty", TensorDtype::f32, {0, 4}, nullptr}},
+                    {{"format", "pt"}});
+  SafetensorsFile f(p.str());
+  EXPECT_EQ(f.metadata().at("format"), "pt");
+  EXPECT_EQ(f.tensor("a.brain").shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(f.tensor("empty").elements, 0);
+  std::vector<float> out(6);
+  f.read_f32("a.weight", out.data());
+  EXPECT_EQ(out, w);
+  f.read_f32("a.half", out.data());
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(out[i], f16_to_f32(f32_to_f16(w[i])));
+  f.read_f32("a.brain", out.data());
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(out[i], bf16_to_f32(f32_to_bf16(w[i])));
+  // The data section starts 8-byte aligned.
+  const auto bytes = test::read_bytes(p.str());
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[size_t(i)];
+  EXPECT_EQ((8 + header_len) % 8, 0u);
+
+  expect_error([&] { write_safetensors(p.str(), {{"x", TensorDtype::f32, {1}, w.data()}, {"x", TensorDtype::f32, {1}, w.data()}}); },
+               {"repeated"});
+  expect_error([&] { write_safetensors(p.str(), {{"x", TensorDtype::f32, {-1}, w.data()}}); }, {"negative"});
+  expect_error([&] { write_safetensors(p.str(), {{"x", TensorDtype::i32, {1}, w.data()}}); }, {"F32, F16 and BF16"});
+  // A failed write leaves the previous file whole.
+  EXPECT_EQ(SafetensorsFile(p.str()).tensors().size(), 4u);
 }
 
 TEST(Safetensors, UnsupportedDtypeForWeightsIsNamed) {
