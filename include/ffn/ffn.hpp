@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ffn/accounting.hpp"
+#include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/config.hpp"
@@ -11,6 +12,7 @@
 #include "ffn/mapped_file.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/presets.hpp"
+#include "ffn/roofs.hpp"
 #include "ffn/quant.hpp"
 #include "ffn/safetensors.hpp"
 #include "ffn/tensor.hpp"

@@ -66,6 +66,13 @@ class Block:
 
     forward = __call__
 
+    def backward(self, x, dy, recompute=False, threads=None):
+        """Gradients of sum(dy * block(x)) for float32 x and dy of shape [T, d] (or [d]): a dict
+        {"x": dx, "gate.weight": ..., ...} of float32 arrays, keyed like named_parameters().
+        Each call starts from zero gradients. recompute=True keeps nothing between the
+        passes and recomputes the pre-activations (same results, bit for bit)."""
+        return self._core.backward(x, dy, recompute, threads)
+
     def __repr__(self):
         return (f"{type(self).__name__}(variant={self.variant!r}, d={self.d_model}, hidden={self.hidden}, "
                 f"bias={self.bias})")

@@ -96,6 +96,55 @@ py::array forward(const ffn::Block& block, const FloatArray& x, std::optional<in
   return y;
 }
 
+// Number of tokens of a float32 [T, d] or [d] array; ffn::Error naming `name` otherwise.
+int64_t tokens_of(const FloatArray& a, const char* name, int64_t D) {
+  if (a.ndim() != 1 && a.ndim() != 2)
+    throw ffn::Error(std::string(name) + " must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) +
+                     ",), got " + std::to_string(a.ndim()) + " dimensions");
+  const int64_t cols = a.shape(a.ndim() - 1);
+  if (cols != D)
+    throw ffn::Error(std::string(name) + " has " + std::to_string(cols) + " features; the block's d_model is " +
+                     std::to_string(D));
+  return a.ndim() == 2 ? a.shape(0) : 1;
+}
+
+// Gradients of sum(dy * block(x)): forward_train (saved or recompute mode), then backward
+// into fresh zero gradients. Returns {"x": dx, "<parameter name>": gradient, ...}, each a
+// float32 array of the shape of x or of the parameter.
+py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray& dy, bool recompute,
+                  std::optional<int> threads) {
+  const int64_t D = block.config().d_model;
+  const int64_t T = tokens_of(x, "x", D);
+  if (tokens_of(dy, "dy", D) != T || dy.ndim() != x.ndim())
+    throw ffn::Error("dy must have the shape of x");
+  std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
+  py::array_t<float> dx(shape);
+  ffn::BlockGradients grads = ffn::zero_gradients(block.config());
+  const float *xp = x.data(), *dyp = dy.data();
+  float* dxp = dx.mutable_data();
+  {
+    py::gil_scoped_release release;
+    std::unique_ptr<ffn::ThreadPool> pool;
+    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
+    ffn::ForwardCache cache;
+    ffn::Matrix y(T, D);
+    ffn::forward_train(block, {xp, T, D, D}, y.view(), cache, recompute, pool.get());
+    ffn::backward(block, {xp, T, D, D}, cache, {dyp, T, D, D}, {dxp, T, D, D}, grads, pool.get());
+  }
+  py::dict out;
+  out["x"] = dx;
+  const std::pair<const char*, const ffn::Matrix*> named[] = {
+      {"gate.weight", &grads.gate}, {"gate.bias", &grads.gate_bias}, {"up.weight", &grads.up},
+      {"up.bias", &grads.up_bias},  {"down.weight", &grads.down},   {"down.bias", &grads.down_bias}};
+  for (const auto& [name, m] : named) {
+    if (m->empty()) continue;
+    py::array_t<float> g = is_bias(name) ? py::array_t<float>({m->cols()}) : py::array_t<float>({m->rows(), m->cols()});
+    std::copy(m->data(), m->data() + m->size(), g.mutable_data());
+    out[name] = g;
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -122,7 +171,9 @@ PYBIND11_MODULE(_core, m) {
       .def("tensor_names", &tensor_names)
       .def("tensor", &view_of, py::arg("name"))
       .def("set_tensor", &set_tensor, py::arg("name"), py::arg("value"))
-      .def("forward", &forward, py::arg("x"), py::arg("threads") = py::none());
+      .def("forward", &forward, py::arg("x"), py::arg("threads") = py::none())
+      .def("backward", &backward, py::arg("x"), py::arg("dy"), py::arg("recompute") = false,
+           py::arg("threads") = py::none());
 
   m.def(
       "load",

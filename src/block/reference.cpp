@@ -20,46 +20,17 @@
 
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
+#include "block/reference_math.hpp"
 
 namespace ffn {
 namespace {
 
-constexpr double kUnitRoundoff = 0x1p-24;
-constexpr double kLipschitz = 1.13;
-
-double activation(Activation a, double v) {
-  switch (a) {
-    case Activation::relu: return v < 0.0 ? 0.0 : v;
-    case Activation::gelu: return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
-    case Activation::gelu_tanh:
-      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
-    case Activation::swish: return v / (1.0 + std::exp(-v));
-    case Activation::sigmoid: return 1.0 / (1.0 + std::exp(-v));
-    case Activation::identity: return v;
-  }
-  return v;
-}
-
-// Σ_k W[k]·x[k] + bias, and the same with absolute values.
-struct Dot {
-  double value;
-  double abs_sum;
-};
-Dot dot(const float* w, const float* x, int64_t n, const float* bias) {
-  Dot d{0.0, 0.0};
-  for (int64_t k = 0; k < n; ++k) {
-    const double p = static_cast<double>(w[k]) * static_cast<double>(x[k]);
-    d.value += p;
-    d.abs_sum += std::fabs(p);
-  }
-  if (bias) {
-    d.value += *bias;
-    d.abs_sum += std::fabs(*bias);
-  }
-  return d;
-}
-
-const float* bias_at(const Matrix& b, int64_t i) { return b.empty() ? nullptr : b.data() + i; }
+using reference::activation;
+using reference::bias_at;
+using reference::Dot;
+using reference::dot;
+using reference::kLipschitz;
+using reference::kUnitRoundoff;
 
 }  // namespace
 

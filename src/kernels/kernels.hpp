@@ -27,10 +27,61 @@ void f32_gemm_nt_avx2_3x3(int64_t T, int64_t N, int64_t K, const float* A, int64
 void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                             const float* B, int64_t ldb, float* C, int64_t ldc);
 
+// f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
+// iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
+using F32FmaRoof = float (*)(int64_t iterations);
+float f32_fma_roof_scalar(int64_t iterations);
+float f32_fma_roof_avx2(int64_t iterations);
+float f32_fma_roof_avx512(int64_t iterations);
+
+// f32_gemm_nn_<isa>_<tile>: C[t][n] = C₀ + Σ_k A[t][k] · B[k][n]   for t < T, n < N,
+//   C₀ = C[t][n] if accumulate, else 0.
+//   A: [T][K], row stride lda (upstream gradients dY, dU, dG);  B: [K][N], row stride ldb
+//   (a weight read along its rows: W_down's columns for dH = dY·W_down, W_up for
+//   dX = dU·W_up);  C: [T][N], row stride ldc. No alignment; T, N, K ≥ 0; C must not
+//   overlap A or B. K = 0 writes zeros (or leaves C as it is, if accumulate).
+//   Determinism: each element is one chain acc ← acc + A[t][k]·B[k][n] over k in order
+//   (fused multiply-add in the vector kernels) starting at C₀, whatever T and N are and
+//   wherever it falls in a tile. So splitting T or N across threads changes no bit, and
+//   neither does splitting K into consecutive calls, all but the first with accumulate.
+//   Accuracy: error ≤ K·u·(|C₀| + Σ|A·B|).
+using F32GemmNn = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                           int64_t ldb, float* C, int64_t ldc, bool accumulate);
+void f32_gemm_nn_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                        float* C, int64_t ldc, bool accumulate);
+void f32_gemm_nn_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                           int64_t ldb, float* C, int64_t ldc, bool accumulate);
+void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                             int64_t ldb, float* C, int64_t ldc, bool accumulate);
+
+// f32_gemm_tn_add_<isa>_<tile>: C[m][n] += S[m][n],  S[m][n] = Σ_k A[k][m] · B[k][n]
+//   for m < M, n < N. K is the token count: dW_down += dYᵀ·H, dW_up += dUᵀ·X.
+//   A: [K][M], row stride lda;  B: [K][N], row stride ldb;  C: [M][N], row stride ldc
+//   (a gradient). No alignment; M, N, K ≥ 0; C must not overlap A or B.
+//   Determinism: S is one chain from 0 over k in order (as in f32_gemm_nn), then added
+//   to C with one rounding — so C = 0 gives exactly S, adding the same S twice gives
+//   exactly 2S, and splitting M or N across threads changes no bit.
+//   Accuracy: |S − exact| ≤ K·u·Σ|A·B|.
+using F32GemmTnAdd = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                              int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_tn_add_scalar(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                            int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                               int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                 int64_t ldb, float* C, int64_t ldc);
+
 struct KernelTable {
   Isa isa;
+  int64_t f32_lanes;        // floats per vector register
+  int64_t f32_roof_chains;  // independent FMA chains of f32_fma_roof
   const char* f32_gemm_nt_name;
   F32GemmNt f32_gemm_nt;
+  F32FmaRoof f32_fma_roof;
+  const char* f32_gemm_nn_name;
+  F32GemmNn f32_gemm_nn;
+  const char* f32_gemm_tn_add_name;
+  F32GemmTnAdd f32_gemm_tn_add;
 };
 
 // The kernels of one ISA (which must be supported), and those of the active ISA.
@@ -43,5 +94,17 @@ const KernelTable& active_kernels();
 // NaN propagates; ±Inf give what IEEE arithmetic of the formula gives (as PyTorch).
 void f32_activation(Activation a, float* v, int64_t n);
 void f32_gated_activation(Activation a, const float* g, float* u, int64_t n);
+
+// Backward of the activations (activation_grad.cpp), from the pre-activations kept or
+// recomputed and the gradient dh of the hidden values; act' as PyTorch's autograd has it
+// (relu' = 0 at 0). h is recomputed through f32_activation / f32_gated_activation, so it
+// is bit-identical to the forward's.
+//   f32_activation_backward:        h[i] = act(z[i]);         dz[i] = dh[i]·act'(z[i])
+//   f32_gated_activation_backward:  h[i] = act(g[i])·u[i];    du[i] = dh[i]·act(g[i]);
+//                                   dg[i] = (dh[i]·u[i])·act'(g[i])
+// Each output array holds n floats and must not overlap an input.
+void f32_activation_backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
+void f32_gated_activation_backward(Activation a, const float* g, const float* u, const float* dh, float* h,
+                                   float* du, float* dg, int64_t n);
 
 }  // namespace ffn::kernels

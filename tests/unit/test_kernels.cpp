@@ -9,6 +9,7 @@
 
 #include "ffn/error.hpp"
 #include "isa_param.hpp"
+#include "random_data.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn {
@@ -18,13 +19,7 @@ using kernels::kernel_table;
 
 class GemmKernel : public testing::TestWithParam<Isa> {};
 
-std::vector<float> random_vector(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using test::random_vector;
 
 TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
   const auto& k = kernel_table(GetParam());

@@ -13,8 +13,8 @@
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
+#include "ffn/roofs.hpp"
 #include "format.hpp"
-#include "roofs.hpp"
 
 namespace ffn::cli {
 namespace {

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   ffn::cli::add_info_command(app);
   ffn::cli::add_forward_command(app);
   ffn::cli::add_quantize_command(app);
+  ffn::cli::add_bench_command(app);
   ffn::cli::add_demo_command(app);
   try {
     app.parse(argc, argv);

@@ -1,4 +1,4 @@
-#include "roofs.hpp"
+#include "ffn/roofs.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,31 @@
 #include <cstring>
 #include <vector>
 
-namespace ffn::cli {
+#include "kernels/kernels.hpp"
+
+namespace ffn {
+
+double measure_compute_roof_gflops(ThreadPool& pool, int reps) {
+  const auto& k = kernels::active_kernels();
+  // Calibrate to at least 0.05 s per run so that start-up and wake-up costs vanish.
+  int64_t iterations = 1 << 16;
+  std::vector<float> sinks(static_cast<size_t>(pool.size()));
+  auto run = [&](int64_t its) {
+    const auto start = std::chrono::steady_clock::now();
+    pool.run([&](int ith, int) { sinks[static_cast<size_t>(ith)] = k.f32_fma_roof(its); });
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  while (run(iterations) < 0.05 && iterations < (int64_t{1} << 34)) iterations *= 4;
+  double best = 0.0;
+  for (int r = 0; r < reps; ++r) {
+    const double s = run(iterations);
+    const double flops = double(iterations) * double(k.f32_roof_chains) * double(k.f32_lanes) * 2.0 * pool.size();
+    best = std::max(best, flops / s / 1e9);
+  }
+  volatile float keep = 0;
+  for (float v : sinks) keep = keep + v;
+  return best;
+}
 
 double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int reps) {
   const size_t words = bytes / sizeof(uint64_t);
@@ -38,4 +62,4 @@ double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int r
   return best;
 }
 
-}  // namespace ffn::cli
+}  // namespace ffn

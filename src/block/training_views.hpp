@@ -1,0 +1,41 @@
+// Argument checks and small row loops shared by forward_train and backward (internal).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ffn/error.hpp"
+#include "ffn/tensor.hpp"
+
+namespace ffn::training {
+
+// A [rows][D] view with a sane stride and data; ffn::Error naming the view otherwise.
+inline void check_view(const std::string& name, ConstMatrixView v, int64_t D) {
+  if (v.cols != D)
+    throw Error(name + " has " + std::to_string(v.cols) + " columns; the block's d_model is " + std::to_string(D));
+  if (v.rows < 0) throw Error(name + " has a negative number of rows (" + std::to_string(v.rows) + ")");
+  if (v.stride < v.cols)
+    throw Error(name + " has row stride " + std::to_string(v.stride) + " < columns " + std::to_string(v.cols));
+  if (v.rows > 0 && !v.data) throw Error(name + " has no data");
+}
+
+inline void check_same_rows(const std::string& a, ConstMatrixView va, const std::string& b, ConstMatrixView vb) {
+  if (va.rows != vb.rows)
+    throw Error(a + " has " + std::to_string(va.rows) + " rows but " + b + " has " + std::to_string(vb.rows));
+}
+
+// Whether the memory spans of two checked, non-empty views intersect.
+inline bool overlap(ConstMatrixView a, ConstMatrixView b) {
+  if (a.rows == 0 || b.rows == 0) return false;
+  const float* a_end = a.row(a.rows - 1) + a.cols;
+  const float* b_end = b.row(b.rows - 1) + b.cols;
+  return a.data < b_end && b.data < a_end;
+}
+
+// c[t][i] += bias[i] for t < T, i < n.
+inline void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t n) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
+}
+
+}  // namespace ffn::training

@@ -1,0 +1,184 @@
+// ffn bench: forward time of one block over token counts and weight types, each row judged
+// against the roofline of this machine measured in the same run:
+//   roofline time = max(bytes moved / memory roof, FLOPs / compute roof)
+//   efficiency    = roofline time / measured time
+// Bytes are the weights in the row's type plus the activations read and written; FLOPs the
+// matrix products (2 per multiply-add).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "commands.hpp"
+#include "ffn/accounting.hpp"
+#include "ffn/block.hpp"
+#include "ffn/error.hpp"
+#include "ffn/isa.hpp"
+#include "ffn/presets.hpp"
+#include "ffn/roofs.hpp"
+#include "format.hpp"
+
+namespace ffn::cli {
+namespace {
+
+struct BenchOptions {
+  std::string preset;
+  std::string variant = "swiglu";
+  std::optional<int64_t> d;
+  std::optional<int64_t> hidden;
+  std::string dtypes = "f32";
+  std::string tokens = "1,4,16,64,256,1024";
+  int threads = ThreadPool::default_threads();
+  int reps = 5;
+  std::string json_path;
+};
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Resident memory now (Linux /proc/self/statm: resident pages in the second field).
+double rss_mb() {
+  std::ifstream statm("/proc/self/statm");
+  long long total = 0, resident = 0;
+  statm >> total >> resident;
+  return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
+}
+
+double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
+  block.forward(x.view(), y.view(), &pool);  // warm-up
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    block.forward(x.view(), y.view(), &pool);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+void run_bench(const BenchOptions& o) {
+  BlockConfig config;
+  std::string label;
+  if (!o.preset.empty()) {
+    config = find_preset(o.preset).config();
+    label = o.preset;
+  } else {
+    if (!o.d) throw Error("bench: give --preset P, or --d N (with --variant V)");
+    config = resolve({parse_variant(o.variant), *o.d, o.hidden, {}, false});
+    label = variant_name(config.variant);
+  }
+  std::vector<WeightType> types;
+  for (const auto& t : split(o.dtypes)) types.push_back(parse_weight_type(t));
+  std::vector<int64_t> token_counts;
+  for (const auto& t : split(o.tokens)) {
+    int64_t v = 0;
+    try {
+      v = std::stoll(t);
+    } catch (const std::exception&) {
+      throw Error("tokens = '" + t + "': not a number");
+    }
+    if (v < 1 || v > 65536) throw Error("tokens = " + t + ": must be in [1, 65536]");
+    token_counts.push_back(v);
+  }
+  ThreadPool pool(o.threads);
+  const Accounting acc = account(config);
+  std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", label.c_str(),
+              variant_name(config.variant).c_str(), static_cast<long long>(config.d_model),
+              static_cast<long long>(config.hidden), o.threads, o.threads == 1 ? "" : "s",
+              std::string(isa_name(active_isa())).c_str());
+  std::fflush(stdout);
+
+  // Roofs: the compute loop, then a 1 GiB streaming read (far beyond any last-level cache).
+  const double compute = measure_compute_roof_gflops(pool, 5);
+  double memory = 0;
+  {
+    const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
+    memory = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
+  }
+  std::printf("roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
+              "(streaming read of 1 GiB, best of 5)\n\n", fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
+  std::printf("%-6s %6s %10s %9s %9s %12s %10s %7s  %s\n", "dtype", "T", "ms", "GFLOP/s", "GB/s(w)", "roofline ms",
+              "efficiency", "bound", "path");
+
+  nlohmann::json rows = nlohmann::json::array();
+  double peak_rss = 0;  // sampled after every row: the roofs' 1 GiB buffer is gone by then
+  for (WeightType type : types) {
+    const auto bytes = weight_bytes(config, type);
+    if (!bytes) {
+      std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of 32\n",
+                  std::string(weight_type_info(type).name).c_str(), static_cast<long long>(config.d_model),
+                  static_cast<long long>(config.hidden));
+      continue;
+    }
+    Block typed = Block::random(config, 1, &pool);
+    round_weights_to(typed, type);
+    for (int64_t T : token_counts) {
+      Matrix x(T, config.d_model), y(T, config.d_model);
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
+      const double ms = median_ms(typed, x, y, pool, o.reps);
+      peak_rss = std::max(peak_rss, rss_mb());
+      const double flops = double(acc.matmul_flops_forward) * double(T);
+      const double moved = double(*bytes) + 8.0 * double(T * config.d_model);
+      const double t_mem = moved / (memory * 1e9) * 1e3, t_flop = flops / (compute * 1e9) * 1e3;
+      const double roofline = std::max(t_mem, t_flop);
+      const double gflops = flops / (ms * 1e-3) / 1e9, gbps = double(*bytes) / (ms * 1e-3) / 1e9;
+      const char* path = type == WeightType::f32 ? "f32 kernels" : "f32 kernels (weights widened at load)";
+      std::printf("%-6s %6lld %10s %9s %9s %12s %10s %7s  %s\n", std::string(weight_type_info(type).name).c_str(),
+                  static_cast<long long>(T), fixed(ms, 3).c_str(), fixed(gflops, 1).c_str(), fixed(gbps, 1).c_str(),
+                  fixed(roofline, 3).c_str(), fixed(roofline / ms, 2).c_str(), t_mem > t_flop ? "memory" : "compute",
+                  path);
+      std::fflush(stdout);
+      rows.push_back({{"variant", variant_name(config.variant)}, {"d", config.d_model}, {"hidden", config.hidden},
+                      {"dtype", std::string(weight_type_info(type).name)}, {"tokens", T}, {"threads", o.threads},
+                      {"ms", ms}, {"gflops", gflops}, {"gbps", gbps}, {"efficiency", roofline / ms},
+                      {"roofline_ms", roofline}, {"rss_mb", rss_mb()}, {"path", path},
+                      {"peers", nlohmann::json::object()}});
+    }
+  }
+  // Forward keeps one [T][H] hidden tile set and a [T][64] gate tile per thread beyond the
+  // weights: O(T·(D+H)) with x and y.
+  const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
+  std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s MB (hidden [T][H] + "
+              "gate tiles + x, y)\n",
+              fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max),
+              fixed(4.0 * double(t_max) * double(config.hidden + 64 * o.threads + 2 * config.d_model) / 1e6, 1).c_str());
+  if (!o.json_path.empty()) {
+    nlohmann::json out{{"roofs", {{"compute_gflops", compute}, {"memory_gbps", memory}}},
+                       {"isa", std::string(isa_name(active_isa()))},
+                       {"rows", rows}};
+    std::ofstream(o.json_path) << out.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("bench", "Forward speed against this machine's roofline, measured in the same run");
+  auto o = std::make_shared<BenchOptions>();
+  auto* preset = cmd->add_option("--preset", o->preset, "a real model's MLP shape, e.g. llama2-7b");
+  auto* variant = cmd->add_option("--variant", o->variant, "block variant")->capture_default_str();
+  auto* d = cmd->add_option("--d", o->d, "model width");
+  auto* hidden = cmd->add_option("--hidden", o->hidden, "hidden width (default: the variant's rule)");
+  for (auto* opt : {variant, d, hidden}) preset->excludes(opt);
+  cmd->add_option("--dtype", o->dtypes, "comma-separated weight types: f32,bf16,f16,q8_0,q4_0")->capture_default_str();
+  cmd->add_option("--tokens", o->tokens, "comma-separated token counts")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "worker threads")->check(CLI::Range(1, 4096))->capture_default_str();
+  cmd->add_option("--reps", o->reps, "timed repetitions per row (median shown)")->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
+  cmd->callback([o] { run_bench(*o); });
+}
+
+}  // namespace ffn::cli
