@@ -111,6 +111,7 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
 
   ThreadPool& p = pool ? *pool : default_thread_pool();
   const auto& k = kernels::active_kernels();
+  const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);
   const Activation act = c.variant.activation;
   const bool gated = c.variant.gated, recompute = cache.recompute;
   Matrix du(T, H), dg(gated ? T : 0, H);  // du holds dz for 2-matrix blocks
@@ -125,10 +126,10 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
       const float *u = nullptr, *g = nullptr;
       int64_t ld = H;
       if (recompute) {  // as forward_train computes them, so with the cached values' bits
-        k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u_tile.data(), kHiddenChunk);
+        gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u_tile.data(), kHiddenChunk);
         if (c.bias) training::add_bias_rows(u_tile.data(), kHiddenChunk, T, w.up_bias.data() + c0, nb);
         if (gated) {
-          k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g_tile.data(), kHiddenChunk);
+          gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g_tile.data(), kHiddenChunk);
           if (c.bias) training::add_bias_rows(g_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         }
         u = u_tile.data();

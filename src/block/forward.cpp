@@ -48,6 +48,7 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
 
   ThreadPool& p = pool ? *pool : default_thread_pool();
   const auto& k = kernels::active_kernels();
+  const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);
   const auto& w = weights_;
   const Activation act = config_.variant.activation;
   const bool gated = config_.variant.gated;
@@ -59,10 +60,10 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
       float* h_tile = h.data() + c0;
-      k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, h_tile, H);
+      gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, h_tile, H);
       if (config_.bias) add_bias_rows(h_tile, H, T, w.up_bias.data() + c0, nb);
       if (gated) {
-        k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, gate_tile.data(), kHiddenChunk);
+        gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, gate_tile.data(), kHiddenChunk);
         if (config_.bias) add_bias_rows(gate_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         for (int64_t t = 0; t < T; ++t)
           kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
@@ -75,7 +76,7 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
     if (d1 <= d0) return;
-    k.f32_gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
+    gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
     if (config_.bias) add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
   });
 }

@@ -46,6 +46,7 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
 
   ThreadPool& p = pool ? *pool : default_thread_pool();
   const auto& k = kernels::active_kernels();
+  const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);
   const auto& w = block.weights();
   const Activation act = c.variant.activation;
   Matrix h(T, H);
@@ -55,11 +56,11 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
       float* u = cache.up.data() + c0;
-      k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u, H);
+      gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u, H);
       if (c.bias) training::add_bias_rows(u, H, T, w.up_bias.data() + c0, nb);
       float* g = gated ? cache.gate.data() + c0 : nullptr;
       if (gated) {
-        k.f32_gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g, H);
+        gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g, H);
         if (c.bias) training::add_bias_rows(g, H, T, w.gate_bias.data() + c0, nb);
       }
       for (int64_t t = 0; t < T; ++t) {
@@ -76,7 +77,7 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
     if (d1 <= d0) return;
-    k.f32_gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
+    gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
     if (c.bias) training::add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
   });
 }

@@ -83,14 +83,16 @@ Isa active_isa() {
 namespace kernels {
 
 const KernelTable& kernel_table(Isa isa) {
-  static const KernelTable scalar{Isa::scalar, 1, 12, "f32_gemm_nt_scalar", f32_gemm_nt_scalar, f32_fma_roof_scalar,
+  static const KernelTable scalar{Isa::scalar, 1, 12, "f32_gemm_nt_scalar", f32_gemm_nt_scalar,
+                                  "f32_gemm_nt_scalar", f32_gemm_nt_scalar, f32_fma_roof_scalar,
                                   "f32_gemm_nn_scalar", f32_gemm_nn_scalar,
                                   "f32_gemm_tn_add_scalar", f32_gemm_tn_add_scalar};
-  static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3, f32_fma_roof_avx2,
+  static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3,
+                                "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16, f32_fma_roof_avx2,
                                 "f32_gemm_nn_avx2_6x16", f32_gemm_nn_avx2_6x16,
                                 "f32_gemm_tn_add_avx2_6x16", f32_gemm_tn_add_avx2_6x16};
   static const KernelTable avx512{Isa::avx512, 16, 24, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4,
-                                  f32_fma_roof_avx512,
+                                  "f32_gemm_nt_packed_avx512_8x32", f32_gemm_nt_packed_avx512_8x32, f32_fma_roof_avx512,
                                   "f32_gemm_nn_avx512_8x32", f32_gemm_nn_avx512_8x32,
                                   "f32_gemm_tn_add_avx512_8x32", f32_gemm_tn_add_avx512_8x32};
   if (!isa_supported(isa))

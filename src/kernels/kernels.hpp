@@ -27,6 +27,17 @@ void f32_gemm_nt_avx2_3x3(int64_t T, int64_t N, int64_t K, const float* A, int64
 void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                             const float* B, int64_t ldb, float* C, int64_t ldc);
 
+// f32_gemm_nt_packed_<isa>_<tile>: the same product and contract as f32_gemm_nt, computed
+// as the NN kernel does (f32_gemm_nn_tn_tiles.hpp): B's rows are transposed into packed
+// KC × NR panels and every element is one FMA chain over k in order — no lane reduction,
+// and a panel in L1 reused by every strip of tokens. Faster than f32_gemm_nt once there
+// are enough tokens to pay for the packing; the forward picks one by T alone, so the choice
+// never depends on the thread count. (The scalar table uses f32_gemm_nt_scalar for both.)
+void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+                                  const float* B, int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_nt_packed_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+                                    const float* B, int64_t ldb, float* C, int64_t ldc);
+
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
 using F32FmaRoof = float (*)(int64_t iterations);
@@ -77,12 +88,24 @@ struct KernelTable {
   int64_t f32_roof_chains;  // independent FMA chains of f32_fma_roof
   const char* f32_gemm_nt_name;
   F32GemmNt f32_gemm_nt;
+  const char* f32_gemm_nt_packed_name;
+  F32GemmNt f32_gemm_nt_packed;
   F32FmaRoof f32_fma_roof;
   const char* f32_gemm_nn_name;
   F32GemmNn f32_gemm_nn;
   const char* f32_gemm_tn_add_name;
   F32GemmTnAdd f32_gemm_tn_add;
 };
+
+// The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights
+// stream from memory (few tokens: lane-parallel dot products read each weight once, no
+// packing), f32_gemm_nt_packed from kPackedMinTokens on (measured crossover, see
+// docs/performance.md). Chosen by T alone, so results never depend on the thread count;
+// forward, forward_train and backward's recomputation all call it, so they agree bit for bit.
+inline constexpr int64_t kPackedMinTokens = 64;
+inline F32GemmNt forward_gemm(const KernelTable& k, int64_t T) {
+  return T >= kPackedMinTokens ? k.f32_gemm_nt_packed : k.f32_gemm_nt;
+}
 
 // The kernels of one ISA (which must be supported), and those of the active ISA.
 const KernelTable& kernel_table(Isa isa);

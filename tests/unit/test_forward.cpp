@@ -21,7 +21,7 @@ struct Shape {
   int64_t d, hidden, tokens;
   bool bias;
 };
-const Shape kShapes[] = {{1, 1, 1, false}, {1, 5, 3, true},     {7, 13, 2, false},  {16, 48, 4, true},
+const Shape kShapes[] = {{1, 1, 1, false},     {1, 5, 3, true},     {7, 13, 2, false},  {16, 48, 4, true},
                          {33, 171, 17, false}, {64, 96, 257, true}, {100, 37, 5, false}};
 
 Matrix random_tokens(int64_t T, int64_t D, uint32_t seed, float scale = 2.0f) {
@@ -75,16 +75,19 @@ TEST_P(Forward, BitIdenticalForAnyThreadCount) {
   test::ScopedIsa isa(GetParam());
   for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}}) {
     const Block block = Block::random({v, 72, 200, true}, 3);
-    const Matrix x = random_tokens(9, 72, 5);
-    Matrix first(9, 72);
-    ThreadPool one(1);
-    block.forward(x.view(), first.view(), &one);
-    for (int threads : {2, 3, 5, 8}) {
-      ThreadPool pool(threads);
-      Matrix y(9, 72);
-      block.forward(x.view(), y.view(), &pool);
-      for (int64_t i = 0; i < y.size(); ++i)
-        ASSERT_EQ(first.data()[i], y.data()[i]) << variant_name(v) << " threads=" << threads << " element " << i;
+    // 9 tokens take the dot-product kernel, 70 the packed one (kernels::forward_gemm).
+    for (int64_t T : {9, 70}) {
+      const Matrix x = random_tokens(T, 72, 5);
+      Matrix first(T, 72);
+      ThreadPool one(1);
+      block.forward(x.view(), first.view(), &one);
+      for (int threads : {2, 3, 5, 8}) {
+        ThreadPool pool(threads);
+        Matrix y(T, 72);
+        block.forward(x.view(), y.view(), &pool);
+        for (int64_t i = 0; i < y.size(); ++i)
+          ASSERT_EQ(first.data()[i], y.data()[i]) << variant_name(v) << " threads=" << threads << " element " << i;
+      }
     }
   }
 }

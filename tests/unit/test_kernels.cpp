@@ -9,8 +9,8 @@
 
 #include "ffn/error.hpp"
 #include "isa_param.hpp"
-#include "random_data.hpp"
 #include "kernels/kernels.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
@@ -21,54 +21,61 @@ class GemmKernel : public testing::TestWithParam<Isa> {};
 
 using test::random_vector;
 
+// Both kernels of the forward's product C = A·Bᵀ: lane-parallel dot products, and the
+// packed outer-product form (K blocks of 256, so K runs past two block edges).
+std::vector<std::pair<const char*, kernels::F32GemmNt>> nt_kernels(const kernels::KernelTable& k) {
+  return {{k.f32_gemm_nt_name, k.f32_gemm_nt}, {k.f32_gemm_nt_packed_name, k.f32_gemm_nt_packed}};
+}
+
 TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
-  const auto& k = kernel_table(GetParam());
-  for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 13}) {
-    for (int64_t N : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 64, 65, 130}) {
-      for (int64_t K : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100}) {
-        // Padded strides catch kernels that assume stride == K.
-        const int64_t lda = K + 3, ldb = K + 5, ldc = N + 2;
-        const auto A = random_vector(static_cast<size_t>(T * lda), 1);
-        const auto B = random_vector(static_cast<size_t>(N * ldb), 2);
-        std::vector<float> C(static_cast<size_t>(T * ldc), NAN);
-        k.f32_gemm_nt(T, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc);
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t n = 0; n < N; ++n) {
-            double exact = 0, abs_sum = 0;
-            for (int64_t i = 0; i < K; ++i) {
-              const double p = double(A[size_t(t * lda + i)]) * double(B[size_t(n * ldb + i)]);
-              exact += p;
-              abs_sum += std::fabs(p);
+  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam())))
+    for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17}) {
+      for (int64_t N : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64, 65, 130}) {
+        for (int64_t K : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 600}) {
+          // Padded strides catch kernels that assume stride == K.
+          const int64_t lda = K + 3, ldb = K + 5, ldc = N + 2;
+          const auto A = random_vector(static_cast<size_t>(T * lda), 1);
+          const auto B = random_vector(static_cast<size_t>(N * ldb), 2);
+          std::vector<float> C(static_cast<size_t>(T * ldc), NAN);
+          gemm(T, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc);
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t n = 0; n < N; ++n) {
+              double exact = 0, abs_sum = 0;
+              for (int64_t i = 0; i < K; ++i) {
+                const double p = double(A[size_t(t * lda + i)]) * double(B[size_t(n * ldb + i)]);
+                exact += p;
+                abs_sum += std::fabs(p);
+              }
+              // Any order of summing K products in f32 errs by at most K·u·Σ|products|
+              // (u = 2⁻²⁴); a wrong index or a lost tail element errs by a whole product.
+              const double bound = static_cast<double>(K) * 0x1p-24 * abs_sum;
+              ASSERT_LE(std::fabs(C[size_t(t * ldc + n)] - exact), bound)
+                  << name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
             }
-            // Any order of summing K products in f32 errs by at most K·u·Σ|products|
-            // (u = 2⁻²⁴); a wrong index or a lost tail element errs by a whole product.
-            const double bound = static_cast<double>(K) * 0x1p-24 * abs_sum;
-            ASSERT_LE(std::fabs(C[size_t(t * ldc + n)] - exact), bound)
-                << k.f32_gemm_nt_name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
-          }
-        // Columns of the padding must be untouched.
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t n = N; n < ldc; ++n) ASSERT_TRUE(std::isnan(C[size_t(t * ldc + n)]));
+          // Columns of the padding must be untouched.
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t n = N; n < ldc; ++n) ASSERT_TRUE(std::isnan(C[size_t(t * ldc + n)]));
+        }
       }
     }
-  }
 }
 
 TEST_P(GemmKernel, SplittingRowsOrColumnsChangesNoBit) {
-  const auto& k = kernel_table(GetParam());
-  const int64_t T = 11, N = 37, K = 203;
-  const auto A = random_vector(size_t(T * K), 3);
-  const auto B = random_vector(size_t(N * K), 4);
-  std::vector<float> whole(size_t(T * N)), pieces(size_t(T * N));
-  k.f32_gemm_nt(T, N, K, A.data(), K, B.data(), K, whole.data(), N);
-  // Uneven pieces of rows and columns, as a thread split could produce.
-  const int64_t t_cuts[] = {0, 1, 6, 11}, n_cuts[] = {0, 5, 16, 17, 37};
-  for (int ti = 0; ti < 3; ++ti)
-    for (int ni = 0; ni < 4; ++ni) {
-      const int64_t t0 = t_cuts[ti], t1 = t_cuts[ti + 1], n0 = n_cuts[ni], n1 = n_cuts[ni + 1];
-      k.f32_gemm_nt(t1 - t0, n1 - n0, K, A.data() + t0 * K, K, B.data() + n0 * K, K, pieces.data() + t0 * N + n0, N);
-    }
-  for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << "element " << i;
+  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam()))) {
+    const int64_t T = 11, N = 37, K = 603;
+    const auto A = random_vector(size_t(T * K), 3);
+    const auto B = random_vector(size_t(N * K), 4);
+    std::vector<float> whole(size_t(T * N)), pieces(size_t(T * N));
+    gemm(T, N, K, A.data(), K, B.data(), K, whole.data(), N);
+    // Uneven pieces of rows and columns, as a thread split could produce.
+    const int64_t t_cuts[] = {0, 1, 6, 11}, n_cuts[] = {0, 5, 16, 17, 37};
+    for (int ti = 0; ti < 3; ++ti)
+      for (int ni = 0; ni < 4; ++ni) {
+        const int64_t t0 = t_cuts[ti], t1 = t_cuts[ti + 1], n0 = n_cuts[ni], n1 = n_cuts[ni + 1];
+        gemm(t1 - t0, n1 - n0, K, A.data() + t0 * K, K, B.data() + n0 * K, K, pieces.data() + t0 * N + n0, N);
+      }
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << name << " element " << i;
+  }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(GemmKernel);

@@ -35,4 +35,9 @@ void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, 
   f32_gemm_tn_add_tiled<Avx2Store, 6, 2>(M, N, K, A, lda, B, ldb, C, ldc);
 }
 
+void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                             int64_t ldb, float* C, int64_t ldc) {
+  f32_gemm_nn_tiled<Avx2Store, 6, 2, kKBlock, true>(T, N, K, A, lda, B, ldb, C, ldc, false);
+}
+
 }  // namespace ffn::kernels
