@@ -52,36 +52,48 @@ void run_forward(const ForwardOptions& o) {
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   write_npy(o.output, x.shape, y.data());
   if (!o.quiet)
-    std::printf("%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s: %lld token%s in %.3f ms "
-                "(%d threads, %s) → %s\n",
-                variant_name(variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
-                loaded.activation_source.c_str(), static_cast<long long>(D),
-                static_cast<long long>(block.config().hidden), block.config().bias ? " bias" : "",
-                static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
-                std::string(isa_name(active_isa())).c_str(), o.output.c_str());
+    std::printf(
+        "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s: %lld token%s in %.3f ms "
+        "(%d threads, %s) → %s\n",
+        variant_name(variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
+        loaded.activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
+        block.config().bias ? " bias" : "", static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
+        std::string(isa_name(active_isa())).c_str(), o.output.c_str());
 }
 
 }  // namespace
 
 void add_forward_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("forward", "Run a block from a safetensors file on tokens from a .npy file");
+  auto* cmd = app.add_subcommand(
+      "forward", "Run one layer's MLP of a checkpoint (safetensors, sharded, GGUF) on tokens from a .npy file");
   auto o = std::make_shared<ForwardOptions>();
-  cmd->add_option("--weights", o->weights, "checkpoint: a safetensors file, a model.safetensors.index.json, a GGUF "
-                                           "file, or a folder holding one")->required()->check(CLI::ExistingPath);
-  cmd->add_option("--layer", o->layer, "which layer's MLP to run")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "run with the weights rounded to this type: f32, bf16, f16, q8_0, q4_0 "
-                                       "(default: as stored, widened to f32)");
-  cmd->add_option("--variant", o->variant, "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
-                                           "gated_<activation>; needed when no config.json (or GGUF metadata) says "
-                                           "the activation, checked against it when one does");
-  cmd->add_option("--input", o->input, ".npy float32 array [T, d_model] (or [d_model])")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--weights", o->weights,
+                  "checkpoint: a safetensors file, a model.safetensors.index.json, a GGUF "
+                  "file, or a folder holding one")
+      ->required()
+      ->check(CLI::ExistingPath);
+  cmd->add_option("--layer", o->layer, "which layer's MLP to run")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype,
+                  "run with the weights rounded to this type: f32, bf16, f16, q8_0, q4_0 "
+                  "(default: as stored, widened to f32)");
+  cmd->add_option("--variant", o->variant,
+                  "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
+                  "gated_<activation>; needed when no config.json (or GGUF metadata) says "
+                  "the activation, checked against it when one does");
+  cmd->add_option("--input", o->input, ".npy float32 array [T, d_model] (or [d_model])")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--output", o->output, ".npy file to write, same shape as the input")->required();
   cmd->add_option("--threads", o->threads, "worker threads (default: the cores this process may use)")
-      ->check(CLI::Range(1, 4096))->capture_default_str();
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
-  cmd->footer("Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
-              "layers.N.feed_forward.w1/w3/w2, GPT-2 h.N.mlp.c_fc/c_proj (Conv1D), GGUF blk.N.ffn_*.\n"
-              "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx512 forces one.");
+  cmd->footer(
+      "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
+      "layers.N.feed_forward.w1/w3/w2, GPT-2 h.N.mlp.c_fc/c_proj (Conv1D), GGUF blk.N.ffn_*.\n"
+      "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx512 forces one.");
   cmd->callback([o] { run_forward(*o); });
 }
 
