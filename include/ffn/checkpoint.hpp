@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@
 #include "ffn/config.hpp"
 
 namespace ffn {
+
+namespace io {
+class TensorSource;
+}  // namespace io
 
 struct LoadOptions {
   int64_t layer = 0;
@@ -35,12 +40,30 @@ struct LoadedBlock {
   std::string activation_source;  // "config.json hidden_act 'silu'", "--variant", ...
 };
 
-// Throws ffn::Error naming the file and the problem: no block found (listing the names
-// present), a missing layer (listing the layers present), inconsistent shapes, partial
-// biases, a variant that disagrees with the checkpoint.
-LoadedBlock load_block(const std::string& path, const LoadOptions& options = {});
+// An opened checkpoint: its files mapped and their headers parsed once, so that several
+// layers load without opening it again.
+class Checkpoint {
+ public:
+  explicit Checkpoint(const std::string& path);  // ffn::Error naming the path and problem
+  ~Checkpoint();
+  Checkpoint(Checkpoint&&) noexcept;
+  Checkpoint& operator=(Checkpoint&&) noexcept;
 
-// The layers whose feed-forward block the checkpoint holds, in order; empty if none.
+  const std::string& path() const { return path_; }
+  // The layers whose feed-forward block the checkpoint holds, in order; empty if none.
+  std::vector<int64_t> layers() const;
+  // Throws ffn::Error naming the file and the problem: no block found (listing the names
+  // present), a missing layer (listing the layers present), inconsistent shapes, partial
+  // biases, a variant that disagrees with the checkpoint.
+  LoadedBlock load(const LoadOptions& options = {}) const;
+
+ private:
+  std::string path_;
+  std::unique_ptr<io::TensorSource> source_;
+};
+
+// One-shot forms of the above.
+LoadedBlock load_block(const std::string& path, const LoadOptions& options = {});
 std::vector<int64_t> checkpoint_layers(const std::string& path);
 
 }  // namespace ffn

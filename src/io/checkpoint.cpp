@@ -74,8 +74,16 @@ void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
 
 }  // namespace
 
-LoadedBlock load_block(const std::string& path, const LoadOptions& o) {
-  const auto src = io::open_tensor_source(path);
+Checkpoint::Checkpoint(const std::string& path) : path_(path), source_(io::open_tensor_source(path)) {}
+Checkpoint::~Checkpoint() = default;
+Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
+Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
+
+std::vector<int64_t> Checkpoint::layers() const { return io::block_layers(*source_); }
+
+LoadedBlock Checkpoint::load(const LoadOptions& o) const {
+  const std::string& path = path_;
+  const io::TensorSource* src = source_.get();
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
   std::string activation_source;
@@ -126,8 +134,8 @@ LoadedBlock load_block(const std::string& path, const LoadOptions& o) {
   return {std::move(block), n.scheme, activation_source};
 }
 
-std::vector<int64_t> checkpoint_layers(const std::string& path) {
-  return io::block_layers(*io::open_tensor_source(path));
-}
+LoadedBlock load_block(const std::string& path, const LoadOptions& options) { return Checkpoint(path).load(options); }
+
+std::vector<int64_t> checkpoint_layers(const std::string& path) { return Checkpoint(path).layers(); }
 
 }  // namespace ffn

@@ -85,7 +85,8 @@ void run_quantize(const QuantizeOptions& o) {
   const WeightType type = parse_weight_type(o.type);
   LoadOptions load;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
-  const std::vector<int64_t> layers = o.all_layers ? checkpoint_layers(o.input) : std::vector<int64_t>{o.layer};
+  const Checkpoint input(o.input);
+  const std::vector<int64_t> layers = o.all_layers ? input.layers() : std::vector<int64_t>{o.layer};
   if (layers.empty()) throw Error(o.input + ": no feed-forward block found");
 
   const bool progress = isatty(fileno(stderr)) != 0;  // a progress line only on a terminal
@@ -94,7 +95,7 @@ void run_quantize(const QuantizeOptions& o) {
   int64_t f32_bytes = 0;
   for (int64_t layer : layers) {
     load.layer = layer;
-    LoadedBlock loaded = load_block(o.input, load);
+    LoadedBlock loaded = input.load(load);
     const auto& c = loaded.block.config();
     if (!originals.empty() && !(c.variant == originals.front().config().variant))
       throw Error(o.input + ": layer " + std::to_string(layer) + " is " + variant_name(c.variant) + " but layer " +
@@ -126,9 +127,10 @@ void run_quantize(const QuantizeOptions& o) {
               megabytes(out_bytes).c_str(), fixed(double(out_bytes) / double(f32_bytes), 3).c_str());
 
   ThreadPool pool(o.threads);
+  const Checkpoint written(o.output);
   for (size_t i = 0; i < layers.size(); ++i) {
     load.layer = layers[i];
-    const Block stored = load_block(o.output, load).block;
+    const Block stored = written.load(load).block;
     const ErrorReport r = measure_error(originals[i], stored, o.tokens, pool);
     char rms[32], max_abs[32];
     std::snprintf(rms, sizeof rms, "%.2e", r.relative_rms);
