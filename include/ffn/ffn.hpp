@@ -17,4 +17,5 @@
 #include "ffn/safetensors.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"
+#include "ffn/train.hpp"
 #include "ffn/version.hpp"

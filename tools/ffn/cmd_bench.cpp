@@ -38,14 +38,6 @@ struct BenchOptions {
   std::string json_path;
 };
 
-std::vector<std::string> split(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 // Resident memory now (Linux /proc/self/statm: resident pages in the second field).
 double rss_mb() {
   std::ifstream statm("/proc/self/statm");
@@ -78,9 +70,9 @@ void run_bench(const BenchOptions& o) {
     label = variant_name(config.variant);
   }
   std::vector<WeightType> types;
-  for (const auto& t : split(o.dtypes)) types.push_back(parse_weight_type(t));
+  for (const auto& t : split_list(o.dtypes)) types.push_back(parse_weight_type(t));
   std::vector<int64_t> token_counts;
-  for (const auto& t : split(o.tokens)) {
+  for (const auto& t : split_list(o.tokens)) {
     int64_t v = 0;
     try {
       v = std::stoll(t);

@@ -1,6 +1,7 @@
 #include "format.hpp"
 
 #include <cstdio>
+#include <sstream>
 
 namespace ffn::cli {
 
@@ -24,6 +25,14 @@ std::string fixed(double v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
+}
+
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
 }
 
 }  // namespace ffn::cli

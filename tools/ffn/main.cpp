@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ffn::cli::add_quantize_command(app);
   ffn::cli::add_bench_command(app);
   ffn::cli::add_demo_command(app);
+  ffn::cli::add_compare_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

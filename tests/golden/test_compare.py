@@ -1,0 +1,97 @@
+"""ffn compare: a tiny configuration on generated text trains (the loss falls) at equal
+parameter counts (within 1%) — not which variant wins, which a run this small cannot say."""
+import csv
+import json
+import random
+
+import pytest
+
+VARIANTS = ["relu", "gelu", "swiglu", "geglu"]
+TINY = ["--d", 32, "--layers", 1, "--steps", 80, "--batch", 64, "--seeds", 2, "--eval-tokens", 512,
+        "--eval-every", 20, "--threads", 2]
+
+
+def text(path, nbytes=40000):
+    words = "the king shall speak of love and war my lord what is thy name to be or not".split()
+    rng = random.Random(3)
+    out = []
+    while sum(map(len, out)) < nbytes:
+        out.append(rng.choice(words) + rng.choice([" ", " ", " ", ", ", ".\n"]))
+    path.write_text("".join(out))
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("compare")
+
+
+@pytest.fixture(scope="module")
+def tiny_run(run_ffn, tiny_dir):
+    data, curves = text(tiny_dir / "text.txt"), tiny_dir / "curves.csv"
+    p = run_ffn("compare", "--data", data, "--variants", ",".join(VARIANTS), *TINY, "--csv", curves, "--json",
+                "--svg", tiny_dir / "curves.svg", "--save", tiny_dir / "state")
+    return json.loads(p.stdout), list(csv.DictReader(curves.open())), p.stderr
+
+
+def test_parameter_counts_agree_within_one_percent(tiny_run):
+    out, _, _ = tiny_run
+    counts = {r["variant"]: r["parameters"] for r in out["results"]}
+    assert set(counts) == set(VARIANTS)
+    assert abs(counts["swiglu"] - counts["gelu"]) / counts["gelu"] <= 0.01
+    assert out["parameters"]["relative_difference"] <= 0.01
+    hidden = {r["variant"]: r["hidden"] for r in out["results"]}
+    assert hidden["gelu"] == 4 * 32 and hidden["swiglu"] == round(2 * 4 * 32 / 3)
+
+
+def test_training_lowers_the_loss(tiny_run):
+    out, curves, _ = tiny_run
+    for variant in VARIANTS:
+        for seed in ("1", "2"):
+            rows = [r for r in curves if r["variant"] == variant and r["seed"] == seed]
+            assert [int(r["step"]) for r in rows] == [20, 40, 60, 80]
+            assert float(rows[-1]["valid_loss"]) < float(rows[0]["valid_loss"])
+            assert float(rows[-1]["train_loss"]) < 5.0  # ln 256 = 5.55 untrained
+    for r in out["results"]:
+        assert len(r["valid_losses"]) == 2 and r["valid_loss_mean"] < 4.0
+        assert r["bits_per_byte"] == pytest.approx(r["valid_loss_mean"] / 0.6931471805599453)
+        assert r["tokens_per_second"] > 0
+        if r["variant"] != "gelu":
+            assert isinstance(r["exceeds_noise"], bool)
+
+
+def test_progress_is_a_line_per_run_when_not_a_terminal(tiny_run):
+    _, _, err = tiny_run
+    assert err.count("validation loss") == len(VARIANTS) * 2
+
+
+def test_the_table_and_errors(run_ffn, tmp_path):
+    data = text(tmp_path / "t.txt", 20000)
+    out = run_ffn("compare", "--data", data, "--variants", "gelu,swiglu", "--d", 16, "--layers", 1, "--steps", 10,
+                  "--batch", 16, "--seeds", 1, "--eval-tokens", 64).stdout
+    assert "valid loss (std)" in out and "bits/byte" in out and "tokens/s" in out
+    assert "one seed: noise unknown" in out
+    bad = run_ffn("compare", "--data", tmp_path / "missing.txt", check=False)
+    assert bad.returncode == 1 and "missing.txt" in bad.stderr
+    bad = run_ffn("compare", "--data", data, "--variants", "swoosh", check=False)
+    assert bad.returncode == 1 and "swoosh" in bad.stderr
+    bad = run_ffn("compare", "--data", data, "--variants", "gelu,swiglu,gelu", check=False)
+    assert bad.returncode == 1 and "gelu named twice" in bad.stderr
+    assert "tinyshakespeare.txt" in run_ffn("compare", "--help").stdout
+
+
+def test_plot_and_resume_from_saved_state(run_ffn, tiny_run, tiny_dir):
+    out, _, _ = tiny_run
+    svg = (tiny_dir / "curves.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == len(VARIANTS)
+    states = sorted(p.name for p in (tiny_dir / "state").iterdir())
+    assert states == sorted(f"{v}-seed{s}.safetensors" for v in VARIANTS for s in (1, 2))
+    # Every run is finished: resuming retrains nothing and reports the same results.
+    again = run_ffn("compare", "--data", tiny_dir / "text.txt", "--variants", ",".join(VARIANTS), *TINY, "--json",
+                    "--resume", tiny_dir / "state")
+    resumed = json.loads(again.stdout)
+    for a, b in zip(out["results"], resumed["results"]):
+        assert a["valid_losses"] == b["valid_losses"] and a["curves"] == b["curves"]
+    other = run_ffn("compare", "--data", tiny_dir / "text.txt", "--variants", "gelu", *TINY, "--lr", 0.001,
+                    "--resume", tiny_dir / "state", check=False)
+    assert other.returncode == 1 and "another run" in other.stderr and "lr=0.001" in other.stderr
