@@ -12,7 +12,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
