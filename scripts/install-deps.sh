@@ -7,6 +7,7 @@ packages=(
   g++ cmake make pkgconf          # toolchain
   libcli11-dev                    # the ffn command's argument parsing
   nlohmann-json3-dev              # safetensors headers, --json output
+  libsleef-dev                    # vectorised exp / erfc / tanh in the activations
   libgtest-dev libgmock-dev       # C++ unit tests
   libbenchmark-dev                # bench/ (FFN_BUILD_BENCH)
   pybind11-dev python3-dev        # the Python module (FFN_BUILD_PYTHON)

@@ -111,14 +111,15 @@ inline F32GemmNt forward_gemm(const KernelTable& k, int64_t T) {
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_kernels();
 
-// Activations, in f32 with the C library's erfcf / tanhf / expf (each within a few ulps):
+// Activations in f32 on the active ISA (activation_kernels.hpp: libm in scalar, SLEEF's
+// vector exp / erfc / tanh in AVX2 and AVX-512, every formula in the same f32 order):
 //   f32_activation:       v[i] = act(v[i])                 (2-matrix blocks)
 //   f32_gated_activation: u[i] = act(g[i]) · u[i]          (gated blocks)
 // NaN propagates; ±Inf give what IEEE arithmetic of the formula gives (as PyTorch).
 void f32_activation(Activation a, float* v, int64_t n);
 void f32_gated_activation(Activation a, const float* g, float* u, int64_t n);
 
-// Backward of the activations (activation_grad.cpp), from the pre-activations kept or
+// Backward of the activations (activation_tiles.hpp), from the pre-activations kept or
 // recomputed and the gradient dh of the hidden values; act' as PyTorch's autograd has it
 // (relu' = 0 at 0). h is recomputed through f32_activation / f32_gated_activation, so it
 // is bit-identical to the forward's.

@@ -1,0 +1,35 @@
+// The activation kernels of each ISA (one table per ISA, loops in activation_tiles.hpp),
+// behind the dispatching f32_activation* functions of kernels.hpp. Contracts:
+//   activation(a, v, n):                      v[i] = act(v[i])
+//   gated(a, g, u, n):                        u[i] = act(g[i]) · u[i]
+//   backward(a, z, dh, h, dz, n):             h[i] = act(z[i]);  dz[i] = dh[i] · act'(z[i])
+//   gated_backward(a, g, u, dh, h, du, dg, n): h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
+//                                             dg[i] = (dh[i] · u[i]) · act'(g[i])
+// Outputs must not overlap inputs (except v and u, updated in place). Accuracy per
+// element: the formula's few f32 roundings plus its exp / erfc / tanh (libm in scalar,
+// SLEEF's u10/u15 functions in AVX2 and AVX-512): tested in test_activation.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "ffn/config.hpp"
+#include "ffn/isa.hpp"
+
+namespace ffn::kernels {
+
+struct ActivationTable {
+  void (*activation)(Activation a, float* v, int64_t n);
+  void (*gated)(Activation a, const float* g, float* u, int64_t n);
+  void (*backward)(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
+  void (*gated_backward)(Activation a, const float* g, const float* u, const float* dh, float* h, float* du, float* dg,
+                         int64_t n);
+};
+
+extern const ActivationTable activation_table_scalar;
+extern const ActivationTable activation_table_avx2;
+extern const ActivationTable activation_table_avx512;
+
+// The table of one ISA (which must be supported: ffn::Error otherwise).
+const ActivationTable& activation_table(Isa isa);
+
+}  // namespace ffn::kernels

@@ -1,0 +1,163 @@
+// The activations and their derivatives, written once over an element-wise math traits
+// type M (ScalarMath, Avx2Math, Avx512Math: add/sub/mul/div, relu, step, exp, erfc, tanh,
+// loads and masked tails). Every formula is evaluated in the same order of f32 operations
+// on every ISA, so ISAs differ only by their exp / erfc / tanh (libm's within a few ulps,
+// SLEEF's within 1.0–1.5 ulps). Each element's result depends on its inputs alone — the
+// tail of an array goes through the same vector functions under a mask — so splitting an
+// array anywhere (across threads or tiles) never changes a bit.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "ffn/config.hpp"
+#include "kernels/activation_kernels.hpp"
+
+namespace ffn::kernels {
+
+template <class M>
+struct ActivationFormulas {
+  using V = typename M::Vec;
+  static constexpr float kSqrtHalf = 0.70710678118654752f;     // 1/√2
+  static constexpr float kInvSqrt2Pi = 0.39894228040143268f;   // 1/√(2π)
+  static constexpr float kSqrt2OverPi = 0.79788456080286536f;  // √(2/π)
+  static constexpr float kCubic = 0.044715f;
+
+  // x·Φ(x) = 0.5·x·erfc(−x/√2): erfc keeps full relative accuracy for negative x, where
+  // 1 + erf(x/√2) would cancel.
+  static V gelu(V v) { return M::mul(M::mul(M::set1(0.5f), v), M::erfc(M::mul(v, M::set1(-kSqrtHalf)))); }
+  // 0.5·x·(1 + tanh(s)), s = √(2/π)·(x + 0.044715·x³), as PyTorch's approximate='tanh',
+  // evaluated as x·σ(2s) (1 + tanh(s) = 2σ(2s)): the same function without the
+  // cancellation of 1 + tanh(s) in f32, which loses every digit once x < −4 or so.
+  static V gelu_tanh(V v) { return M::mul(v, sigmoid(M::mul(M::set1(2.0f), tanh_arg(v)))); }
+  static V tanh_arg(V v) {
+    const V cube = M::mul(M::mul(M::mul(M::set1(kCubic), v), v), v);
+    return M::mul(M::set1(kSqrt2OverPi), M::add(v, cube));
+  }
+  // σ(x) = 1/(1 + e⁻ˣ); 1 − σ(x) is computed as σ(−x), never by subtraction, which would
+  // cancel for x ≫ 0.
+  static V sigmoid(V v) { return M::div(M::set1(1.0f), M::add(M::set1(1.0f), M::exp(M::mul(v, M::set1(-1.0f))))); }
+  static V sigmoid_complement(V v) { return M::div(M::set1(1.0f), M::add(M::set1(1.0f), M::exp(v))); }
+  static V swish(V v) { return M::mul(v, sigmoid(v)); }
+
+  // Derivatives, the same functions as PyTorch's autograd formulas (aten's GeluBackward,
+  // silu_backward, sigmoid_backward, threshold_backward; relu' = 0 at 0 and for NaN), with
+  // 1 − σ as σ(−x) and 1 ± tanh through σ, for full relative accuracy.
+  // d/dz z·Φ(z) = Φ(z) + z·φ(z), Φ through erfc as in the forward.
+  static V gelu_grad(V z) {
+    const V cdf = M::mul(M::set1(0.5f), M::erfc(M::mul(z, M::set1(-kSqrtHalf))));
+    const V pdf = M::exp(M::mul(M::mul(M::set1(-0.5f), z), z));
+    return M::add(cdf, M::mul(M::mul(z, M::set1(kInvSqrt2Pi)), pdf));
+  }
+  // d/dz 0.5·z·(1 + tanh(s)) = 0.5·(1 + t) + 0.5·z·(1 − t²)·c·(1 + 3k·z²), t = tanh(s);
+  // with 0.5·(1 + t) = σ(2s) and 1 − t² = 4·σ(2s)·σ(−2s):  σ(2s) + 2z·σ(2s)·σ(−2s)·c·(1 + 3k·z²).
+  // For |z| ≥ 10⁴, σ(2s)·σ(−2s) is exactly 0; z is clamped there in the slope term so that
+  // z³ cannot overflow into 0·Inf = NaN.
+  static V gelu_tanh_grad(V z) {
+    const V two_s = M::mul(M::set1(2.0f), tanh_arg(z));
+    const V p = sigmoid(two_s), q = sigmoid_complement(two_s);
+    z = M::clamp(z, -1e4f, 1e4f);
+    const V inner = M::add(M::set1(1.0f), M::mul(M::mul(M::set1(3.0f * kCubic), z), z));
+    const V slope = M::mul(M::mul(M::mul(M::mul(M::mul(M::set1(2.0f), z), p), q), M::set1(kSqrt2OverPi)), inner);
+    return M::add(p, slope);
+  }
+  static V sigmoid_grad(V z) { return M::mul(sigmoid(z), sigmoid_complement(z)); }
+  // d/dz z·σ(z) = σ(z)·(1 + z·(1 − σ(z))).
+  static V swish_grad(V z) { return M::mul(sigmoid(z), M::add(M::set1(1.0f), M::mul(z, sigmoid_complement(z)))); }
+};
+
+// Element-wise loops: full vectors, then one masked vector for the tail.
+template <class M, class F>
+void map_unary(const float* in, float* out, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + M::lanes <= n; i += M::lanes) M::store(out + i, f(M::load(in + i)));
+  if (i < n) M::store_tail(out + i, f(M::load_tail(in + i, n - i)), n - i);
+}
+template <class M, class F>
+void map_binary(const float* a, const float* b, float* out, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + M::lanes <= n; i += M::lanes) M::store(out + i, f(M::load(a + i), M::load(b + i)));
+  if (i < n) M::store_tail(out + i, f(M::load_tail(a + i, n - i), M::load_tail(b + i, n - i)), n - i);
+}
+
+// Calls body(act) with act the activation's formula as a callable on vectors.
+template <class M, class Body>
+void with_activation(Activation a, Body body) {
+  using A = ActivationFormulas<M>;
+  using V = typename M::Vec;
+  switch (a) {
+    case Activation::relu:
+      return body([](V v) { return M::relu(v); });
+    case Activation::gelu:
+      return body([](V v) { return A::gelu(v); });
+    case Activation::gelu_tanh:
+      return body([](V v) { return A::gelu_tanh(v); });
+    case Activation::swish:
+      return body([](V v) { return A::swish(v); });
+    case Activation::sigmoid:
+      return body([](V v) { return A::sigmoid(v); });
+    case Activation::identity:
+      return body([](V v) { return v; });
+  }
+}
+template <class M, class Body>
+void with_derivative(Activation a, Body body) {
+  using A = ActivationFormulas<M>;
+  using V = typename M::Vec;
+  switch (a) {
+    case Activation::relu:
+      return body([](V z) { return M::step(z); });
+    case Activation::gelu:
+      return body([](V z) { return A::gelu_grad(z); });
+    case Activation::gelu_tanh:
+      return body([](V z) { return A::gelu_tanh_grad(z); });
+    case Activation::swish:
+      return body([](V z) { return A::swish_grad(z); });
+    case Activation::sigmoid:
+      return body([](V z) { return A::sigmoid_grad(z); });
+    case Activation::identity:
+      return body([](V) { return M::set1(1.0f); });
+  }
+}
+
+// The four entry points of ActivationTable (contracts in activation_kernels.hpp).
+template <class M>
+struct ActivationLoops {
+  using V = typename M::Vec;
+  static void activation(Activation a, float* v, int64_t n) {
+    with_activation<M>(a, [&](auto act) { map_unary<M>(v, v, n, act); });
+  }
+  static void gated(Activation a, const float* g, float* u, int64_t n) {
+    with_activation<M>(a,
+                       [&](auto act) { map_binary<M>(g, u, u, n, [&](V gv, V uv) { return M::mul(act(gv), uv); }); });
+  }
+  static void backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n) {
+    activation_to(a, z, h, n);
+    with_derivative<M>(a,
+                       [&](auto grad) { map_binary<M>(z, dh, dz, n, [&](V zv, V d) { return M::mul(d, grad(zv)); }); });
+  }
+  static void gated_backward(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,
+                             float* dg, int64_t n) {
+    // du holds act(g) first; h = act(g)·u is then the forward's product of the same floats.
+    activation_to(a, g, du, n);
+    map_binary<M>(du, u, h, n, [](V s, V uv) { return M::mul(s, uv); });
+    map_binary<M>(dh, du, du, n, [](V d, V s) { return M::mul(d, s); });
+    // dg = (dh·u)·act'(g), in the order autograd multiplies.
+    with_derivative<M>(a, [&](auto grad) {
+      int64_t i = 0;
+      for (; i + M::lanes <= n; i += M::lanes)
+        M::store(dg + i, M::mul(M::mul(M::load(dh + i), M::load(u + i)), grad(M::load(g + i))));
+      if (i < n) {
+        const int64_t r = n - i;
+        M::store_tail(dg + i,
+                      M::mul(M::mul(M::load_tail(dh + i, r), M::load_tail(u + i, r)), grad(M::load_tail(g + i, r))), r);
+      }
+    });
+  }
+  static void activation_to(Activation a, const float* in, float* out, int64_t n) {
+    with_activation<M>(a, [&](auto act) { map_unary<M>(in, out, n, act); });
+  }
+  static constexpr ActivationTable table{activation, gated, backward, gated_backward};
+};
+
+}  // namespace ffn::kernels

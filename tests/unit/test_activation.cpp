@@ -1,0 +1,177 @@
+// The activations and their derivatives on every ISA against double-precision formulas
+// evaluated at the same f32 inputs: a dense sweep of [−30, 30], magnitudes from 1e−45 to
+// 1e5 of both signs, ±100, ±1e4, subnormals, the edge of expf's overflow, ±0, ±Inf, NaN.
+//
+// Tolerance, per element: |f32 − exact| ≤ (16 + 4·κ(x))·u·|exact| + 1e−36, u = 2⁻²⁴, where
+// κ(x) = |x·f′(x)/f(x)| is the condition number of f at x. Why each term:
+//   16·u — SLEEF's exp/tanh are within 1.0 ulp and erfc within 1.5 ulp (libm's similar),
+//          plus up to five f32 roundings in the formula (e.g. 0.5·x·(1 + tanh(·)));
+//   4·κ·u — the formula's inner argument (−x/√2, x + 0.044715·x³, −x) is itself rounded, by
+//          up to ~3u, and f amplifies a relative error in its argument by about κ (for gelu
+//          at x = −10 that is ~100: the result is then good to ~10⁻⁵, as PyTorch's f32 is);
+//   1e−36 — results near f32's underflow: e.g. silu(−89) is −2·10⁻³⁷ exactly but expf(89)
+//          overflows, so the f32 formula gives −0, as PyTorch's does.
+// A wrong constant (0.0447 for 0.044715 moves gelu_tanh(2) by ~10⁻⁴ relative), a lost
+// factor, or erf where erfc belongs (cancellation: ~10⁻³ relative at x = −5) is far outside.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "isa_param.hpp"
+#include "kernels/activation_kernels.hpp"
+
+namespace ffn {
+namespace {
+
+using kernels::activation_table;
+using kernels::ActivationTable;
+
+constexpr double kU = 0x1p-24;
+
+struct Formula {
+  Activation activation;
+  std::function<double(double)> f;   // act(x)
+  std::function<double(double)> df;  // act'(x), as autograd has it
+};
+
+double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
+// Written so that double itself does not cancel: 1 − σ(x) = σ(−x), 1 + tanh(s) = 2σ(2s).
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double tanh_inner(double x) { return std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x); }
+
+std::vector<Formula> formulas() {
+  return {
+      {Activation::relu, [](double x) { return x < 0 ? 0.0 : x; }, [](double x) { return x > 0 ? 1.0 : 0.0; }},
+      {Activation::gelu, [](double x) { return x * normal_cdf(x); },
+       [](double x) { return normal_cdf(x) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI); }},
+      {Activation::gelu_tanh, [](double x) { return x * sigmoid(2 * tanh_inner(x)); },
+       [](double x) {
+         const double s2 = 2 * tanh_inner(x);  // 0.5·(1 + t) = σ(2s), 1 − t² = 4σ(2s)σ(−2s)
+         return sigmoid(s2) + 2 * x * sigmoid(s2) * sigmoid(-s2) * std::sqrt(2.0 / M_PI) * (1 + 3 * 0.044715 * x * x);
+       }},
+      {Activation::swish, [](double x) { return x * sigmoid(x); },
+       [](double x) { return sigmoid(x) * (1 + x * sigmoid(-x)); }},
+      {Activation::sigmoid, [](double x) { return sigmoid(x); }, [](double x) { return sigmoid(x) * sigmoid(-x); }},
+      {Activation::identity, [](double x) { return x; }, [](double) { return 1.0; }},
+  };
+}
+
+std::vector<float> sweep_inputs() {
+  std::vector<float> x;
+  for (int i = -30 * 64; i <= 30 * 64; ++i) x.push_back(static_cast<float>(i) / 64.0f);
+  for (int i = 0; i <= 1000; ++i) {
+    const float m = static_cast<float>(std::pow(10.0, -45.0 + 50.0 * i / 1000.0));
+    x.push_back(m);
+    x.push_back(-m);
+  }
+  for (float s : {100.0f, 1e4f, 1e30f, FLT_TRUE_MIN, FLT_MIN, 1e-40f, 87.0f, 88.5f, 89.0f, 103.0f, 105.0f})
+    for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
+  x.push_back(0.0f);
+  x.push_back(-0.0f);
+  x.push_back(1.0f);  // length 7875: not a multiple of any vector width, so tails run too
+  return x;
+}
+
+// κ(x) = |x·g′(x)/g(x)| by a central difference in double (relative step 1e−6).
+double condition(const std::function<double(double)>& g, double x) {
+  const double gx = g(x);
+  if (gx == 0.0 || x == 0.0 || !std::isfinite(gx)) return 0.0;
+  const double h = std::abs(x) * 1e-6;
+  const double slope = (g(x + h) - g(x - h)) / (2 * h);
+  return std::abs(x * slope / gx);
+}
+
+void expect_close(const char* what, Activation a, float x, float got, double exact, double kappa) {
+  const double tol = (16.0 + 4.0 * kappa) * kU * std::abs(exact) + 1e-36;
+  EXPECT_LE(std::abs(double(got) - exact), tol)
+      << what << " of " << activation_name(a) << " at x = " << x << " (" << std::hexfloat << x << std::defaultfloat
+      << "): got " << got << ", exact " << exact << ", κ = " << kappa;
+}
+
+class ActivationTest : public testing::TestWithParam<Isa> {};
+
+TEST_P(ActivationTest, ValuesAndDerivativesWithinTheStatedBound) {
+  const ActivationTable& k = activation_table(GetParam());
+  const std::vector<float> x = sweep_inputs();
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (const Formula& fm : formulas()) {
+    std::vector<float> v = x;
+    k.activation(fm.activation, v.data(), n);
+    std::vector<float> dh(n, 1.0f), h(n), dz(n);
+    k.backward(fm.activation, x.data(), dh.data(), h.data(), dz.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(std::memcmp(&v[i], &h[i], sizeof(float)), 0) << "backward's h differs from forward at " << x[i];
+      const double xi = x[i];
+      if (std::isinf(xi)) continue;
+      expect_close("value", fm.activation, x[i], v[i], fm.f(xi), condition(fm.f, xi));
+      if (fm.activation == Activation::relu && xi == 0) continue;  // the kink: autograd's 0, checked below
+      expect_close("derivative", fm.activation, x[i], dz[i], fm.df(xi), condition(fm.df, xi));
+    }
+  }
+}
+
+TEST_P(ActivationTest, SpecialValues) {
+  const ActivationTable& k = activation_table(GetParam());
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const Formula& fm : formulas()) {
+    std::vector<float> v = {nan, -nan, inf, -inf, 0.0f, -0.0f};
+    k.activation(fm.activation, v.data(), 6);
+    EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1])) << activation_name(fm.activation) << ": NaN must propagate";
+    const float at_inf = fm.activation == Activation::sigmoid ? 1.0f : inf;
+    EXPECT_EQ(v[2], at_inf) << activation_name(fm.activation) << "(+Inf)";
+    EXPECT_EQ(v[4], static_cast<float>(fm.f(0.0)));
+  }
+  // relu keeps −0 and NaN (v < 0 is false for both), and relu'(0) = 0 as autograd has it.
+  std::vector<float> z = {-0.0f, 0.0f, nan}, dh = {1, 1, 1}, h(3), dz(3);
+  k.backward(Activation::relu, z.data(), dh.data(), h.data(), dz.data(), 3);
+  EXPECT_TRUE(std::signbit(h[0]));
+  EXPECT_TRUE(std::isnan(h[2]));
+  EXPECT_EQ(dz[0], 0.0f);
+  EXPECT_EQ(dz[1], 0.0f);
+}
+
+// Each element depends on its own inputs only: any split of an array (threads, tiles,
+// masked tails) gives the same bits as one call over the whole array.
+TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
+  const ActivationTable& k = activation_table(GetParam());
+  std::vector<float> g(71), u(71);
+  for (int i = 0; i < 71; ++i) {
+    g[i] = std::sin(0.37f * i) * 6.0f;
+    u[i] = std::cos(0.11f * i);
+  }
+  for (const Formula& fm : formulas()) {
+    std::vector<float> whole = u;
+    k.gated(fm.activation, g.data(), whole.data(), 71);
+    for (int64_t cut : {1, 7, 8, 15, 16, 17, 33}) {
+      std::vector<float> parts = u;
+      k.gated(fm.activation, g.data(), parts.data(), cut);
+      k.gated(fm.activation, g.data() + cut, parts.data() + cut, 71 - cut);
+      EXPECT_EQ(std::memcmp(whole.data(), parts.data(), sizeof(float) * 71), 0)
+          << activation_name(fm.activation) << " split at " << cut;
+    }
+    // gated = act(g)·u with the act of the 2-matrix path, bit for bit.
+    std::vector<float> act = g;
+    k.activation(fm.activation, act.data(), 71);
+    for (int i = 0; i < 71; ++i) EXPECT_EQ(whole[i], act[i] * u[i]) << activation_name(fm.activation) << " at " << i;
+    // gated backward: h is the forward's product; du = dh·act(g); dg = (dh·u)·act'(g).
+    std::vector<float> dh(71), h(71), du(71), dg(71), one(71, 1.0f), dz(71), hz(71);
+    for (int i = 0; i < 71; ++i) dh[i] = 0.5f - 0.01f * i;
+    k.gated_backward(fm.activation, g.data(), u.data(), dh.data(), h.data(), du.data(), dg.data(), 71);
+    k.backward(fm.activation, g.data(), one.data(), hz.data(), dz.data(), 71);
+    for (int i = 0; i < 71; ++i) {
+      EXPECT_EQ(h[i], whole[i]);
+      EXPECT_EQ(du[i], dh[i] * act[i]);
+      EXPECT_EQ(dg[i], (dh[i] * u[i]) * dz[i]);
+    }
+  }
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(ActivationTest);
+
+}  // namespace
+}  // namespace ffn
