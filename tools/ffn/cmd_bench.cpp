@@ -13,8 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "bench_backward.hpp"
+#include "bench_rows.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
+#include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
@@ -34,6 +37,7 @@ struct BenchOptions {
   std::string tokens = "1,4,16,64,256,1024";
   int threads = ThreadPool::default_threads();
   int reps = 5;
+  bool backward = false;
   std::string json_path;
 };
 
@@ -96,10 +100,12 @@ void run_bench(const BenchOptions& o) {
     const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
     memory = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
   }
-  std::printf("roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
-              "(streaming read of 1 GiB, best of 5)\n\n", fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
-  std::printf("%-6s %6s %10s %9s %9s %12s %10s %7s  %s\n", "dtype", "T", "ms", "GFLOP/s", "GB/s(w)", "roofline ms",
-              "efficiency", "bound", "path");
+  std::printf(
+      "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
+      "(streaming read of 1 GiB, best of 5)\n\n",
+      fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
+  const Roofs roofs{compute, memory};
+  print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
   double peak_rss = 0;  // sampled after every row: the roofs' 1 GiB buffer is gone by then
@@ -120,31 +126,36 @@ void run_bench(const BenchOptions& o) {
       for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
       const double ms = median_ms(typed, x, y, pool, o.reps);
       peak_rss = std::max(peak_rss, rss_mb());
-      const double flops = double(acc.matmul_flops_forward) * double(T);
-      const double moved = double(*bytes) + 8.0 * double(T * config.d_model);
-      const double t_mem = moved / (memory * 1e9) * 1e3, t_flop = flops / (compute * 1e9) * 1e3;
-      const double roofline = std::max(t_mem, t_flop);
-      const double gflops = flops / (ms * 1e-3) / 1e9, gbps = double(*bytes) / (ms * 1e-3) / 1e9;
-      const char* path = type == WeightType::f32 ? "f32 kernels" : "f32 kernels (weights widened at load)";
-      std::printf("%-6s %6lld %10s %9s %9s %12s %10s %7s  %s\n", std::string(weight_type_info(type).name).c_str(),
-                  static_cast<long long>(T), fixed(ms, 3).c_str(), fixed(gflops, 1).c_str(), fixed(gbps, 1).c_str(),
-                  fixed(roofline, 3).c_str(), fixed(roofline / ms, 2).c_str(), t_mem > t_flop ? "memory" : "compute",
-                  path);
-      std::fflush(stdout);
-      rows.push_back({{"variant", variant_name(config.variant)}, {"d", config.d_model}, {"hidden", config.hidden},
-                      {"dtype", std::string(weight_type_info(type).name)}, {"tokens", T}, {"threads", o.threads},
-                      {"ms", ms}, {"gflops", gflops}, {"gbps", gbps}, {"efficiency", roofline / ms},
-                      {"roofline_ms", roofline}, {"rss_mb", rss_mb()}, {"path", path},
-                      {"peers", nlohmann::json::object()}});
+      BenchRow r;
+      r.dtype = std::string(weight_type_info(type).name);
+      r.pass = "forward";
+      r.tokens = T;
+      r.ms = ms;
+      r.flops = double(acc.matmul_flops_forward) * double(T);
+      r.weight_bytes = double(*bytes);
+      r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
+      r.path = type == WeightType::f32 ? "f32 kernels" : "f32 kernels (weights widened at load)";
+      rows.push_back(print_bench_row(r, roofs, config, o.threads));
+      rows.back()["rss_mb"] = rss_mb();
     }
+  }
+  if (o.backward) {
+    std::printf(
+        "\ntraining step (forward_train + backward), f32; useful FLOPs 6·W per token; kept for backward per "
+        "token: %s bytes saved mode, %s bytes recompute mode\n",
+        grouped(saved_bytes_per_token(config, false)).c_str(), grouped(saved_bytes_per_token(config, true)).c_str());
+    print_bench_header();
+    bench_backward(Block::random(config, 1, &pool), token_counts, roofs, pool, o.reps, rows);
+    peak_rss = std::max(peak_rss, rss_mb());
   }
   // Forward keeps one [T][H] hidden tile set and a [T][64] gate tile per thread beyond the
   // weights: O(T·(D+H)) with x and y.
   const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
-  std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s MB (hidden [T][H] + "
-              "gate tiles + x, y)\n",
-              fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max),
-              fixed(4.0 * double(t_max) * double(config.hidden + 64 * o.threads + 2 * config.d_model) / 1e6, 1).c_str());
+  std::printf(
+      "\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s MB (hidden [T][H] + "
+      "gate tiles + x, y)\n",
+      fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max),
+      fixed(4.0 * double(t_max) * double(config.hidden + 64 * o.threads + 2 * config.d_model) / 1e6, 1).c_str());
   if (!o.json_path.empty()) {
     nlohmann::json out{{"roofs", {{"compute_gflops", compute}, {"memory_gbps", memory}}},
                        {"isa", std::string(isa_name(active_isa()))},
@@ -166,8 +177,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", o->dtypes, "comma-separated weight types: f32,bf16,f16,q8_0,q4_0")->capture_default_str();
   cmd->add_option("--tokens", o->tokens, "comma-separated token counts")->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads")->check(CLI::Range(1, 4096))->capture_default_str();
-  cmd->add_option("--reps", o->reps, "timed repetitions per row (median shown)")->check(CLI::Range(1, 1000))
+  cmd->add_option("--reps", o->reps, "timed repetitions per row (median shown)")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_flag("--backward", o->backward,
+                "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
   cmd->callback([o] { run_bench(*o); });
 }

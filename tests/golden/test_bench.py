@@ -1,0 +1,46 @@
+"""ffn bench: the JSON it writes (roofs, rows, the accounting behind each figure), and its
+--backward rows. Speed itself is never asserted here (the machine is shared and noisy):
+only that every figure is present, finite and consistent with the block's FLOPs."""
+import json
+import math
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def bench_json(run_ffn, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench") / "bench.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3",
+                "--reps", "1", "--threads", "2", "--backward", "--json", out)
+    return json.loads(out.read_text()), p.stdout
+
+
+def test_roofs_are_measured(bench_json):
+    roofs = bench_json[0]["roofs"]
+    assert roofs["compute_gflops"] > 0 and roofs["memory_gbps"] > 0
+
+
+def test_rows_cover_every_pass_and_token_count(bench_json):
+    rows = bench_json[0]["rows"]
+    got = sorted((r["pass"], r["tokens"]) for r in rows)
+    want = sorted((p, t) for p in ("forward", "fwd+bwd", "fwd+bwd (recompute)") for t in (1, 3))
+    assert got == want
+    for r in rows:
+        assert (r["variant"], r["d"], r["hidden"], r["dtype"], r["threads"]) == ("swiglu", 64, 96, "f32", 2)
+        for key in ("ms", "gflops", "gbps", "efficiency", "roofline_ms"):
+            assert math.isfinite(r[key]) and r[key] > 0, (key, r)
+
+
+@pytest.mark.parametrize("pass_name,flops_per_weight", [("forward", 2), ("fwd+bwd", 6), ("fwd+bwd (recompute)", 6)])
+def test_gflops_are_the_blocks_useful_flops_over_the_time(bench_json, pass_name, flops_per_weight):
+    weights = 3 * 64 * 96  # SwiGLU without bias: gate, up, down
+    for r in bench_json[0]["rows"]:
+        if r["pass"] != pass_name:
+            continue
+        flops = flops_per_weight * weights * r["tokens"]
+        assert r["gflops"] == pytest.approx(flops / (r["ms"] * 1e-3) / 1e9, rel=1e-9)
+
+
+def test_backward_section_reports_memory_kept_per_token(bench_json):
+    # saved mode keeps x and g, u: 4·(D + 2H) bytes; recompute mode x alone: 4·D.
+    assert "1,024 bytes saved mode, 256 bytes recompute mode" in bench_json[1]
