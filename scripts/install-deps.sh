@@ -10,6 +10,7 @@ packages=(
   libsleef-dev                    # vectorised exp / erfc / tanh in the activations
   libgtest-dev libgmock-dev       # C++ unit tests
   libbenchmark-dev                # bench/ (FFN_BUILD_BENCH)
+  libdnnl-dev                     # ffn bench --peers: the oneDNN peer (ffn-peer-onednn)
   pybind11-dev python3-dev        # the Python module (FFN_BUILD_PYTHON)
   clang libclang-rt-14-dev        # libFuzzer targets (scripts/fuzz.sh)
   python3 python3-torch python3-numpy python3-pytest  # the golden suite against PyTorch

@@ -2,6 +2,7 @@
 --backward rows. Speed itself is never asserted here (the machine is shared and noisy):
 only that every figure is present, finite and consistent with the block's FLOPs."""
 import json
+import os
 import math
 
 import pytest
@@ -44,3 +45,23 @@ def test_gflops_are_the_blocks_useful_flops_over_the_time(bench_json, pass_name,
 def test_backward_section_reports_memory_kept_per_token(bench_json):
     # saved mode keeps x and g, u: 4·(D + 2H) bytes; recompute mode x alone: 4·D.
     assert "1,024 bytes saved mode, 256 bytes recompute mode" in bench_json[1]
+
+
+@pytest.mark.parametrize("variant", ["reglu", "gelu"])
+def test_peers_run_the_same_block(run_ffn, ffn_bin, tmp_path, variant):
+    """Both peers time the block (PyTorch: the seeds' module; oneDNN when its peer is
+    built), and oneDNN's output matches double precision (a peer computing something
+    cheaper — e.g. relu as a leaky relu of slope 1 — would be flagged)."""
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", variant, "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
+                "--threads", "1", "--peers", "--json", out)
+    rows = json.loads(out.read_text())["rows"]
+    onednn_built = os.path.exists(os.path.join(os.path.dirname(ffn_bin), "ffn-peer-onednn"))
+    for r in rows:
+        assert r["peers"]["pytorch_ms"] > 0, p.stdout
+        if onednn_built:
+            assert r["peers"]["onednn_ms"] > 0, p.stdout
+    if onednn_built:
+        err = float(p.stdout.split("max relative error ")[1].split()[0])
+        assert err < 1e-5, p.stdout  # f32 sums of 64 and 96 products: ~1e-7 expected
+        assert "WARNING" not in p.stdout

@@ -14,6 +14,7 @@
 #include <random>
 
 #include "bench_backward.hpp"
+#include "bench_peers.hpp"
 #include "bench_rows.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
@@ -38,6 +39,7 @@ struct BenchOptions {
   int threads = ThreadPool::default_threads();
   int reps = 5;
   bool backward = false;
+  bool peers = false;
   std::string json_path;
 };
 
@@ -59,6 +61,44 @@ double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& poo
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+// Times the peers on the same block at every token count, prints them beside ffn's f32
+// forward rows, and fills those rows' "peers" objects (null for a peer that did not run).
+void report_peers(const BlockConfig& config, const std::vector<int64_t>& token_counts, const BenchOptions& o,
+                  nlohmann::json& rows) {
+  std::printf("\npeers (same run, same block, f32, %d thread%s; each in its own process)\n", o.threads,
+              o.threads == 1 ? "" : "s");
+  const PeerTimes onednn = run_onednn_peer(config, token_counts, o.threads, o.reps);
+  const PeerTimes torch = run_pytorch_peer(config, token_counts, o.threads, o.reps);
+  for (const PeerTimes* p : {&onednn, &torch})
+    if (!p->error.empty())
+      std::printf("  %s peer did not run: %s\n", p == &onednn ? "oneDNN" : "PyTorch", p->error.c_str());
+  std::printf("%6s %10s %12s %9s %12s %9s\n", "T", "ffn ms", "oneDNN ms", "speed-up", "PyTorch ms", "speed-up");
+  for (auto& row : rows) {
+    if (row["dtype"] != "f32" || row["pass"] != "forward") continue;
+    const int64_t T = row["tokens"];
+    const double ms = row["ms"];
+    // (peer ms, ffn's speed-up over it) as table cells; "-" where the peer did not run.
+    auto cell = [&](const PeerTimes& p, const char* key) -> std::pair<std::string, std::string> {
+      const auto it = p.ms.find(T);
+      row["peers"][key] = it == p.ms.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
+      if (it == p.ms.end()) return {"-", "-"};
+      std::string speed_up = fixed(it->second / ms, 2);
+      speed_up += "x";
+      return {fixed(it->second, 3), speed_up};
+    };
+    const auto [d_ms, d_up] = cell(onednn, "onednn_ms");
+    const auto [t_ms, t_up] = cell(torch, "pytorch_ms");
+    std::printf("%6lld %10s %12s %9s %12s %9s\n", static_cast<long long>(T), fixed(ms, 3).c_str(), d_ms.c_str(),
+                d_up.c_str(), t_ms.c_str(), t_up.c_str());
+  }
+  std::printf("  %s; %s\n", onednn.library.empty() ? "oneDNN: -" : onednn.library.c_str(),
+              torch.library.empty() ? "PyTorch: -" : torch.library.c_str());
+  if (onednn.check_rel_err >= 0) {
+    std::printf("  oneDNN's output checked against double precision: max relative error %.2g\n", onednn.check_rel_err);
+    if (!(onednn.check_rel_err < 1e-3)) std::printf("  WARNING: the oneDNN peer does not compute this block\n");
+  }
 }
 
 void run_bench(const BenchOptions& o) {
@@ -139,6 +179,7 @@ void run_bench(const BenchOptions& o) {
       rows.back()["rss_mb"] = rss_mb();
     }
   }
+  if (o.peers) report_peers(config, token_counts, o, rows);
   if (o.backward) {
     std::printf(
         "\ntraining step (forward_train + backward), f32; useful FLOPs 6·W per token; kept for backward per "
@@ -180,6 +221,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--reps", o->reps, "timed repetitions per row (median shown)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_flag("--peers", o->peers,
+                "also time the same block with oneDNN's matmul and PyTorch (the seeds' module), f32");
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");

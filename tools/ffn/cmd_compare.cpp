@@ -17,6 +17,7 @@
 #include "ffn/isa.hpp"
 #include "ffn/train.hpp"
 #include "format.hpp"
+#include "shipped_files.hpp"
 
 #ifndef FFN_SOURCE_DIR
 #error "FFN_SOURCE_DIR must name the source tree (set by tools/ffn/CMakeLists.txt)"
@@ -54,13 +55,8 @@ struct CompareOptions {
   int threads = ThreadPool::default_threads();
 };
 
-// The copy that travels with this ffn: <bin>/../share/ffn/data (installed: the prefix's
-// share/ffn/data; in the build tree: build/tools/share/ffn/data, see tools/ffn/CMakeLists.txt).
-std::filesystem::path shipped_data() {
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (ec ? std::filesystem::path(".") : exe.parent_path()) / ".." / "share" / "ffn" / "data" / kDataName;
-}
+// The copy that travels with this ffn (share/ffn/data, see shipped_files.hpp).
+std::filesystem::path shipped_data() { return shipped_file("data", kDataName); }
 
 // Where the default data is looked for, in order.
 std::vector<std::filesystem::path> data_candidates() {
