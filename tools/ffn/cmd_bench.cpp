@@ -45,6 +45,14 @@ double rss_mb() {
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
+// Which kernels the forward of a stored type runs at T tokens (src/block/forward_typed.cpp).
+const char* stored_path(WeightType type, int64_t T) {
+  if (type == WeightType::f32) return "f32 kernels";
+  if (T >= stored_packed_min_tokens(type)) return "rows widened to f32 per panel, packed f32 GEMM";
+  if (type == WeightType::bf16 || type == WeightType::f16) return "16-bit weights widened in registers";
+  return "integer dot products, activations as q8_0";
+}
+
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
   block.forward(x.view(), y.view(), &pool);  // warm-up
   std::vector<double> ms;
@@ -111,8 +119,7 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    Block typed = Block::random(config, 1, &pool);
-    round_weights_to(typed, type);
+    const Block typed = Block::random(config, 1, &pool).stored_as(type, &pool);
     for (int64_t T : token_counts) {
       Matrix x(T, config.d_model), y(T, config.d_model);
       std::mt19937 rng(7);
@@ -125,7 +132,7 @@ void run_bench(const BenchOptions& o) {
       const double t_mem = moved / (memory * 1e9) * 1e3, t_flop = flops / (compute * 1e9) * 1e3;
       const double roofline = std::max(t_mem, t_flop);
       const double gflops = flops / (ms * 1e-3) / 1e9, gbps = double(*bytes) / (ms * 1e-3) / 1e9;
-      const char* path = type == WeightType::f32 ? "f32 kernels" : "f32 kernels (weights widened at load)";
+      const char* path = stored_path(type, T);
       std::printf("%-6s %6lld %10s %9s %9s %12s %10s %7s  %s\n", std::string(weight_type_info(type).name).c_str(),
                   static_cast<long long>(T), fixed(ms, 3).c_str(), fixed(gflops, 1).c_str(), fixed(gbps, 1).c_str(),
                   fixed(roofline, 3).c_str(), fixed(roofline / ms, 2).c_str(), t_mem > t_flop ? "memory" : "compute",

@@ -30,8 +30,8 @@ void run_forward(const ForwardOptions& o) {
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
   ThreadPool pool(o.threads);
   LoadedBlock loaded = load_block(o.weights, load);
-  if (!o.dtype.empty()) round_weights_to(loaded.block, parse_weight_type(o.dtype));
-  const Block& block = loaded.block;
+  // With --dtype the block keeps only its matrices in that type and the forward reads them so.
+  const Block block = o.dtype.empty() ? std::move(loaded.block) : loaded.block.stored_as(parse_weight_type(o.dtype), &pool);
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
@@ -76,8 +76,9 @@ void add_forward_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "run with the weights rounded to this type: f32, bf16, f16, q8_0, q4_0 "
-                  "(default: as stored, widened to f32)");
+                  "run with the weights stored as this type and read as stored: f32, bf16, f16, q8_0, "
+                  "q4_0 (q8_0 / q4_0 quantise the activations to q8_0 at few tokens; accuracy contract in "
+                  "the README). Default: as stored in the file, widened to f32");
   cmd->add_option("--variant", o->variant,
                   "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
                   "gated_<activation>; needed when no config.json (or GGUF metadata) says "
