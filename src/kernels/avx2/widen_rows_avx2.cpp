@@ -45,11 +45,11 @@ void widen_rows_avx2(WeightType type, int64_t rows, int64_t K, const std::byte* 
     for (int64_t b = 0; b < K / kQuantBlock; ++b, dst += kQuantBlock) {
       if (type == WeightType::q8_0) {
         const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
-        const __m256 d = _mm256_set1_ps(f16_to_f32(blk.d));
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
         for (int j = 0; j < 32; j += 8) store8(dst + j, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.qs + j)), d);
       } else {
         const auto& blk = reinterpret_cast<const BlockQ4_0*>(src)[b];
-        const __m256 d = _mm256_set1_ps(f16_to_f32(blk.d));
+        const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
         const __m128i q = load128(blk.qs);
         const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
         const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
