@@ -27,15 +27,18 @@ namespace ffn::kernels {
 template <class Q, WeightType Type, class Block, int MT, int NT, bool Half>
 inline void q_pair_step(int64_t p, int64_t K, const Q8Rows& A, const Block* B, int64_t ldb,
                         typename Q::Acc (&acc)[MT][NT]) {
+  // The activations' pair and scales once per step, for all NT weight rows.
+  decltype(Q::template load_x<Half>(A.qs, A.corr)) x[MT];
+  decltype(Q::template load_dx<Half>(A.d)) dx[MT];
+  for (int i = 0; i < MT; ++i) {
+    x[i] = Q::template load_x<Half>(A.qs + i * K + 64 * p, A.corr + i * (K / 4) + 16 * p);
+    dx[i] = Q::template load_dx<Half>(A.d + i * (K / 32) + 2 * p);
+  }
   for (int j = 0; j < NT; ++j) {
     const Block* b = B + j * ldb + 2 * p;
     const auto w = Q::template load_w<Type, Half>(b);
     const auto dw = Q::template load_dw<Half>(b);
-    for (int i = 0; i < MT; ++i) {
-      const auto x = Q::template load_x<Half>(A.qs + i * K + 64 * p, A.corr + i * (K / 4) + 16 * p);
-      const auto dx = Q::template load_dx<Half>(A.d + i * (K / 32) + 2 * p);
-      acc[i][j] = Q::template madd<Type, Half>(acc[i][j], w, dw, x, dx);
-    }
+    for (int i = 0; i < MT; ++i) acc[i][j] = Q::template madd<Type, Half>(acc[i][j], w, dw, x[i], dx[i]);
   }
 }
 
