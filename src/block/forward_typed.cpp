@@ -43,7 +43,9 @@ struct Q8Buffer {
   std::vector<int32_t> corr;
   Q8Buffer() = default;
   Q8Buffer(int64_t T, int64_t K)
-      : qs(static_cast<size_t>(T * K)), d(static_cast<size_t>(T * K / kQuantBlock)), corr(static_cast<size_t>(T * K / 4)) {}
+      : qs(static_cast<size_t>(T * K)),
+        d(static_cast<size_t>(T * K / kQuantBlock)),
+        corr(static_cast<size_t>(T * K / 4)) {}
   kernels::Q8Rows rows() const { return {qs.data(), d.data(), corr.data()}; }
 };
 
@@ -58,10 +60,13 @@ struct Q8Buffer {
 int64_t stored_packed_min_tokens(WeightType t) {
   switch (t) {
     case WeightType::bf16:
-    case WeightType::f16: return 64;
+    case WeightType::f16:
+      return 64;
     case WeightType::q8_0:
-    case WeightType::q4_0: return 48;
-    case WeightType::f32: break;
+    case WeightType::q4_0:
+      return 48;
+    case WeightType::f32:
+      break;
   }
   return kernels::kPackedMinTokens;
 }
@@ -77,8 +82,8 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   const bool integer = is_integer(type) && !wide;
 
   // C[T][rows] = A·W[r0 : r0+rows]ᵀ, K = W's row length. scratch: rows·K floats (wide path).
-  auto product = [&](const TypedMatrix& m, int64_t r0, int64_t rows, const float* A, int64_t lda,
-                     const Q8Buffer& aq, float* C, int64_t ldc, std::vector<float>& scratch) {
+  auto product = [&](const TypedMatrix& m, int64_t r0, int64_t rows, const float* A, int64_t lda, const Q8Buffer& aq,
+                     float* C, int64_t ldc, std::vector<float>& scratch) {
     const int64_t K = m.cols;
     if (wide) {
       scratch.resize(static_cast<size_t>(rows * K));
@@ -97,7 +102,8 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   if (integer)
     p.run([&](int ith, int nth) {
       const auto [c0, c1] = split_range(D, ith, nth, kQuantBlock);
-      if (c1 > c0) kernels::quantize_q8_rows(type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
+      if (c1 > c0)
+        kernels::quantize_q8_rows(type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
 
   Matrix h(T, H);

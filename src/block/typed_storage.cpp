@@ -36,7 +36,9 @@ TypedMatrix encode(const Matrix& m, const char* name, WeightType t, ThreadPool& 
       const float* src = m.row(r);
       std::byte* dst = out.bytes.data() + r * out.row_bytes;
       switch (t) {
-        case WeightType::f32: std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float)); break;
+        case WeightType::f32:
+          std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+          break;
         case WeightType::bf16:
         case WeightType::f16:
           for (int64_t i = 0; i < n; ++i) {
@@ -44,8 +46,12 @@ TypedMatrix encode(const Matrix& m, const char* name, WeightType t, ThreadPool& 
             std::memcpy(dst + 2 * i, &h, 2);
           }
           break;
-        case WeightType::q8_0: quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), n); break;
-        case WeightType::q4_0: quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), n); break;
+        case WeightType::q8_0:
+          quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), n);
+          break;
+        case WeightType::q4_0:
+          quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), n);
+          break;
       }
     }
   });
@@ -54,9 +60,7 @@ TypedMatrix encode(const Matrix& m, const char* name, WeightType t, ThreadPool& 
 
 }  // namespace
 
-BlockWeights& Block::weights() {
-  return const_cast<BlockWeights&>(static_cast<const Block&>(*this).weights());
-}
+BlockWeights& Block::weights() { return const_cast<BlockWeights&>(static_cast<const Block&>(*this).weights()); }
 
 const BlockWeights& Block::weights() const {
   if (weight_type_ != WeightType::f32)
@@ -72,9 +76,12 @@ Block Block::stored_as(WeightType t, ThreadPool* pool) const {
   ThreadPool& p = pool ? *pool : default_thread_pool();
   if (t == WeightType::f32) {
     Block b(config_, Unallocated{});
-    for (auto [dst, src] : {std::pair{&b.weights_.gate, &weights_.gate}, {&b.weights_.up, &weights_.up},
-                            {&b.weights_.down, &weights_.down}, {&b.weights_.gate_bias, &weights_.gate_bias},
-                            {&b.weights_.up_bias, &weights_.up_bias}, {&b.weights_.down_bias, &weights_.down_bias}})
+    for (auto [dst, src] : {std::pair{&b.weights_.gate, &weights_.gate},
+                            {&b.weights_.up, &weights_.up},
+                            {&b.weights_.down, &weights_.down},
+                            {&b.weights_.gate_bias, &weights_.gate_bias},
+                            {&b.weights_.up_bias, &weights_.up_bias},
+                            {&b.weights_.down_bias, &weights_.down_bias}})
       *dst = copy_of(*src);
     return b;
   }

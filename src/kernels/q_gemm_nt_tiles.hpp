@@ -63,7 +63,8 @@ inline void q_strip(int64_t N, int64_t K, const Q8Rows& A, const Block* B, int64
     const int64_t rest = N - n;
     [&]<int... R>(std::integer_sequence<int, R...>) {
       ((rest == R + 1 ? q_tile<Q, Type, Block, MT, R + 1>(K, A, B + n * ldb, ldb, C + n, ldc) : void()), ...);
-    }(std::make_integer_sequence<int, NT - 1>{});
+    }
+    (std::make_integer_sequence<int, NT - 1>{});
   }
 }
 
@@ -75,18 +76,16 @@ void q_gemm_nt_tiled(int64_t T, int64_t N, int64_t K, const Q8Rows& A, const Blo
   for (int64_t n0 = 0; n0 < N; n0 += Panel) {
     const int64_t nb = N - n0 < Panel ? N - n0 : Panel;
     const Block* Bp = B + n0 * ldb;
-    auto rows = [&](int64_t t) {
-      return Q8Rows{A.qs + t * K, A.d + t * (K / 32), A.corr + t * (K / 4)};
-    };
+    auto rows = [&](int64_t t) { return Q8Rows{A.qs + t * K, A.d + t * (K / 32), A.corr + t * (K / 4)}; };
     int64_t t = 0;
     for (; t + MT <= T; t += MT) q_strip<Q, Type, Block, MT, NT>(nb, K, rows(t), Bp, ldb, C + t * ldc + n0, ldc);
     if constexpr (MT > 1) {
       const int64_t rest = T - t;
       [&]<int... R>(std::integer_sequence<int, R...>) {
-        ((rest == R + 1 ? q_strip<Q, Type, Block, R + 1, NT>(nb, K, rows(t), Bp, ldb, C + t * ldc + n0, ldc)
-                        : void()),
+        ((rest == R + 1 ? q_strip<Q, Type, Block, R + 1, NT>(nb, K, rows(t), Bp, ldb, C + t * ldc + n0, ldc) : void()),
          ...);
-      }(std::make_integer_sequence<int, MT - 1>{});
+      }
+      (std::make_integer_sequence<int, MT - 1>{});
     }
   }
 }

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "block/reference_math.hpp"
+#include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
-#include "expect_error.hpp"
 #include "isa_param.hpp"
 
 namespace ffn {
@@ -84,7 +84,8 @@ std::vector<double> quantisation_bound(const Block& block, const float* x) {
   const auto eh = q8_errors(h_mag);
   std::vector<double> dy(static_cast<size_t>(D));
   for (int64_t n = 0; n < D; ++n)
-    for (int64_t k = 0; k < H; ++k) dy[size_t(n)] += std::fabs(double(w.down.row(n)[k])) * (dh[size_t(k)] + eh[size_t(k)]);
+    for (int64_t k = 0; k < H; ++k)
+      dy[size_t(n)] += std::fabs(double(w.down.row(n)[k])) * (dh[size_t(k)] + eh[size_t(k)]);
   return dy;
 }
 
@@ -123,8 +124,8 @@ struct Shape {
 };
 // Few-token (integer / widened-in-register) and many-token (widened panel) paths; D and H
 // multiples of 32, one not a multiple of 64, with and without bias.
-const Shape kShapes[] = {{32, 64, 1, false}, {64, 96, 3, true}, {96, 160, 7, false}, {64, 96, 65, true},
-                         {32, 224, 2, true}};
+const Shape kShapes[] = {
+    {32, 64, 1, false}, {64, 96, 3, true}, {96, 160, 7, false}, {64, 96, 65, true}, {32, 224, 2, true}};
 
 class TypedForward : public testing::TestWithParam<Isa> {};
 

@@ -99,8 +99,8 @@ TEST_P(TypedKernels, IntegerGemmEqualsScalarBitForBitAndIsWithinBound) {
           kt.q_gemm_nt(t, T, N, K, rows, w.bytes.data(), ldb, c.data(), N);
           kernels::q_gemm_nt_scalar(t, T, N, K, rows, w.bytes.data(), ldb, ref.data(), N);
           for (size_t i = 0; i < c.size(); ++i)
-            ASSERT_EQ(c[i], ref[i]) << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K
-                                    << " N=" << N << " T=" << T << " element " << i;
+            ASSERT_EQ(c[i], ref[i]) << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N
+                                    << " T=" << T << " element " << i;
           EXPECT_LE(worst_ratio(T, N, K, x.values, w.values, c, double(K / 32 + 8)), 1.0)
               << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
         }
@@ -112,8 +112,8 @@ TEST(TypedKernels, IntegerBoundCatchesNibbleOrderAndScale) {
   const StoredRows w = store(WeightType::q4_0, N, K, 1);
   const QuantRows x = quantise(WeightType::q4_0, T, K, test::random_vector(size_t(T * K), 2));
   std::vector<float> c(static_cast<size_t>(T * N));
-  kernels::q_gemm_nt_scalar(WeightType::q4_0, T, N, K, {x.qs.data(), x.d.data(), x.corr.data()}, w.bytes.data(),
-                            K / 32, c.data(), N);
+  kernels::q_gemm_nt_scalar(WeightType::q4_0, T, N, K, {x.qs.data(), x.d.data(), x.corr.data()}, w.bytes.data(), K / 32,
+                            c.data(), N);
   std::vector<float> swapped = w.values, rescaled = w.values;
   for (int64_t i = 0; i < N * K; i += 32)
     for (int64_t j = 0; j < 16; ++j) std::swap(swapped[size_t(i + j)], swapped[size_t(i + j + 16)]);

@@ -35,8 +35,8 @@ struct LoadF16 {
 
 }  // namespace
 
-void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                           const uint16_t* B, int64_t ldb, float* C, int64_t ldc) {
+void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
+                           int64_t ldb, float* C, int64_t ldc) {
   if (bf16)
     f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
   else

@@ -79,11 +79,11 @@ struct Avx2Q {
 void q_gemm_nt_avx2_2x2(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
                         float* C, int64_t ldc) {
   if (type == WeightType::q8_0)
-    q_gemm_nt_tiled<Avx2Q, WeightType::q8_0, BlockQ8_0, 2, 2, 64>(T, N, K, A, static_cast<const BlockQ8_0*>(B), ldb,
-                                                                   C, ldc);
+    q_gemm_nt_tiled<Avx2Q, WeightType::q8_0, BlockQ8_0, 2, 2, 64>(T, N, K, A, static_cast<const BlockQ8_0*>(B), ldb, C,
+                                                                  ldc);
   else
-    q_gemm_nt_tiled<Avx2Q, WeightType::q4_0, BlockQ4_0, 2, 2, 64>(T, N, K, A, static_cast<const BlockQ4_0*>(B), ldb,
-                                                                   C, ldc);
+    q_gemm_nt_tiled<Avx2Q, WeightType::q4_0, BlockQ4_0, 2, 2, 64>(T, N, K, A, static_cast<const BlockQ4_0*>(B), ldb, C,
+                                                                  ldc);
 }
 
 }  // namespace ffn::kernels

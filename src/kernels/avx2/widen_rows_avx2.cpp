@@ -46,7 +46,8 @@ void widen_rows_avx2(WeightType type, int64_t rows, int64_t K, const std::byte* 
       if (type == WeightType::q8_0) {
         const auto& blk = reinterpret_cast<const BlockQ8_0*>(src)[b];
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));
-        for (int j = 0; j < 32; j += 8) store8(dst + j, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.qs + j)), d);
+        for (int j = 0; j < 32; j += 8)
+          store8(dst + j, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk.qs + j)), d);
       } else {
         const auto& blk = reinterpret_cast<const BlockQ4_0*>(src)[b];
         const __m256 d = _mm256_set1_ps(_cvtsh_ss(blk.d));

@@ -36,8 +36,8 @@ struct LoadF16 {
 
 }  // namespace
 
-void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                             const uint16_t* B, int64_t ldb, float* C, int64_t ldc) {
+void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
+                             int64_t ldb, float* C, int64_t ldc) {
   if (bf16)
     f32_gemm_nt_tiled<Avx512, 4, 4, 64, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
   else

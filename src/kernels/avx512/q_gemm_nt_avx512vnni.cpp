@@ -66,14 +66,14 @@ struct Vnni {
 
 }  // namespace
 
-void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B,
-                              int64_t ldb, float* C, int64_t ldc) {
+void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
+                              float* C, int64_t ldc) {
   if (type == WeightType::q8_0)
-    q_gemm_nt_tiled<Vnni, WeightType::q8_0, BlockQ8_0, 4, 4, 64>(T, N, K, A, static_cast<const BlockQ8_0*>(B), ldb,
-                                                                  C, ldc);
+    q_gemm_nt_tiled<Vnni, WeightType::q8_0, BlockQ8_0, 4, 4, 64>(T, N, K, A, static_cast<const BlockQ8_0*>(B), ldb, C,
+                                                                 ldc);
   else
-    q_gemm_nt_tiled<Vnni, WeightType::q4_0, BlockQ4_0, 4, 4, 64>(T, N, K, A, static_cast<const BlockQ4_0*>(B), ldb,
-                                                                  C, ldc);
+    q_gemm_nt_tiled<Vnni, WeightType::q4_0, BlockQ4_0, 4, 4, 64>(T, N, K, A, static_cast<const BlockQ4_0*>(B), ldb, C,
+                                                                 ldc);
 }
 
 }  // namespace ffn::kernels

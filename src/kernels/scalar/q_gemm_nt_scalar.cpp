@@ -51,8 +51,8 @@ void gemm(int64_t T, int64_t N, int64_t K, const Q8Rows& A, const Block* B, int6
 
 }  // namespace
 
-void q_gemm_nt_scalar(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
-                      float* C, int64_t ldc) {
+void q_gemm_nt_scalar(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb, float* C,
+                      int64_t ldc) {
   if (type == WeightType::q8_0)
     gemm(T, N, K, A, static_cast<const BlockQ8_0*>(B), ldb, C, ldc);
   else
