@@ -22,6 +22,7 @@
 
 #include "block/reference_math.hpp"
 #include "expect_error.hpp"
+#include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "isa_param.hpp"
@@ -216,6 +217,18 @@ TEST(TypedForward, StorageKeepsOnlyTheStoredType) {
   const Block odd = Block::random({{true, Activation::swish}, 40, 96, false}, 1);
   test::expect_error([&] { (void)odd.stored_as(WeightType::q8_0); }, {"40 weights"});
   EXPECT_NO_THROW((void)odd.stored_as(WeightType::f16));
+}
+
+// Training reads f32 weights: a stored block refuses it by name rather than reading nothing.
+TEST(TypedForward, TrainingAStoredBlockIsAnError) {
+  const Block q8 = Block::random({{true, Activation::swish}, 32, 64, false}, 1).stored_as(WeightType::q8_0);
+  const Matrix x = random_tokens(2, 32, 1);
+  Matrix y(2, 32);
+  ForwardCache cache;
+  test::expect_error([&] { forward_train(q8, x.view(), y.view(), cache, false); }, {"stores its weights as q8_0"});
+  BlockGradients grads = zero_gradients(q8.config());
+  Matrix dx(2, 32);
+  test::expect_error([&] { backward(q8, x.view(), cache, y.view(), dx.view(), grads); }, {"q8_0"});
 }
 
 }  // namespace
