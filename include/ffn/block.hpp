@@ -79,6 +79,12 @@ class Block {
   // gives a copy. Throws ffn::Error on a block that is not f32, or a size that does not fit.
   Block stored_as(WeightType t, ThreadPool* pool = nullptr) const;
 
+  // A block over matrices already stored as one type other than f32 (e.g. a GGUF file's
+  // q4_0 tensors, used without re-quantising). Every matrix must have the config's shape
+  // and the type's row layout, every bias its length or none; ffn::Error naming the matrix
+  // and the mismatch otherwise.
+  static Block from_stored(const BlockConfig& config, TypedWeights weights);
+
   // Fast forward: y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool`
   // (default: a process-wide pool with one thread per core) and the active ISA. The
   // result is bit-identical for any number of threads. Throws ffn::Error on shape mismatch.

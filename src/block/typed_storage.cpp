@@ -58,7 +58,53 @@ TypedMatrix encode(const Matrix& m, const char* name, WeightType t, ThreadPool& 
   return out;
 }
 
+void check_stored(const TypedMatrix& m, const char* name, WeightType t, int64_t rows, int64_t cols) {
+  const auto& info = weight_type_info(t);
+  const std::string n = name;
+  if (m.type != t)
+    throw Error(n + " is stored as " + std::string(weight_type_info(m.type).name) + ", the other matrices as " +
+                std::string(info.name));
+  if (m.rows != rows || m.cols != cols)
+    throw Error(n + " is [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]; the block needs [" +
+                std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  if (cols % info.block_elements != 0)
+    throw Error(n + " rows have " + std::to_string(cols) + " weights; " + std::string(info.name) +
+                " stores rows in blocks of " + std::to_string(info.block_elements));
+  const int64_t row_bytes = cols / info.block_elements * info.block_bytes;
+  if (m.row_bytes != row_bytes || static_cast<int64_t>(m.bytes.size()) != rows * row_bytes)
+    throw Error(n + " holds " + std::to_string(m.bytes.size()) + " bytes in rows of " + std::to_string(m.row_bytes) +
+                "; " + std::string(info.name) + " needs " + std::to_string(rows) + " rows of " +
+                std::to_string(row_bytes));
+}
+
+void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
+  if (wanted ? (b.rows() != 1 || b.cols() != n) : !b.empty())
+    throw Error(std::string(name) + " has " + std::to_string(b.size()) + " values; the block needs " +
+                std::to_string(wanted ? n : 0));
+}
+
 }  // namespace
+
+Block Block::from_stored(const BlockConfig& config, TypedWeights weights) {
+  validate(config);
+  const WeightType t = weights.up.type;
+  if (t == WeightType::f32) throw Error("from_stored: the matrices are f32; construct an f32 Block instead");
+  const int64_t D = config.d_model, H = config.hidden;
+  const bool gated = config.variant.gated;
+  if (gated)
+    check_stored(weights.gate, "gate", t, H, D);
+  else if (!weights.gate.empty())
+    throw Error("gate is given but the block is not gated");
+  check_stored(weights.up, "up", t, H, D);
+  check_stored(weights.down, "down", t, D, H);
+  check_bias(weights.gate_bias, "gate bias", config.bias && gated, H);
+  check_bias(weights.up_bias, "up bias", config.bias, H);
+  check_bias(weights.down_bias, "down bias", config.bias, D);
+  Block b(config, Unallocated{});
+  b.weight_type_ = t;
+  b.typed_ = std::move(weights);
+  return b;
+}
 
 BlockWeights& Block::weights() { return const_cast<BlockWeights&>(static_cast<const Block&>(*this).weights()); }
 
