@@ -1,4 +1,5 @@
-// A feed-forward block: its configuration, its f32 weights (nn.Linear layout) and forward.
+// A feed-forward block: its configuration, its weights (nn.Linear layout; f32, or stored as
+// bf16, f16, q8_0 or q4_0 for inference) and forward.
 //
 //   gated:    h = act(x·W_gateᵀ + b_gate) ⊙ (x·W_upᵀ + b_up);  y = h·W_downᵀ + b_down
 //   2-matrix: h = act(x·W_upᵀ + b_up);                          y = h·W_downᵀ + b_down
@@ -6,7 +7,9 @@
 // x, y: [T][D]; W_gate, W_up: [H][D]; W_down: [D][H]; biases [H], [H], [D].
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
@@ -24,6 +27,30 @@ struct BlockWeights {
   Matrix down_bias;  // [1][D]; empty without bias
 };
 
+// One weight matrix as a stored type holds it: `rows` rows of `cols` weights, row r at
+// bytes + r·row_bytes. bf16 / f16: cols uint16 values per row (row_bytes = 2·cols);
+// q8_0 / q4_0: cols/32 ggml blocks per row (BlockQ8_0 / BlockQ4_0 of ffn/quant.hpp, each 32
+// consecutive weights of one row; row_bytes = cols/32 · 34 or 18).
+struct TypedMatrix {
+  WeightType type = WeightType::f32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_bytes = 0;
+  std::vector<std::byte> bytes;
+  bool empty() const { return rows == 0; }
+  const std::byte* row(int64_t r) const { return bytes.data() + r * row_bytes; }
+};
+
+// The weights of a block stored as a type other than f32; biases stay f32, as in every format.
+struct TypedWeights {
+  TypedMatrix gate;  // [H][D]; empty for 2-matrix blocks
+  TypedMatrix up;    // [H][D]
+  TypedMatrix down;  // [D][H]
+  Matrix gate_bias;  // [1][H]; empty without bias or gate
+  Matrix up_bias;    // [1][H]; empty without bias
+  Matrix down_bias;  // [1][D]; empty without bias
+};
+
 class Block {
  public:
   // Allocates zeroed weights for a validated configuration.
@@ -35,17 +62,47 @@ class Block {
   static Block random(const BlockConfig& config, uint64_t seed, ThreadPool* pool = nullptr);
 
   const BlockConfig& config() const { return config_; }
-  BlockWeights& weights() { return weights_; }
-  const BlockWeights& weights() const { return weights_; }
+  // The f32 weights, for f32 blocks (training, backward and the reference read these). On
+  // a block stored as another type these throw ffn::Error: it keeps no f32 copy.
+  BlockWeights& weights();
+  const BlockWeights& weights() const;
 
-  // Fast f32 forward: y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool`
+  // The type the weight matrices are stored in (f32 unless made by stored_as).
+  WeightType weight_type() const { return weight_type_; }
+  // The stored matrices and biases of a block made by stored_as (empty for f32 blocks).
+  const TypedWeights& typed_weights() const { return typed_; }
+
+  // This f32 block with its matrices stored as t — bf16 / f16 rounded to nearest even,
+  // q8_0 / q4_0 quantised as ggml's reference quantisers do — and no f32 copy kept (the
+  // memory is the point). Its forward reads the weights as stored; its values are those of
+  // round_weights_to(copy, t). q8_0 / q4_0 need D and H to be multiples of 32. t = f32
+  // gives a copy. Throws ffn::Error on a block that is not f32, or a size that does not fit.
+  Block stored_as(WeightType t, ThreadPool* pool = nullptr) const;
+
+  // A block over matrices already stored as one type other than f32 (e.g. a GGUF file's
+  // q4_0 tensors, used without re-quantising). Every matrix must have the config's shape
+  // and the type's row layout, every bias its length or none; ffn::Error naming the matrix
+  // and the mismatch otherwise.
+  static Block from_stored(const BlockConfig& config, TypedWeights weights);
+
+  // Fast forward: y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool`
   // (default: a process-wide pool with one thread per core) and the active ISA. The
   // result is bit-identical for any number of threads. Throws ffn::Error on shape mismatch.
+  // A stored type's weights are read as stored: at few tokens bf16 / f16 are widened in
+  // registers and q8_0 / q4_0 dotted in integers with the activations quantised to q8_0;
+  // at many tokens a panel of rows at a time is widened exactly to f32 for the f32 GEMM
+  // (src/block/forward_typed.cpp; accuracy contract per type in the README).
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;
 
  private:
+  struct Unallocated {};
+  Block(const BlockConfig& config, Unallocated) : config_(config) {}
+  void forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& pool) const;
+
   BlockConfig config_;
   BlockWeights weights_;
+  WeightType weight_type_ = WeightType::f32;
+  TypedWeights typed_;
 };
 
 // Rounds every weight matrix to the values weight type t stores — bf16/f16 conversion, or
@@ -53,6 +110,11 @@ class Block {
 // what a block stored as t computes. Biases stay f32, as in every format. The block formats
 // need D and H to be multiples of 32 (ffn::Error otherwise, naming the size).
 void round_weights_to(Block& block, WeightType t);
+
+// The first token count at which the forward of a block stored as t widens panels of
+// weight rows to f32 for the packed f32 GEMM instead of reading them as stored per token
+// (chosen by T alone, so results never depend on the thread count).
+int64_t stored_packed_min_tokens(WeightType t);
 
 // The process-wide pool used when none is given (created on first use).
 ThreadPool& default_thread_pool();

@@ -32,6 +32,10 @@ struct LoadOptions {
   // Required when the checkpoint does not say its activation; when it does, a variant given
   // here must agree with it (an error otherwise — never a silently different block).
   std::optional<Variant> variant;
+  // Keep weight matrices stored as f16, bf16, q8_0 or q4_0 (GGUF) in that type, without
+  // widening or re-quantising: the block is Block::from_stored's and its forward reads them
+  // as stored. Only when every matrix has the same such type; otherwise f32 as usual.
+  bool keep_stored_type = false;
 };
 
 struct LoadedBlock {

@@ -15,6 +15,9 @@ std::string_view isa_name(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names
 std::vector<Isa> supported_isas();     // by this CPU and OS, narrowest first
 bool isa_supported(Isa isa);
+// AVX-512 VNNI (with BW and VL): the avx512 kernels' integer dot products use it where
+// present; without it they run the AVX2 integer kernels, which compute the same bits.
+bool avx512_vnni_supported();
 // The ISA kernels use now: FFN_ISA if set (an unsupported or unknown value is an error
 // raised on first use), else the widest supported.
 Isa active_isa();

@@ -72,6 +72,46 @@ void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
   }
 }
 
+// The block over the matrices' stored bytes (copied), when every matrix has the same
+// stored weight type; nullopt otherwise (the caller widens to f32 then).
+std::optional<Block> load_stored(const io::TensorSource& src, const io::BlockNames& n, const BlockConfig& config) {
+  if (n.conv1d) return std::nullopt;
+  const auto up = src.stored(n.up), down = src.stored(n.down);
+  const auto gate = config.variant.gated ? src.stored(n.gate) : up;
+  if (!up || !down || !gate || down->type != up->type || gate->type != up->type) return std::nullopt;
+  const WeightType t = up->type;
+  const auto& info = weight_type_info(t);
+  auto matrix = [&](const io::TensorSource::Stored& s, int64_t rows, int64_t cols) {
+    TypedMatrix m;
+    m.type = t;
+    m.rows = rows;
+    m.cols = cols;
+    m.row_bytes = cols / info.block_elements * info.block_bytes;
+    m.bytes.assign(s.data, s.data + s.bytes);
+    return m;
+  };
+  const int64_t D = config.d_model, H = config.hidden;
+  TypedWeights w;
+  w.up = matrix(*up, H, D);
+  w.down = matrix(*down, D, H);
+  if (config.variant.gated) w.gate = matrix(*gate, H, D);
+  if (config.bias) {
+    w.up_bias = Matrix(1, H);
+    w.down_bias = Matrix(1, D);
+    src.read_f32(n.up_bias, w.up_bias.data());
+    src.read_f32(n.down_bias, w.down_bias.data());
+    if (config.variant.gated) {
+      w.gate_bias = Matrix(1, H);
+      src.read_f32(n.gate_bias, w.gate_bias.data());
+    }
+  }
+  try {
+    return Block::from_stored(config, std::move(w));
+  } catch (const Error& e) {
+    throw Error(src.path() + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 Checkpoint::Checkpoint(const std::string& path) : path_(path), source_(io::open_tensor_source(path)) {}
@@ -121,6 +161,8 @@ LoadedBlock Checkpoint::load(const LoadOptions& o) const {
   } catch (const Error& e) {
     throw Error(src->path() + ": " + e.what());
   }
+  if (o.keep_stored_type)
+    if (auto stored = load_stored(*src, n, config)) return {std::move(*stored), n.scheme, activation_source};
   Block block(config);
   auto& w = block.weights();
   read_weight(*src, n.up, n.conv1d, w.up);

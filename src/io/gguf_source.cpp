@@ -15,6 +15,16 @@ class GgufSource final : public TensorSource {
   const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
   void read_f32(const std::string& name, float* out) const override { file_.read_f32(name, out); }
   const std::string& path() const override { return file_.path(); }
+  std::optional<Stored> stored(const std::string& name) const override {
+    const GgufTensorInfo& t = file_.tensor(name);
+    switch (t.type) {
+      case GgmlType::f16: return Stored{WeightType::f16, t.data, t.bytes};
+      case GgmlType::bf16: return Stored{WeightType::bf16, t.data, t.bytes};
+      case GgmlType::q8_0: return Stored{WeightType::q8_0, t.data, t.bytes};
+      case GgmlType::q4_0: return Stored{WeightType::q4_0, t.data, t.bytes};
+      default: return std::nullopt;
+    }
+  }
   std::map<std::string, std::string> metadata() const override {
     std::map<std::string, std::string> out;
     for (const auto& key : file_.metadata_keys())

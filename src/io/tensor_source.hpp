@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "ffn/accounting.hpp"
+
 namespace ffn::io {
 
 struct SourceTensor {
@@ -29,6 +31,15 @@ class TensorSource {
   virtual std::map<std::string, std::string> metadata() const { return {}; }
   // An integer metadata value (GGUF's llama.feed_forward_length, ...), if the format has it.
   virtual std::optional<int64_t> metadata_int(const std::string&) const { return std::nullopt; }
+
+  // A tensor's bytes as stored, when it is held in one of the weight types' row layouts
+  // (GGUF f16, bf16, q8_0, q4_0: ggml's), valid while the source is open; else nullopt.
+  struct Stored {
+    WeightType type;
+    const std::byte* data;
+    int64_t bytes;
+  };
+  virtual std::optional<Stored> stored(const std::string&) const { return std::nullopt; }
 
   bool has(const std::string& name) const { return tensors().count(name) != 0; }
 };

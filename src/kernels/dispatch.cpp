@@ -43,12 +43,20 @@ bool isa_supported(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    // F16C (vcvtph2ps, the f16 weights' widening) came before AVX2 on every x86 CPU.
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma");
+             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   }
   return false;
+}
+
+bool avx512_vnni_supported() {
+  __builtin_cpu_init();
+  return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
 }
 
 std::vector<Isa> supported_isas() {
@@ -86,15 +94,23 @@ const KernelTable& kernel_table(Isa isa) {
   static const KernelTable scalar{Isa::scalar, 1, 12, "f32_gemm_nt_scalar", f32_gemm_nt_scalar,
                                   "f32_gemm_nt_scalar", f32_gemm_nt_scalar, f32_fma_roof_scalar,
                                   "f32_gemm_nn_scalar", f32_gemm_nn_scalar,
-                                  "f32_gemm_tn_add_scalar", f32_gemm_tn_add_scalar};
+                                  "f32_gemm_tn_add_scalar", f32_gemm_tn_add_scalar,
+                                  "half_gemm_nt_scalar", half_gemm_nt_scalar,
+                                  "q_gemm_nt_scalar", q_gemm_nt_scalar, widen_rows_scalar};
   static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3,
                                 "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16, f32_fma_roof_avx2,
                                 "f32_gemm_nn_avx2_6x16", f32_gemm_nn_avx2_6x16,
-                                "f32_gemm_tn_add_avx2_6x16", f32_gemm_tn_add_avx2_6x16};
+                                "f32_gemm_tn_add_avx2_6x16", f32_gemm_tn_add_avx2_6x16,
+                                "half_gemm_nt_avx2_3x3", half_gemm_nt_avx2_3x3,
+                                "q_gemm_nt_avx2_2x2", q_gemm_nt_avx2_2x2, widen_rows_avx2};
   static const KernelTable avx512{Isa::avx512, 16, 24, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4,
                                   "f32_gemm_nt_packed_avx512_8x32", f32_gemm_nt_packed_avx512_8x32, f32_fma_roof_avx512,
                                   "f32_gemm_nn_avx512_8x32", f32_gemm_nn_avx512_8x32,
-                                  "f32_gemm_tn_add_avx512_8x32", f32_gemm_tn_add_avx512_8x32};
+                                  "f32_gemm_tn_add_avx512_8x32", f32_gemm_tn_add_avx512_8x32,
+                                  "half_gemm_nt_avx512_4x4", half_gemm_nt_avx512_4x4,
+                                  avx512_vnni_supported() ? "q_gemm_nt_avx512vnni_4x4" : "q_gemm_nt_avx2_2x2",
+                                  avx512_vnni_supported() ? q_gemm_nt_avx512vnni_4x4 : q_gemm_nt_avx2_2x2,
+                                  widen_rows_avx2};
   if (!isa_supported(isa))
     throw Error("ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
   switch (isa) {

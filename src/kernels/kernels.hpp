@@ -2,8 +2,10 @@
 // and the table runtime dispatch picks from. Threaded drivers live in src/block/.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
+#include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
 
@@ -82,6 +84,67 @@ void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, 
 void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                  int64_t ldb, float* C, int64_t ldc);
 
+// Weights stored in 16 bits, widened exactly to f32 in registers (bf16: the upper half of an
+// f32; f16: IEEE binary16, F16C's vcvtph2ps) and multiplied with FMA in f32.
+// half_gemm_nt_<isa>_<tile>: C[t][n] = Σ_k A[t][k] · widen(B[n][k]), the contract of
+// f32_gemm_nt (the same tiles and lane order, only the weight loads differ), B a [N][K]
+// array of binary16 (bf16 = false) or bfloat16 (bf16 = true) bits, row stride ldb elements.
+using HalfGemmNt = void (*)(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+                            const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
+void half_gemm_nt_scalar(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
+                         int64_t ldb, float* C, int64_t ldc);
+void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+                           const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
+void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+                             const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
+
+// Activations quantised to q8_0 blocks for the integer kernels, rows of K values (K a
+// multiple of 32), stored apart so that the kernels load whole vectors:
+//   qs   [T][K]     int8, the blocks' values, in order;
+//   d    [T][K/32]  each block's scale (a binary16 value, widened);
+//   corr [T][K/4]   −offset · (sum of each group of 4 consecutive values): offset 128 for
+//                   q8_0 weights (stored as w + 128 for an unsigned×signed dot product),
+//                   8 for q4_0 (whose nibbles are w + 8). Kernels without that need ignore it.
+// Block b of row t is byte for byte what quantize_row_q8_0 makes of x[t][32b .. 32b+31].
+struct Q8Rows {
+  const int8_t* qs;
+  const float* d;
+  const int32_t* corr;
+};
+
+// q_gemm_nt_<isa>_<tile>: C[t][n] = Σ_b d_w[n][b]·d_x[t][b] · Σ_{j<32} w[n][32b+j]·x[t][32b+j]
+//   for weights B stored as q8_0 or q4_0 (type), rows of K/32 ggml blocks, row stride ldb
+//   blocks; activations A quantised as above. K a multiple of 32; T, N ≥ 0.
+//   Arithmetic, the same on every ISA (so the results agree bit for bit): blocks are taken
+//   in pairs (2p, 2p+1); in each, the 64 products are summed exactly in integers into 16
+//   lanes, lane l holding the 4 products 4l … 4l+3 of the pair (block 2p in lanes 0–7,
+//   block 2p+1 in lanes 8–15; a last unpaired block only in lanes 0–7). Per lane,
+//   acc ← fma(float(lane sum), s, acc) in f32 from acc = 0, with s = d_w·d_x of the lane's
+//   block (exact: two binary16 values). At the end the 16 lanes are added in a fixed tree:
+//   l + (l+8), then + (l+4), + (l+2), + (l+1). Nothing depends on T, N or tile position.
+using QGemmNt = void (*)(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
+                         float* C, int64_t ldc);
+void q_gemm_nt_scalar(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
+                      float* C, int64_t ldc);
+void q_gemm_nt_avx2_2x2(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
+                        float* C, int64_t ldc);
+void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B,
+                              int64_t ldb, float* C, int64_t ldc);
+
+// Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
+// multiples of 32) into the Q8Rows arrays of row length K, for weights of type wtype
+// (q8_0 or q4_0, which sets corr's offset). Blocks are byte for byte quantize_row_q8_0's;
+// a non-finite value is an ffn::Error. Portable code (O(T·K), against the kernels' O(T·N·K)).
+void quantize_q8_rows(WeightType wtype, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
+                      int8_t* qs, float* d, int32_t* corr);
+
+// widen_rows_<isa>: out[r][k] = the exact f32 value of weight k of row r of B (type's
+// storage, rows ldb bytes apart), for r < rows, k < K; out rows K floats apart. Every ISA
+// gives the same values (each is exact).
+using WidenRows = void (*)(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
+void widen_rows_scalar(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
+void widen_rows_avx2(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
+
 struct KernelTable {
   Isa isa;
   int64_t f32_lanes;        // floats per vector register
@@ -95,6 +158,11 @@ struct KernelTable {
   F32GemmNn f32_gemm_nn;
   const char* f32_gemm_tn_add_name;
   F32GemmTnAdd f32_gemm_tn_add;
+  const char* half_gemm_nt_name;
+  HalfGemmNt half_gemm_nt;
+  const char* q_gemm_nt_name;  // the AVX-512 table names the AVX2 kernel where VNNI is absent
+  QGemmNt q_gemm_nt;
+  WidenRows widen_rows;
 };
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights

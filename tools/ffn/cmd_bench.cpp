@@ -51,6 +51,14 @@ double rss_mb() {
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
+// Which kernels the forward of a stored type runs at T tokens (src/block/forward_typed.cpp).
+const char* stored_path(WeightType type, int64_t T) {
+  if (type == WeightType::f32) return "f32 kernels";
+  if (T >= stored_packed_min_tokens(type)) return "rows widened to f32 per panel, packed f32 GEMM";
+  if (type == WeightType::bf16 || type == WeightType::f16) return "16-bit weights widened in registers";
+  return "integer dot products, activations as q8_0";
+}
+
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
   block.forward(x.view(), y.view(), &pool);  // warm-up
   std::vector<double> ms;
@@ -157,8 +165,7 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    Block typed = Block::random(config, 1, &pool);
-    round_weights_to(typed, type);
+    const Block typed = Block::random(config, 1, &pool).stored_as(type, &pool);
     for (int64_t T : token_counts) {
       Matrix x(T, config.d_model), y(T, config.d_model);
       std::mt19937 rng(7);
@@ -174,7 +181,7 @@ void run_bench(const BenchOptions& o) {
       r.flops = double(acc.matmul_flops_forward) * double(T);
       r.weight_bytes = double(*bytes);
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
-      r.path = type == WeightType::f32 ? "f32 kernels" : "f32 kernels (weights widened at load)";
+      r.path = stored_path(type, T);
       rows.push_back(print_bench_row(r, roofs, config, o.threads));
       rows.back()["rss_mb"] = rss_mb();
     }

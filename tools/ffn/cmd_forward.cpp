@@ -29,9 +29,18 @@ void run_forward(const ForwardOptions& o) {
   load.layer = o.layer;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
   ThreadPool pool(o.threads);
+  // With --dtype the block keeps only its matrices in that type and the forward reads them
+  // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
+  const std::optional<WeightType> dtype =
+      o.dtype.empty() ? std::nullopt : std::optional<WeightType>(parse_weight_type(o.dtype));
+  load.keep_stored_type = dtype.has_value();
   LoadedBlock loaded = load_block(o.weights, load);
-  if (!o.dtype.empty()) round_weights_to(loaded.block, parse_weight_type(o.dtype));
-  const Block& block = loaded.block;
+  if (dtype && loaded.block.weight_type() != *dtype && loaded.block.weight_type() != WeightType::f32) {
+    load.keep_stored_type = false;  // stored as another type: convert from f32
+    loaded = load_block(o.weights, load);
+  }
+  const Block block = !dtype || loaded.block.weight_type() == *dtype ? std::move(loaded.block)
+                                                                     : loaded.block.stored_as(*dtype, &pool);
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
@@ -76,8 +85,10 @@ void add_forward_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "run with the weights rounded to this type: f32, bf16, f16, q8_0, q4_0 "
-                  "(default: as stored, widened to f32)");
+                  "run with the weights stored as this type and read as stored: f32, bf16, f16, q8_0, "
+                  "q4_0 (q8_0 / q4_0 quantise the activations to q8_0 at few tokens; accuracy contract in "
+                  "the README); a GGUF file storing that type is used without re-quantising. Default: "
+                  "as stored in the file, widened to f32");
   cmd->add_option("--variant", o->variant,
                   "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
                   "gated_<activation>; needed when no config.json (or GGUF metadata) says "

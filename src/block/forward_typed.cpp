@@ -1,0 +1,144 @@
+// Forward of a block whose matrices are stored as bf16, f16, q8_0 or q4_0, reading them as
+// stored. The two stages of the f32 forward (forward.cpp):
+//   stage 1 (hidden units split across threads, 64 at a time): u = x·W_upᵀ (+b) into h;
+//     for gated blocks g = x·W_gateᵀ (+b) into a [T][64] tile and h = act(g) ⊙ u at once;
+//   stage 2 (outputs split across threads): y = h·W_downᵀ (+b).
+// Each product x·Wᵀ goes one of two ways, chosen by T alone (never by the thread count):
+//   few tokens (T < stored_packed_min_tokens): the weights stream from memory once, so
+//     reading fewer bytes is the whole gain — bf16 / f16 rows widened in registers
+//     (half_gemm_nt); q8_0 / q4_0 rows dotted in integers (q_gemm_nt) with the activations
+//     quantised to q8_0 blocks: x once per forward for gate and up, h for down (each
+//     thread quantises the hidden columns it computed: thread ranges are whole blocks);
+//   many tokens: the FMAs are the cost, so a panel of weight rows is widened exactly to
+//     f32 in per-thread scratch (O(rows·K) against the GEMM's O(T·rows·K)) and multiplied
+//     by the packed f32 GEMM; no activation is quantised on this path.
+// Every output element is computed by one thread with a fixed sequence of operations, so
+// y is bit-identical for any thread count.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ffn/block.hpp"
+#include "ffn/error.hpp"
+#include "ffn/quant.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn {
+namespace {
+
+constexpr int64_t kHiddenChunk = 64;  // hidden units per scratch tile (two q8_0 blocks)
+constexpr int64_t kDownChunk = 32;    // W_down rows widened at a time on the many-token path
+
+bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0; }
+
+void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t n) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
+}
+
+// Activations of T rows of K values quantised for the integer kernels (kernels::Q8Rows).
+struct Q8Buffer {
+  std::vector<int8_t> qs;
+  std::vector<float> d;
+  std::vector<int32_t> corr;
+  Q8Buffer() = default;
+  Q8Buffer(int64_t T, int64_t K)
+      : qs(static_cast<size_t>(T * K)),
+        d(static_cast<size_t>(T * K / kQuantBlock)),
+        corr(static_cast<size_t>(T * K / 4)) {}
+  kernels::Q8Rows rows() const { return {qs.data(), d.data(), corr.data()}; }
+};
+
+}  // namespace
+
+// Crossovers measured on one 4096×4096 matrix, 1 thread, AVX-512 VNNI, on this 2-core
+// machine (ms, best of 5; the machine was shared, so only the order of the pairs counts):
+//   q4_0 integer path vs widened panels + packed f32: T = 16: 6.7 vs 21.6; 32: 17.4 vs 25.2;
+//     48: 33.9 vs 26.0; 64: 44.4 vs 32.9  → widen from 48.
+//   bf16 widened in registers vs widened panels: T = 32: 18.6 vs 29.2; 48: 19.3 vs 30.5;
+//     64: 24.1 vs 21.9; 128: 85.7 vs 85.9  → widen from 64, as the f32 forward switches.
+int64_t stored_packed_min_tokens(WeightType t) {
+  switch (t) {
+    case WeightType::bf16:
+    case WeightType::f16:
+      return 64;
+    case WeightType::q8_0:
+    case WeightType::q4_0:
+      return 48;
+    case WeightType::f32:
+      break;
+  }
+  return kernels::kPackedMinTokens;
+}
+
+void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const {
+  const int64_t D = config_.d_model, H = config_.hidden, T = x.rows;
+  const WeightType type = weight_type_;
+  const auto& k = kernels::active_kernels();
+  const auto& w = typed_;
+  const Activation act = config_.variant.activation;
+  const bool gated = config_.variant.gated;
+  const bool wide = T >= stored_packed_min_tokens(type);
+  const bool integer = is_integer(type) && !wide;
+
+  // C[T][rows] = A·W[r0 : r0+rows]ᵀ, K = W's row length. scratch: rows·K floats (wide path).
+  auto product = [&](const TypedMatrix& m, int64_t r0, int64_t rows, const float* A, int64_t lda, const Q8Buffer& aq,
+                     float* C, int64_t ldc, std::vector<float>& scratch) {
+    const int64_t K = m.cols;
+    if (wide) {
+      scratch.resize(static_cast<size_t>(rows * K));
+      k.widen_rows(type, rows, K, m.row(r0), m.row_bytes, scratch.data());
+      k.f32_gemm_nt_packed(T, rows, K, A, lda, scratch.data(), K, C, ldc);
+    } else if (integer) {
+      k.q_gemm_nt(type, T, rows, K, aq.rows(), m.row(r0), m.row_bytes / weight_type_info(type).block_bytes, C, ldc);
+    } else {
+      k.half_gemm_nt(type == WeightType::bf16, T, rows, K, A, lda, reinterpret_cast<const uint16_t*>(m.row(r0)),
+                     m.row_bytes / 2, C, ldc);
+    }
+  };
+
+  Q8Buffer xq = integer ? Q8Buffer(T, D) : Q8Buffer();
+  Q8Buffer hq = integer ? Q8Buffer(T, H) : Q8Buffer();
+  if (integer)
+    p.run([&](int ith, int nth) {
+      const auto [c0, c1] = split_range(D, ith, nth, kQuantBlock);
+      if (c1 > c0)
+        kernels::quantize_q8_rows(type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
+    });
+
+  Matrix h(T, H);
+  p.run([&](int ith, int nth) {
+    // Ranges of whole 64-unit chunks: whole q8_0 blocks of h for this thread to quantise.
+    const auto [h0, h1] = split_range(H, ith, nth, kHiddenChunk);
+    if (h1 <= h0) return;
+    Matrix gate_tile = gated ? Matrix(T, kHiddenChunk) : Matrix();
+    std::vector<float> scratch;
+    for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
+      const int64_t nb = std::min(kHiddenChunk, h1 - c0);
+      float* h_tile = h.data() + c0;
+      product(w.up, c0, nb, x.data, x.stride, xq, h_tile, H, scratch);
+      if (config_.bias) add_bias_rows(h_tile, H, T, w.up_bias.data() + c0, nb);
+      if (gated) {
+        product(w.gate, c0, nb, x.data, x.stride, xq, gate_tile.data(), kHiddenChunk, scratch);
+        if (config_.bias) add_bias_rows(gate_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
+        for (int64_t t = 0; t < T; ++t) kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
+      } else {
+        for (int64_t t = 0; t < T; ++t) kernels::f32_activation(act, h_tile + t * H, nb);
+      }
+    }
+    if (integer) kernels::quantize_q8_rows(type, T, H, h0, h1, h.data(), H, hq.qs.data(), hq.d.data(), hq.corr.data());
+  });
+
+  p.run([&](int ith, int nth) {
+    const auto [d0, d1] = split_range(D, ith, nth, 16);
+    std::vector<float> scratch;
+    const int64_t step = wide ? kDownChunk : d1 - d0;
+    for (int64_t r0 = d0; r0 < d1; r0 += step) {
+      const int64_t rows = std::min(step, d1 - r0);
+      product(w.down, r0, rows, h.data(), H, hq, y.data + r0, y.stride, scratch);
+      if (config_.bias) add_bias_rows(y.data + r0, y.stride, T, w.down_bias.data() + r0, rows);
+    }
+  });
+}
+
+}  // namespace ffn

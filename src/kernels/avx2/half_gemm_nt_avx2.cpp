@@ -1,0 +1,46 @@
+// AVX2 GEMM with 16-bit weights (C = A·widen(B)ᵀ), the 3×3 tile of f32_gemm_nt_avx2 with
+// loads that widen 8 weights to one ymm: bf16 by zero-extending to 32 bits and shifting
+// left 16 (exact), f16 by F16C's vcvtph2ps (exact).
+// Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
+#include <cstring>
+
+#include "kernels/avx2/vec_avx2.hpp"
+#include "kernels/f32_gemm_nt_tiles.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn::kernels {
+namespace {
+
+__m128i load8(const uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+
+// The K tail (1 … 7 weights) through a zeroed copy; zero weights add exact zeros.
+__m128i load8_tail(const uint16_t* p, int64_t count) {
+  alignas(16) uint16_t tmp[8] = {};
+  std::memcpy(tmp, p, static_cast<size_t>(count) * sizeof(uint16_t));
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+}
+
+struct LoadBf16 {
+  using Elem = uint16_t;
+  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static __m256 load(const uint16_t* p) { return widen(load8(p)); }
+  static __m256 load_tail(const uint16_t* p, int64_t count) { return widen(load8_tail(p, count)); }
+};
+
+struct LoadF16 {
+  using Elem = uint16_t;
+  static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(load8(p)); }
+  static __m256 load_tail(const uint16_t* p, int64_t count) { return _mm256_cvtph_ps(load8_tail(p, count)); }
+};
+
+}  // namespace
+
+void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
+                           int64_t ldb, float* C, int64_t ldc) {
+  if (bf16)
+    f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
+  else
+    f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadF16>(T, N, K, A, lda, B, ldb, C, ldc);
+}
+
+}  // namespace ffn::kernels

@@ -1,0 +1,179 @@
+// The kernels for stored weight types on every ISA this CPU supports:
+//   q_gemm_nt (q8_0 / q4_0 weights × q8_0 activations): bit-identical to the scalar kernel
+//     (the contract fixes every operation, integer dot products are exact), and within
+//     (K/32 + 8)·u·Σ|ŵ·x̂| of the double-precision dot product of the dequantised values —
+//     each lane adds K/64 rounded products, then 4 levels of the lane tree;
+//   half_gemm_nt (bf16 / f16 weights): within the f32 contract's K·u·Σ|a·ŵ| of double;
+//   widen_rows: exactly the scalar codecs' values; quantize_q8_rows: ggml's bytes.
+// Sizes below, at and above the 32-block, the 64-value pair and the tiles (4×4 / 2×2 / 3×3),
+// odd and even, up to K = 4096.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ffn/quant.hpp"
+#include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "random_data.hpp"
+
+namespace ffn {
+namespace {
+
+using kernels::kernel_table;
+constexpr double kU = 0x1p-24;
+
+struct QuantRows {
+  std::vector<int8_t> qs;
+  std::vector<float> d;
+  std::vector<int32_t> corr;
+  std::vector<float> values;  // the dequantised activations, [T][K]
+};
+
+QuantRows quantise(WeightType wtype, int64_t T, int64_t K, const std::vector<float>& x) {
+  QuantRows q{std::vector<int8_t>(size_t(T * K)), std::vector<float>(size_t(T * K / 32)),
+              std::vector<int32_t>(size_t(T * K / 4)), std::vector<float>(size_t(T * K))};
+  kernels::quantize_q8_rows(wtype, T, K, 0, K, x.data(), K, q.qs.data(), q.d.data(), q.corr.data());
+  for (int64_t i = 0; i < T * K; ++i) q.values[size_t(i)] = float(q.qs[size_t(i)]) * q.d[size_t(i / 32)];
+  return q;
+}
+
+// Weights [N][K] stored as type t, and their exact values.
+struct StoredRows {
+  std::vector<std::byte> bytes;
+  int64_t row_bytes;
+  std::vector<float> values;
+};
+
+StoredRows store(WeightType t, int64_t N, int64_t K, uint32_t seed) {
+  const auto w = test::random_vector(size_t(N * K), seed);
+  const auto& info = weight_type_info(t);
+  StoredRows s{std::vector<std::byte>(size_t(N * K / info.block_elements * info.block_bytes)),
+               K / info.block_elements * info.block_bytes, std::vector<float>(size_t(N * K))};
+  for (int64_t n = 0; n < N; ++n) {
+    const float* src = w.data() + n * K;
+    std::byte* dst = s.bytes.data() + n * s.row_bytes;
+    for (int64_t k = 0; k < K && (t == WeightType::bf16 || t == WeightType::f16); ++k) {
+      const uint16_t h = t == WeightType::bf16 ? f32_to_bf16(src[k]) : f32_to_f16(src[k]);
+      std::memcpy(dst + 2 * k, &h, 2);
+    }
+    if (t == WeightType::q8_0) quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), K);
+    if (t == WeightType::q4_0) quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), K);
+  }
+  kernels::widen_rows_scalar(t, N, K, s.bytes.data(), s.row_bytes, s.values.data());
+  return s;
+}
+
+// Largest |C − exact| / (factor·u·Σ|a·b|) over C = A·Bᵀ (> 1: outside the bound).
+double worst_ratio(int64_t T, int64_t N, int64_t K, const std::vector<float>& a, const std::vector<float>& b,
+                   const std::vector<float>& c, double factor) {
+  double worst = 0;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) {
+      double exact = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        exact += double(a[size_t(t * K + k)]) * b[size_t(n * K + k)];
+        mag += std::fabs(double(a[size_t(t * K + k)]) * b[size_t(n * K + k)]);
+      }
+      const double err = std::fabs(double(c[size_t(t * N + n)]) - exact);
+      worst = std::max(worst, err == 0 ? 0.0 : err / (factor * kU * mag));
+    }
+  return worst;
+}
+
+class TypedKernels : public testing::TestWithParam<Isa> {};
+
+TEST_P(TypedKernels, IntegerGemmEqualsScalarBitForBitAndIsWithinBound) {
+  const auto& kt = kernel_table(GetParam());
+  for (WeightType t : {WeightType::q8_0, WeightType::q4_0})
+    for (int64_t K : {32, 64, 96, 160, 4096})
+      for (int64_t N : {1, 3, 4, 5, 8, 67})
+        for (int64_t T : {1, 2, 3, 4, 5, 7, 64, 65, 200}) {
+          if (K * N * T > 4096 * 67 * 8 && T > 7) continue;  // the scalar reference's time
+          const StoredRows w = store(t, N, K, uint32_t(K + N));
+          const QuantRows x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T)));
+          const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
+          const int64_t ldb = K / 32;
+          std::vector<float> c(static_cast<size_t>(T * N)), ref(static_cast<size_t>(T * N));
+          kt.q_gemm_nt(t, T, N, K, rows, w.bytes.data(), ldb, c.data(), N);
+          kernels::q_gemm_nt_scalar(t, T, N, K, rows, w.bytes.data(), ldb, ref.data(), N);
+          for (size_t i = 0; i < c.size(); ++i)
+            ASSERT_EQ(c[i], ref[i]) << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N
+                                    << " T=" << T << " element " << i;
+          EXPECT_LE(worst_ratio(T, N, K, x.values, w.values, c, double(K / 32 + 8)), 1.0)
+              << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
+        }
+}
+
+// The bound above is tight enough to see a wrong nibble order or a lost block scale.
+TEST(TypedKernels, IntegerBoundCatchesNibbleOrderAndScale) {
+  const int64_t T = 3, N = 5, K = 96;
+  const StoredRows w = store(WeightType::q4_0, N, K, 1);
+  const QuantRows x = quantise(WeightType::q4_0, T, K, test::random_vector(size_t(T * K), 2));
+  std::vector<float> c(static_cast<size_t>(T * N));
+  kernels::q_gemm_nt_scalar(WeightType::q4_0, T, N, K, {x.qs.data(), x.d.data(), x.corr.data()}, w.bytes.data(), K / 32,
+                            c.data(), N);
+  std::vector<float> swapped = w.values, rescaled = w.values;
+  for (int64_t i = 0; i < N * K; i += 32)
+    for (int64_t j = 0; j < 16; ++j) std::swap(swapped[size_t(i + j)], swapped[size_t(i + j + 16)]);
+  for (int64_t i = 0; i < N * K; ++i) rescaled[size_t(i)] *= (i / 32) % 2 ? 1.25f : 1.0f;
+  EXPECT_GT(worst_ratio(T, N, K, x.values, swapped, c, double(K / 32 + 8)), 100.0);
+  EXPECT_GT(worst_ratio(T, N, K, x.values, rescaled, c, double(K / 32 + 8)), 100.0);
+}
+
+TEST_P(TypedKernels, HalfGemmWithinF32Bound) {
+  const auto& kt = kernel_table(GetParam());
+  for (WeightType t : {WeightType::bf16, WeightType::f16})
+    for (int64_t K : {1, 7, 16, 17, 33, 96, 4096})
+      for (int64_t N : {1, 3, 5, 8, 67})
+        for (int64_t T : {1, 2, 3, 5, 7, 64, 65, 200}) {
+          if (K * N * T > 4096 * 67 * 8 && T > 7) continue;  // the double reference's time
+          const StoredRows w = store(t, N, K, uint32_t(K * N));
+          const auto a = test::random_vector(size_t(T * K), uint32_t(T + K));
+          std::vector<float> c(static_cast<size_t>(T * N));
+          kt.half_gemm_nt(t == WeightType::bf16, T, N, K, a.data(), K,
+                          reinterpret_cast<const uint16_t*>(w.bytes.data()), K, c.data(), N);
+          EXPECT_LE(worst_ratio(T, N, K, a, w.values, c, double(K)), 1.0)
+              << kt.half_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
+        }
+}
+
+TEST_P(TypedKernels, WidenRowsGivesTheCodecsValues) {
+  const auto& kt = kernel_table(GetParam());
+  for (WeightType t : {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0})
+    for (int64_t K : {32, 96, 4096}) {
+      const StoredRows w = store(t, 3, K, 9);
+      std::vector<float> out(static_cast<size_t>(3 * K));
+      kt.widen_rows(t, 3, K, w.bytes.data(), w.row_bytes, out.data());
+      for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], w.values[i]) << weight_type_info(t).name << " " << i;
+    }
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(TypedKernels);
+
+TEST(QuantizeQ8Rows, BlocksAreGgmlBytesAndSumsAreOffset) {
+  const int64_t T = 2, K = 96;
+  auto x = test::random_vector(size_t(T * K), 4);
+  x[5] = 0.0f;
+  for (WeightType t : {WeightType::q8_0, WeightType::q4_0}) {
+    const QuantRows q = quantise(t, T, K, x);
+    const int32_t offset = t == WeightType::q8_0 ? 128 : 8;
+    for (int64_t r = 0; r < T; ++r) {
+      std::vector<BlockQ8_0> ref(static_cast<size_t>(K / 32));
+      quantize_row_q8_0(x.data() + r * K, ref.data(), K);
+      for (int64_t b = 0; b < K / 32; ++b) {
+        EXPECT_EQ(q.d[size_t(r * K / 32 + b)], f16_to_f32(ref[size_t(b)].d));
+        EXPECT_EQ(0, std::memcmp(q.qs.data() + r * K + 32 * b, ref[size_t(b)].qs, 32));
+      }
+      for (int64_t g = 0; g < K / 4; ++g) {
+        int32_t s = 0;
+        for (int64_t j = 0; j < 4; ++j) s += q.qs[size_t(r * K + 4 * g + j)];
+        EXPECT_EQ(q.corr[size_t(r * K / 4 + g)], -offset * s);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ffn
