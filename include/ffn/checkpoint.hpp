@@ -68,6 +68,10 @@ class Checkpoint {
 
 // One-shot forms of the above.
 LoadedBlock load_block(const std::string& path, const LoadOptions& options = {});
+// load_block, with the block's matrices in weight type t: a file that already stores every
+// matrix as t (GGUF) is used as it is, never re-quantised; anything else is read as f32
+// and then stored as t (Block::stored_as; q8_0/q4_0 need d and hidden multiples of 32).
+LoadedBlock load_block_as(const std::string& path, LoadOptions options, WeightType t, ThreadPool* pool = nullptr);
 std::vector<int64_t> checkpoint_layers(const std::string& path);
 
 }  // namespace ffn

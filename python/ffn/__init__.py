@@ -38,6 +38,15 @@ class Block:
     d_model = property(lambda self: self._core.d_model)
     hidden = property(lambda self: self._core.hidden)
     bias = property(lambda self: self._core.bias)
+    dtype = property(lambda self: self._core.dtype, doc="the weight matrices' type: f32, bf16, f16, q8_0, q4_0")
+
+    def stored_as(self, dtype):
+        """A new block of the same variant whose weight matrices are stored as `dtype` (bf16,
+        f16, q8_0 or q4_0, in ggml's block layouts; biases stay float32) and read as stored by
+        its forward. It keeps no float32 copy: parameters() and backward() are not available
+        on it. q8_0 and q4_0 round as ggml's reference quantisers and need d and hidden to be
+        multiples of 32."""
+        return type(self)._wrap(self._core.stored_as(dtype))
 
     def named_parameters(self):
         """(name, NumPy view) pairs in torch's order: gate, up, down (each weight, then bias)."""
@@ -74,8 +83,9 @@ class Block:
         return self._core.backward(x, dy, recompute, threads)
 
     def __repr__(self):
+        dtype = "" if self.dtype == "f32" else f", dtype={self.dtype!r}"
         return (f"{type(self).__name__}(variant={self.variant!r}, d={self.d_model}, hidden={self.hidden}, "
-                f"bias={self.bias})")
+                f"bias={self.bias}{dtype})")
 
 
 def _gated(variant_name, doc):
@@ -122,11 +132,13 @@ def _as_class_of_its_variant(core):
     return _CLASS_OF_VARIANT.get(core.variant, Block)._wrap(core)
 
 
-def load(path, layer=0, variant=None):
+def load(path, layer=0, variant=None, dtype=None):
     """The MLP of `layer` from a checkpoint: safetensors (one file, or sharded through
     model.safetensors.index.json), GGUF, or a folder holding one. The activation comes from
-    config.json beside the weights or GGUF metadata; else give `variant`."""
-    core, _scheme, _source = _core.load(str(path), layer, variant)
+    config.json beside the weights or GGUF metadata; else give `variant`. `dtype` (f32,
+    bf16, f16, q8_0, q4_0) keeps the weights in that type: a GGUF file that already stores
+    it is used as it is, never re-quantised; default: float32."""
+    core, _scheme, _source = _core.load(str(path), layer, variant, dtype)
     return _as_class_of_its_variant(core)
 
 

@@ -54,13 +54,14 @@ py::array view_of(py::object self, const std::string& name) {
   auto& block = self.cast<ffn::Block&>();
   ffn::Matrix& m = tensor_of(block, name);
   if (is_bias(name)) return py::array_t<float>({m.cols()}, {sizeof(float)}, m.data(), self);
-  return py::array_t<float>({m.rows(), m.cols()}, {m.cols() * int64_t(sizeof(float)), int64_t(sizeof(float))},
-                            m.data(), self);
+  return py::array_t<float>({m.rows(), m.cols()}, {m.cols() * int64_t(sizeof(float)), int64_t(sizeof(float))}, m.data(),
+                            self);
 }
 
 void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& value) {
   ffn::Matrix& m = tensor_of(block, name);
-  const std::vector<int64_t> want = is_bias(name) ? std::vector<int64_t>{m.cols()} : std::vector<int64_t>{m.rows(), m.cols()};
+  const std::vector<int64_t> want =
+      is_bias(name) ? std::vector<int64_t>{m.cols()} : std::vector<int64_t>{m.rows(), m.cols()};
   std::vector<int64_t> got(value.shape(), value.shape() + value.ndim());
   if (got != want) {
     auto str = [](const std::vector<int64_t>& s) {
@@ -115,8 +116,7 @@ py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray
                   std::optional<int> threads) {
   const int64_t D = block.config().d_model;
   const int64_t T = tokens_of(x, "x", D);
-  if (tokens_of(dy, "dy", D) != T || dy.ndim() != x.ndim())
-    throw ffn::Error("dy must have the shape of x");
+  if (tokens_of(dy, "dy", D) != T || dy.ndim() != x.ndim()) throw ffn::Error("dy must have the shape of x");
   std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
   py::array_t<float> dx(shape);
   ffn::BlockGradients grads = ffn::zero_gradients(block.config());
@@ -135,7 +135,7 @@ py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray
   out["x"] = dx;
   const std::pair<const char*, const ffn::Matrix*> named[] = {
       {"gate.weight", &grads.gate}, {"gate.bias", &grads.gate_bias}, {"up.weight", &grads.up},
-      {"up.bias", &grads.up_bias},  {"down.weight", &grads.down},   {"down.bias", &grads.down_bias}};
+      {"up.bias", &grads.up_bias},  {"down.weight", &grads.down},    {"down.bias", &grads.down_bias}};
   for (const auto& [name, m] : named) {
     if (m->empty()) continue;
     py::array_t<float> g = is_bias(name) ? py::array_t<float>({m->cols()}) : py::array_t<float>({m->rows(), m->cols()});
@@ -162,12 +162,23 @@ PYBIND11_MODULE(_core, m) {
            py::arg("ffn_dim_multiplier") = py::none(), py::arg("bias") = false, py::arg("seed") = 0)
       .def_property_readonly("variant", [](const ffn::Block& b) { return ffn::variant_name(b.config().variant); })
       .def_property_readonly("gated", [](const ffn::Block& b) { return b.config().variant.gated; })
-      .def_property_readonly("activation",
-                             [](const ffn::Block& b) { return std::string(ffn::activation_name(b.config().variant.activation)); })
+      .def_property_readonly(
+          "activation",
+          [](const ffn::Block& b) { return std::string(ffn::activation_name(b.config().variant.activation)); })
       .def_property_readonly("d_model", [](const ffn::Block& b) { return b.config().d_model; })
       .def_property_readonly("hidden", [](const ffn::Block& b) { return b.config().hidden; })
       .def_property_readonly("bias", [](const ffn::Block& b) { return b.config().bias; })
       .def_property_readonly("num_parameters", [](const ffn::Block& b) { return ffn::account(b.config()).parameters; })
+      .def_property_readonly(
+          "dtype", [](const ffn::Block& b) { return std::string(ffn::weight_type_info(b.weight_type()).name); })
+      .def(
+          "stored_as",
+          [](const ffn::Block& b, const std::string& dtype) {
+            const ffn::WeightType t = ffn::parse_weight_type(dtype);
+            py::gil_scoped_release release;
+            return std::make_unique<ffn::Block>(b.stored_as(t));
+          },
+          py::arg("dtype"))
       .def("tensor_names", &tensor_names)
       .def("tensor", &view_of, py::arg("name"))
       .def("set_tensor", &set_tensor, py::arg("name"), py::arg("value"))
@@ -177,15 +188,17 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "load",
-      [](const std::string& path, int64_t layer, std::optional<std::string> variant) {
+      [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
         ffn::LoadOptions o;
         o.layer = layer;
         if (variant) o.variant = ffn::parse_variant(*variant);
-        ffn::LoadedBlock loaded = ffn::load_block(path, o);
+        ffn::LoadedBlock loaded =
+            dtype ? ffn::load_block_as(path, o, ffn::parse_weight_type(*dtype)) : ffn::load_block(path, o);
         return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
                               loaded.activation_source);
       },
-      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
-  m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"), py::arg("ffn_dim_multiplier") = py::none());
+      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
+  m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
+        py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
 }

@@ -51,8 +51,10 @@ Activation choose_activation(const std::string& path, const io::TensorSource& sr
     return o.variant->activation;
   }
   if (!hint.activation)
-    throw Error(path + ": the checkpoint does not say its activation (no config.json beside it); give the variant "
-                "(--variant), e.g. " + std::string(gated ? "swiglu, geglu" : "gelu, relu"));
+    throw Error(path +
+                ": the checkpoint does not say its activation (no config.json beside it); give the variant "
+                "(--variant), e.g. " +
+                std::string(gated ? "swiglu, geglu" : "gelu, relu"));
   source_out = hint.source;
   return *hint.activation;
 }
@@ -63,8 +65,8 @@ void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
   const auto meta = src.metadata();
   const auto arch = meta.find("general.architecture");
   if (arch == meta.end()) return;
-  for (const auto& [key, actual] : {std::pair{arch->second + ".embedding_length", D},
-                                    std::pair{arch->second + ".feed_forward_length", H}}) {
+  for (const auto& [key, actual] :
+       {std::pair{arch->second + ".embedding_length", D}, std::pair{arch->second + ".feed_forward_length", H}}) {
     const auto declared = src.metadata_int(key);
     if (declared && *declared != actual)
       throw Error(src.path() + ": metadata " + key + " = " + std::to_string(*declared) +
@@ -177,6 +179,19 @@ LoadedBlock Checkpoint::load(const LoadOptions& o) const {
 }
 
 LoadedBlock load_block(const std::string& path, const LoadOptions& options) { return Checkpoint(path).load(options); }
+
+LoadedBlock load_block_as(const std::string& path, LoadOptions options, WeightType t, ThreadPool* pool) {
+  Checkpoint checkpoint(path);
+  options.keep_stored_type = t != WeightType::f32;
+  LoadedBlock loaded = checkpoint.load(options);
+  if (loaded.block.weight_type() == t) return loaded;
+  if (loaded.block.weight_type() != WeightType::f32) {  // stored as another type: from f32
+    options.keep_stored_type = false;
+    loaded = checkpoint.load(options);
+  }
+  if (t != WeightType::f32) loaded.block = loaded.block.stored_as(t, pool);
+  return loaded;
+}
 
 std::vector<int64_t> checkpoint_layers(const std::string& path) { return Checkpoint(path).layers(); }
 

@@ -31,16 +31,9 @@ void run_forward(const ForwardOptions& o) {
   ThreadPool pool(o.threads);
   // With --dtype the block keeps only its matrices in that type and the forward reads them
   // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
-  const std::optional<WeightType> dtype =
-      o.dtype.empty() ? std::nullopt : std::optional<WeightType>(parse_weight_type(o.dtype));
-  load.keep_stored_type = dtype.has_value();
-  LoadedBlock loaded = load_block(o.weights, load);
-  if (dtype && loaded.block.weight_type() != *dtype && loaded.block.weight_type() != WeightType::f32) {
-    load.keep_stored_type = false;  // stored as another type: convert from f32
-    loaded = load_block(o.weights, load);
-  }
-  const Block block = !dtype || loaded.block.weight_type() == *dtype ? std::move(loaded.block)
-                                                                     : loaded.block.stored_as(*dtype, &pool);
+  LoadedBlock loaded =
+      o.dtype.empty() ? load_block(o.weights, load) : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
+  const Block block = std::move(loaded.block);
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
