@@ -4,7 +4,8 @@
 //
 // Counting: a forward all-reduces y, T·D floats. Each process contributes its partial
 // [T][D], 4·D bytes per token; all P together put 4·D·P bytes per token into the sum.
-// "bus GB/s" follows nccl-tests: bytes of y × 2(P−1)/P / time — what each process's link
+// "alone ms" is the same all-reduce timed by itself (no compute before it), and "bus GB/s"
+// follows nccl-tests from it: bytes of y × 2(P−1)/P / time — what each process's link
 // carries in a ring all-reduce, comparable across P.
 #include <algorithm>
 #include <chrono>
@@ -36,8 +37,22 @@ double median(std::vector<double> v) {
 
 struct Row {
   int64_t tokens = 0;
-  double total_ms = 0, local_ms = 0, reduce_ms = 0, single_ms = 0;
+  double total_ms = 0, local_ms = 0, reduce_ms = 0, single_ms = 0, alone_ms = 0;
 };
+
+// The all-reduce of y by itself, every rank starting together: the transport's cost at
+// this size without any rank's compute before it. Median over reps of the slowest rank.
+double time_allreduce_alone(Communicator& comm, Matrix& y, int reps) {
+  comm.sum(y.data(), y.size());  // warm-up
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    comm.barrier();
+    const auto start = Clock::now();
+    comm.sum(y.data(), y.size());
+    ms.push_back(comm.max(ms_since(start)));
+  }
+  return median(ms);
+}
 
 // Medians over reps (every rank starts each rep together) of: the slowest rank's forward
 // and slice times; and the shortest all-reduce time of the ranks — that of the last to
@@ -102,8 +117,8 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
         "each forward all-reduces y = T·%lld floats: %lld bytes per token from each process (%lld from all "
         "%d); times are the slowest process's, medians of %d\n\n",
         (long long)c.d_model, (long long)(4 * c.d_model), (long long)(4 * c.d_model * P), P, o.reps);
-    std::printf("%6s %10s %10s %14s %9s %10s %13s %8s %11s\n", "T", "ms", "slice ms", "all-reduce ms", "share",
-                "bus GB/s", "1 process ms", "speedup", "bytes/token");
+    std::printf("%6s %10s %10s %14s %9s %13s %10s %13s %8s %11s\n", "T", "ms", "slice ms", "all-reduce ms", "share",
+                "alone ms", "bus GB/s", "1 process ms", "speedup", "bytes/token");
     std::fflush(stdout);
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -113,16 +128,18 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
     Row row = time_split(tp, x, y, pool, o.reps);
+    row.alone_ms = time_allreduce_alone(comm, y, std::max(o.reps, 20));
     comm.barrier();
     if (root) row.single_ms = time_whole(*whole, x, pool, o.reps);
     comm.barrier();
     if (!root) continue;
     const double bytes = 4.0 * double(T * c.d_model);
-    const double bus = bytes * 2.0 * double(P - 1) / double(P) / (row.reduce_ms * 1e-3) / 1e9;
-    std::printf("%6lld %10s %10s %14s %9s %10s %13s %8s %11lld\n", (long long)T, fixed(row.total_ms, 3).c_str(),
+    const double bus = bytes * 2.0 * double(P - 1) / double(P) / (row.alone_ms * 1e-3) / 1e9;
+    std::printf("%6lld %10s %10s %14s %9s %13s %10s %13s %8s %11lld\n", (long long)T, fixed(row.total_ms, 3).c_str(),
                 fixed(row.local_ms, 3).c_str(), fixed(row.reduce_ms, 3).c_str(),
-                fixed(row.reduce_ms / row.total_ms, 3).c_str(), fixed(bus, 2).c_str(), fixed(row.single_ms, 3).c_str(),
-                fixed(row.single_ms / row.total_ms, 2).c_str(), (long long)(4 * c.d_model));
+                fixed(row.reduce_ms / row.total_ms, 3).c_str(), fixed(row.alone_ms, 3).c_str(), fixed(bus, 2).c_str(),
+                fixed(row.single_ms, 3).c_str(), fixed(row.single_ms / row.total_ms, 2).c_str(),
+                (long long)(4 * c.d_model));
     std::fflush(stdout);
     rows.push_back({{"tokens", T},
                     {"ms", row.total_ms},
