@@ -37,9 +37,6 @@ namespace ffn {
 // across the processes on its own.
 bool launched_with_several_processes();
 
-// Whether this build of ffn has MPI (FFN_MPI=ON).
-bool mpi_available();
-
 // How a sum across ranks reaches every rank.
 //   allreduce:        one MPI_Allreduce. The MPI standard does not promise that every rank
 //                     receives the same bits (only recommends that a reduction be

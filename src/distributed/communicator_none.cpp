@@ -6,8 +6,6 @@
 
 namespace ffn {
 
-bool mpi_available() { return false; }
-
 Communicator& Communicator::world() {
   throw Error(
       "this ffn was built without MPI (FFN_MPI=OFF): install libopenmpi-dev and rebuild to run across processes");

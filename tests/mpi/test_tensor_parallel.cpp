@@ -133,6 +133,28 @@ INSTANTIATE_TEST_SUITE_P(Reductions, TensorParallel, testing::Values(Reduction::
                            return p.param == Reduction::allreduce ? "allreduce" : "reduce_broadcast";
                          });
 
+// A slice cut beforehand (as a loader reading only its rows and columns would give) runs as
+// the block cut by the constructor does, bit for bit; a slice that does not fit is refused.
+using TensorParallelFromSlice = test::AcrossRanks;
+TEST_F(TensorParallelFromSlice, MatchesTheBlockCutByTheConstructor) {
+  Communicator& comm = Communicator::world();
+  const Block full = Block::random({parse_variant("geglu"), 24, 100, true}, 4);
+  const HiddenSlice s = hidden_slice(100, comm.rank(), comm.size());
+  const TensorParallelBlock cut(full, comm);
+  const TensorParallelBlock given(slice_block(full, s, comm.rank() == 0), full.config(), s, comm);
+  const Matrix x = random_matrix(6, 24, 2);
+  Matrix y1(6, 24), y2(6, 24);
+  cut.forward(x.view(), y1.view());
+  given.forward(x.view(), y2.view());
+  EXPECT_EQ(std::memcmp(y1.data(), y2.data(), sizeof(float) * size_t(y1.size())), 0);
+  try {
+    TensorParallelBlock wrong(slice_block(full, s, true), full.config(), {s.begin, s.end + 1}, comm);
+    ADD_FAILURE() << "a slice of " << s.size() << " hidden units was accepted for " << s.size() + 1;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not match hidden units"), std::string::npos) << e.what();
+  }
+}
+
 using TensorParallelErrors = test::AcrossRanks;
 TEST_F(TensorParallelErrors, SplitThatCutsABlockIsRefused) {
   Communicator& comm = Communicator::world();
