@@ -20,7 +20,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 
 #include "ffn/accounting.hpp"
 #include "ffn/backward.hpp"
@@ -43,7 +42,9 @@ bool launched_with_several_processes();
 //                     reproducible for the same arguments in the same order); OpenMPI 4.1's
 //                     algorithms give identical bits here, which the tests check.
 //   reduce_broadcast: MPI_Reduce to rank 0, then MPI_Bcast of rank 0's bits: identical on
-//                     every rank by construction, at the cost of a second collective.
+//                     every rank by construction, at the cost of a second collective. What
+//                     data-parallel training uses (Collective's promise): a model that
+//                     differs by one bit between ranks would drift apart.
 enum class Reduction { allreduce, reduce_broadcast };
 
 // MPI_COMM_WORLD. MPI is initialised on first use (MPI_THREAD_FUNNELED: only the thread
@@ -54,7 +55,7 @@ class Communicator final : public Collective {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
-  // How many ranks share this machine (OpenMPI's local size; 1 if unknown).
+  // How many ranks share this machine (MPI_COMM_TYPE_SHARED).
   int local_size() const { return local_size_; }
 
   Reduction reduction() const { return reduction_; }
