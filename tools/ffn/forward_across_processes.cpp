@@ -1,9 +1,10 @@
-// ffn forward under mpirun: every rank loads the checkpoint's block, keeps its slice of the
-// hidden units (distributed.hpp), runs it on the same tokens; one all-reduce gives every
-// rank y, and rank 0 writes it. The whole block is read and then sliced on every rank.
+// ffn forward under mpirun: every rank loads its slice of the checkpoint's block (its share
+// of the hidden units, distributed.hpp) and runs it on the same tokens; one all-reduce gives
+// every rank y, and rank 0 writes it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "across_processes.hpp"
 #include "ffn/checkpoint.hpp"
@@ -22,20 +23,22 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
   const int threads = threads_per_process(o.threads);
   ThreadPool pool(threads);
-  // The whole block lives only until this rank's slice is cut from it.
-  std::string scheme, activation_source;
-  int64_t granule = 1;
-  const TensorParallelBlock tp = [&] {
-    LoadedBlock loaded = load_block(o.weights, load);
-    if (!o.dtype.empty()) {
-      const WeightType t = parse_weight_type(o.dtype);
-      round_weights_to(loaded.block, t);
-      granule = hidden_granule(t);
-    }
-    scheme = loaded.scheme;
-    activation_source = loaded.activation_source;
-    return TensorParallelBlock(loaded.block, comm, granule);
-  }();
+  // Each rank reads only its slice of the checkpoint's tensors (for safetensors, only those
+  // bytes of the mapping; GGUF tensors are converted one at a time and sliced).
+  const Checkpoint checkpoint(o.weights);
+  const BlockConfig whole = checkpoint.config(load);
+  std::optional<WeightType> type;
+  if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
+  const int64_t granule = type ? hidden_granule(*type) : 1;
+  const HiddenSlice slice = hidden_slice(whole.hidden, comm.rank(), comm.size(), granule);
+  LoadedBlock loaded = checkpoint.load_slice(load, slice.begin, slice.end);
+  // The down bias is added once across ranks: by rank 0.
+  if (comm.rank() != 0 && whole.bias) std::fill_n(loaded.block.weights().down_bias.data(), whole.d_model, 0.0f);
+  // Rounding a slice gives the whole block's rounded values: q8_0/q4_0 blocks run along
+  // rows, and the slice's columns of W_down start on a block boundary (granule 32).
+  if (type) round_weights_to(loaded.block, *type);
+  const std::string scheme = loaded.scheme, activation_source = loaded.activation_source;
+  const TensorParallelBlock tp(std::move(loaded.block), whole, slice, comm);
   const int64_t D = tp.config().d_model;
 
   NpyArray x = read_npy(o.input);
@@ -65,7 +68,7 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
         variant_name(tp.config().variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
         activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(tp.config().hidden),
         tp.config().bias ? " bias" : "", comm.size(),
-        static_cast<long long>(hidden_slice(tp.config().hidden, comm.size() - 1, comm.size(), granule).size()),
+        static_cast<long long>(hidden_slice(whole.hidden, comm.size() - 1, comm.size(), granule).size()),
         static_cast<long long>(tp.slice().size()), static_cast<long long>(T), T == 1 ? "" : "s", ms, local_ms,
         static_cast<long long>(T * D), reduce_ms, threads, threads == 1 ? "" : "s",
         std::string(isa_name(active_isa())).c_str(), o.output.c_str());
