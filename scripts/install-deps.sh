@@ -13,6 +13,7 @@ packages=(
   libdnnl-dev                     # ffn bench --peers: the oneDNN peer (ffn-peer-onednn)
   pybind11-dev python3-dev        # the Python module (FFN_BUILD_PYTHON)
   clang libclang-rt-14-dev        # libFuzzer targets (scripts/fuzz.sh)
+  libopenmpi-dev openmpi-bin     # blocks and training across processes (FFN_MPI), mpirun for its tests
   python3 python3-torch python3-numpy python3-pytest  # the golden suite against PyTorch
 )
 

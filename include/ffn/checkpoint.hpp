@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ffn/block.hpp"
@@ -34,7 +35,8 @@ struct LoadOptions {
   std::optional<Variant> variant;
   // Keep weight matrices stored as f16, bf16, q8_0 or q4_0 (GGUF) in that type, without
   // widening or re-quantising: the block is Block::from_stored's and its forward reads them
-  // as stored. Only when every matrix has the same such type; otherwise f32 as usual.
+  // as stored. Only when every matrix has the same such type and the whole block is loaded
+  // (load, not load_slice); otherwise f32 as usual.
   bool keep_stored_type = false;
 };
 
@@ -60,6 +62,15 @@ class Checkpoint {
   // present), a missing layer (listing the layers present), inconsistent shapes, partial
   // biases, a variant that disagrees with the checkpoint.
   LoadedBlock load(const LoadOptions& options = {}) const;
+  // Only hidden units [hidden_begin, hidden_end) of the block (a tensor-parallel slice,
+  // include/ffn/distributed.hpp), as a Block of that hidden width: those rows of the gate
+  // and up weights, those columns of the down weight, those entries of the gate and up
+  // biases, and the whole down bias. Only the slice's bytes of a memory-mapped safetensors
+  // checkpoint are read; from GGUF one whole tensor at a time is converted and its slice
+  // kept. ffn::Error as load(), and when the range is not within the block's hidden units.
+  LoadedBlock load_slice(const LoadOptions& options, int64_t hidden_begin, int64_t hidden_end) const;
+  // The configuration load(options) gives, reading no weights: to choose a slice.
+  BlockConfig config(const LoadOptions& options = {}) const;
 
  private:
   std::string path_;

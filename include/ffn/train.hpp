@@ -22,6 +22,7 @@
 
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/collective.hpp"
 #include "ffn/config.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"
@@ -195,7 +196,14 @@ struct CheckpointOptions {
 };
 
 // Trains model for options.steps steps. progress(step_done, loss) is called after every step.
+// Data parallelism: with data_parallel, each of its size() processes (all holding the same
+// model, all calling train with the same arguments) computes the loss and gradients of a
+// contiguous share of every batch; the shares are summed across the processes (each
+// weighted by its size) before clipping and the step, so every process takes the same
+// step and the losses are the batch's. The result matches one process's up to rounding
+// (the batch's mean is summed in another order). Only rank 0 writes checkpoints.
 TrainResult train(LanguageModel& model, const ByteData& data, const TrainOptions& options, ThreadPool* pool = nullptr,
-                  const std::function<void(int64_t, double)>& progress = {}, const CheckpointOptions& checkpoint = {});
+                  const std::function<void(int64_t, double)>& progress = {}, const CheckpointOptions& checkpoint = {},
+                  Collective* data_parallel = nullptr);
 
 }  // namespace ffn

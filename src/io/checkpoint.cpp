@@ -25,11 +25,13 @@ void require_shape(const io::TensorSource& src, const std::string& name, const s
                 shape_string(shape));
 }
 
-// Reads a weight into `m` ([out][in]); a Conv1D weight is stored [in][out] and transposed.
-void read_weight(const io::TensorSource& src, const std::string& name, bool conv1d, Matrix& m) {
-  if (!conv1d) return src.read_f32(name, m.data());
+// Reads rows [r0, r0 + m.rows()) and columns [c0, c0 + m.cols()) of a weight in nn.Linear
+// layout [out][in] into m; a Conv1D weight is stored [in][out], so its window is transposed.
+void read_weight(const io::TensorSource& src, const std::string& name, bool conv1d, Matrix& m, int64_t r0 = 0,
+                 int64_t c0 = 0) {
+  if (!conv1d) return src.read_f32_window(name, r0, r0 + m.rows(), c0, c0 + m.cols(), m.data());
   Matrix stored(m.cols(), m.rows());
-  src.read_f32(name, stored.data());
+  src.read_f32_window(name, c0, c0 + m.cols(), r0, r0 + m.rows(), stored.data());
   for (int64_t i = 0; i < stored.rows(); ++i)
     for (int64_t o = 0; o < stored.cols(); ++o) m.row(o)[i] = stored.row(i)[o];
 }
@@ -123,9 +125,16 @@ Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
 
 std::vector<int64_t> Checkpoint::layers() const { return io::block_layers(*source_); }
 
-LoadedBlock Checkpoint::load(const LoadOptions& o) const {
-  const std::string& path = path_;
-  const io::TensorSource* src = source_.get();
+namespace {
+
+// What a layer's block is, from names, shapes and metadata alone.
+struct Resolved {
+  io::BlockNames names;
+  BlockConfig config;
+  std::string activation_source;
+};
+
+Resolved resolve(const std::string& path, const io::TensorSource* src, const LoadOptions& o) {
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
   std::string activation_source;
@@ -163,19 +172,49 @@ LoadedBlock Checkpoint::load(const LoadOptions& o) const {
   } catch (const Error& e) {
     throw Error(src->path() + ": " + e.what());
   }
-  if (o.keep_stored_type)
-    if (auto stored = load_stored(*src, n, config)) return {std::move(*stored), n.scheme, activation_source};
-  Block block(config);
+  return {n, config, activation_source};
+}
+
+}  // namespace
+
+BlockConfig Checkpoint::config(const LoadOptions& o) const { return resolve(path_, source_.get(), o).config; }
+
+namespace {
+
+// The block's hidden units [h0, h1) (h1 = 0: all of them).
+LoadedBlock read_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o, int64_t h0,
+                       int64_t h1) {
+  const auto [n, whole, activation_source] = resolve(path, src, o);
+  if (h1 == 0) h1 = whole.hidden;
+  const bool gated = whole.variant.gated, bias = whole.bias;
+  if (h0 < 0 || h0 >= h1 || h1 > whole.hidden)
+    throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
+                ") are not a slice of the block's " + std::to_string(whole.hidden));
+  const bool whole_block = h0 == 0 && h1 == whole.hidden;
+  if (o.keep_stored_type && whole_block)
+    if (auto stored = load_stored(*src, n, whole)) return {std::move(*stored), n.scheme, activation_source};
+  Block block({whole.variant, whole.d_model, h1 - h0, bias});
   auto& w = block.weights();
-  read_weight(*src, n.up, n.conv1d, w.up);
-  read_weight(*src, n.down, n.conv1d, w.down);
-  if (gated) read_weight(*src, n.gate, n.conv1d, w.gate);
+  read_weight(*src, n.up, n.conv1d, w.up, h0, 0);
+  read_weight(*src, n.down, n.conv1d, w.down, 0, h0);
+  if (gated) read_weight(*src, n.gate, n.conv1d, w.gate, h0, 0);
   if (bias) {
-    src->read_f32(n.up_bias, w.up_bias.data());
+    src->read_f32_window(n.up_bias, 0, 1, h0, h1, w.up_bias.data());
     src->read_f32(n.down_bias, w.down_bias.data());
-    if (gated) src->read_f32(n.gate_bias, w.gate_bias.data());
+    if (gated) src->read_f32_window(n.gate_bias, 0, 1, h0, h1, w.gate_bias.data());
   }
   return {std::move(block), n.scheme, activation_source};
+}
+
+}  // namespace
+
+LoadedBlock Checkpoint::load(const LoadOptions& o) const { return read_block(path_, source_.get(), o, 0, 0); }
+
+LoadedBlock Checkpoint::load_slice(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end) const {
+  if (hidden_end <= hidden_begin)
+    throw Error(path_ + ": hidden units [" + std::to_string(hidden_begin) + ", " + std::to_string(hidden_end) +
+                ") are not a slice of the block's hidden units: the range is empty");
+  return read_block(path_, source_.get(), o, hidden_begin, hidden_end);
 }
 
 LoadedBlock load_block(const std::string& path, const LoadOptions& options) { return Checkpoint(path).load(options); }

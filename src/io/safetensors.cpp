@@ -159,4 +159,34 @@ void SafetensorsFile::read_f32(const std::string& name, float* out) const {
   }
 }
 
+void SafetensorsFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                                      float* out) const {
+  const TensorInfo& t = tensor(name);
+  const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
+  const int64_t rows = cols == 0 ? 0 : t.elements / cols;
+  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
+    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                "; rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") and columns [" + std::to_string(c0) +
+                ", " + std::to_string(c1) + ") are not within it");
+  const int64_t width = c1 - c0;
+  for (int64_t r = r0; r < r1; ++r) {
+    float* to = out + (r - r0) * width;
+    const int64_t at = r * cols + c0;  // element index of the window's row start
+    switch (t.dtype) {
+      case TensorDtype::f32:
+        std::memcpy(to, t.data + at * 4, sizeof(float) * size_t(width));
+        break;
+      case TensorDtype::f16:
+        f16_bytes_to_f32(t.data + at * 2, to, width);
+        break;
+      case TensorDtype::bf16:
+        bf16_bytes_to_f32(t.data + at * 2, to, width);
+        break;
+      default:
+        throw Error(path() + ": tensor '" + name + "' has dtype " + t.dtype_name +
+                    "; weights must be F32, F16 or BF16");
+    }
+  }
+}
+
 }  // namespace ffn

@@ -22,6 +22,10 @@ class SingleFileSource final : public TensorSource {
   }
   const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
   void read_f32(const std::string& name, float* out) const override { file_.read_f32(name, out); }
+  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                       float* out) const override {
+    file_.read_f32_window(name, r0, r1, c0, c1, out);
+  }
   const std::string& path() const override { return file_.path(); }
 
  private:
@@ -69,6 +73,12 @@ class ShardedSource final : public TensorSource {
     auto it = shard_of_tensor_.find(name);
     if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
     shards_[it->second]->read_f32(name, out);
+  }
+  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                       float* out) const override {
+    auto it = shard_of_tensor_.find(name);
+    if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
+    shards_[it->second]->read_f32_window(name, r0, r1, c0, c1, out);
   }
   const std::string& path() const override { return path_; }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "ffn/error.hpp"
 #include "io/source_factories.hpp"
@@ -34,6 +35,24 @@ std::string only_file_with(const std::filesystem::path& dir, const std::string& 
 }
 
 }  // namespace
+
+void TensorSource::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                                   float* out) const {
+  const auto it = tensors().find(name);
+  if (it == tensors().end()) throw Error(path() + ": no tensor named '" + name + "'");
+  const std::vector<int64_t>& shape = it->second.shape;
+  int64_t elements = 1;
+  for (int64_t n : shape) elements *= n;
+  const int64_t cols = shape.empty() ? 1 : shape.back(), rows = cols == 0 ? 0 : elements / cols;
+  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
+    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                "; the window asked for is not within it");
+  if (r0 == 0 && r1 == rows && c0 == 0 && c1 == cols) return read_f32(name, out);
+  std::vector<float> whole(static_cast<size_t>(elements));
+  read_f32(name, whole.data());
+  for (int64_t r = r0; r < r1; ++r)
+    std::memcpy(out + (r - r0) * (c1 - c0), whole.data() + r * cols + c0, sizeof(float) * size_t(c1 - c0));
+}
 
 std::unique_ptr<TensorSource> open_tensor_source(const std::string& path) {
   std::error_code ec;

@@ -4,6 +4,7 @@
 // ggml order is reversed on the way in.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +26,11 @@ class TensorSource {
   virtual const std::map<std::string, SourceTensor>& tensors() const = 0;
   // Converts (or dequantises) the named tensor into out, which holds product(shape) floats.
   virtual void read_f32(const std::string& name, float* out) const = 0;
+  // Rows [r0, r1) and columns [c0, c1) of the tensor seen as [rows][last dimension] (a 1-D
+  // tensor is one row) into out ([r1 − r0][c1 − c0]). This default reads the whole tensor
+  // and copies the window; sources that can read a window alone override it.
+  virtual void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                               float* out) const;
   // The path a user gave, for messages.
   virtual const std::string& path() const = 0;
   // Metadata the format carries (GGUF keys such as general.architecture), as strings.

@@ -6,13 +6,20 @@
 #include "ffn/error.hpp"
 #include "ffn/train.hpp"
 #include "train/checkpoint.hpp"
+#include "train/data_parallel.hpp"
 
 namespace ffn {
 
 TrainResult train(LanguageModel& model, const ByteData& data, const TrainOptions& o, ThreadPool* pool,
-                  const std::function<void(int64_t, double)>& progress, const CheckpointOptions& checkpoint) {
+                  const std::function<void(int64_t, double)>& progress, const CheckpointOptions& checkpoint,
+                  Collective* data_parallel) {
   validate(o);
   if (checkpoint.every < 0) throw Error("checkpoint every = " + std::to_string(checkpoint.every) + ": must be ≥ 0");
+  const int ranks = data_parallel ? data_parallel->size() : 1, rank = data_parallel ? data_parallel->rank() : 0;
+  if (o.batch < ranks)
+    throw Error("training batch = " + std::to_string(o.batch) + ": fewer examples than the " + std::to_string(ranks) +
+                " processes sharing each batch");
+  std::vector<float> flat;  // every gradient, packed for the sum across processes
   const int64_t K = model.config().window;
   const Batch valid = spaced_batch(data.valid(), K, o.eval_tokens);
   ModelGradients grads = model.zero_gradients();
@@ -30,7 +37,14 @@ TrainResult train(LanguageModel& model, const ByteData& data, const TrainOptions
     const auto start = std::chrono::steady_clock::now();
     for (const auto& p : params)
       for (int64_t j = 0; j < p.size; ++j) p.grad[j] = 0.0f;
-    const double loss = model.forward_backward(batch, &grads, pool);
+    double loss = 0;
+    if (ranks == 1) {
+      loss = model.forward_backward(batch, &grads, pool);
+    } else {
+      const Batch share = train_detail::batch_share(batch, rank, ranks);
+      loss = model.forward_backward(share, &grads, pool);
+      loss = train_detail::sum_shares(*data_parallel, params, flat, loss, share.tokens(), batch.tokens());
+    }
     if (!std::isfinite(loss))
       throw Error("training loss at step " + std::to_string(s) + " = " + std::to_string(loss) +
                   ": diverged (lower --lr?)");
@@ -47,7 +61,7 @@ TrainResult train(LanguageModel& model, const ByteData& data, const TrainOptions
       st.since_eval_steps = 0;
     }
     const bool due = checkpoint.every > 0 && st.step % checkpoint.every == 0;
-    if (!checkpoint.path.empty() && (due || st.step == o.steps))
+    if (!checkpoint.path.empty() && rank == 0 && (due || st.step == o.steps))
       train_detail::save_checkpoint(checkpoint.path, print, params, optimizer.state(), st);
     if (progress) progress(st.step, loss);
   }

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "across_processes.hpp"
 #include "bench_backward.hpp"
 #include "bench_peers.hpp"
 #include "bench_rows.hpp"
@@ -41,6 +42,7 @@ struct BenchOptions {
   bool backward = false;
   bool peers = false;
   std::string json_path;
+  bool tp = false;
 };
 
 // Resident memory now (Linux /proc/self/statm: resident pages in the second field).
@@ -133,6 +135,7 @@ void run_bench(const BenchOptions& o) {
     if (v < 1 || v > 65536) throw Error("tokens = " + t + ": must be in [1, 65536]");
     token_counts.push_back(v);
   }
+  if (o.tp) return run_bench_across_processes({config, label, token_counts, o.threads, o.reps, o.json_path});
   ThreadPool pool(o.threads);
   const Accounting acc = account(config);
   std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", label.c_str(),
@@ -233,6 +236,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
+  cmd->add_flag("--tp", o->tp,
+                "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o] { run_bench(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "across_processes.hpp"
 #include "commands.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
@@ -211,11 +212,13 @@ void run_compare(const CompareOptions& o) {
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
   const std::string path = resolve_data(o.data);
   const ByteData data = ByteData::from_file(path);
-  ThreadPool pool(o.threads);
+  Collective* data_parallel = data_parallel_group();  // under mpirun: every batch split across the processes
+  ThreadPool pool(threads_per_process(o.threads));
   FILE* out = o.json ? stderr : stdout;  // with --json stdout carries only the JSON
   std::fprintf(out, "ffn compare — %s (%s train / %s validation bytes), %d thread%s, kernels %s\n", path.c_str(),
-               grouped(int64_t(data.train().size())).c_str(), grouped(int64_t(data.valid().size())).c_str(), o.threads,
-               o.threads == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
+               grouped(int64_t(data.train().size())).c_str(), grouped(int64_t(data.valid().size())).c_str(), pool.size(),
+               pool.size() == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
+  if (data_parallel) std::fprintf(out, "data-parallel: every batch split across %d processes\n", data_parallel->size());
   std::fprintf(out,
                "model: %lld-byte window × embedding %lld → d %lld → %lld × (RMSNorm → FFN, residual) → RMSNorm → 256 "
                "logits\ntraining: %lld steps × %lld bytes, AdamW lr %g (warm-up %lld, cosine to 10%%), clip 1.0, "
@@ -267,7 +270,7 @@ void run_compare(const CompareOptions& o) {
                      clock_text(eta).c_str());
         std::fflush(stderr);
       };
-      r.runs.push_back(train(model, data, t, &pool, progress, ckpt));
+      r.runs.push_back(train(model, data, t, &pool, progress, ckpt, data_parallel));
       const TrainResult& last = r.runs.back();
       if (!tty)
         std::fprintf(stderr, "[%lld/%lld] %s seed %lld: validation loss %.4f, %.0f tokens/s, elapsed %s\n",
@@ -276,6 +279,7 @@ void run_compare(const CompareOptions& o) {
     }
   }
   if (tty) std::fprintf(stderr, "\r%*s\r", 100, "");
+  if (data_parallel && data_parallel->rank() != 0) return;  // rank 0 prints and writes the results
 
   // The difference from GELU, seed by seed (same seed ⇒ same batches and same key for the
   // initial weights): its mean, and the noise as the standard error of that mean,

@@ -2,9 +2,11 @@
 #include <chrono>
 #include <cstdio>
 
+#include "across_processes.hpp"
 #include "commands.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
+#include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/npy.hpp"
@@ -25,6 +27,8 @@ struct ForwardOptions {
 };
 
 void run_forward(const ForwardOptions& o) {
+  if (launched_with_several_processes())  // under mpirun: the block split across the processes
+    return run_forward_across_processes({o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
   LoadOptions load;
   load.layer = o.layer;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);

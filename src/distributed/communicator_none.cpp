@@ -1,0 +1,22 @@
+// Communicator of a build without MPI (FFN_MPI=OFF): there is no group to join.
+#include <cstdlib>
+
+#include "ffn/distributed.hpp"
+#include "ffn/error.hpp"
+
+namespace ffn {
+
+Communicator& Communicator::world() {
+  throw Error(
+      "this ffn was built without MPI (FFN_MPI=OFF): install libopenmpi-dev and rebuild to run across processes");
+}
+
+// Unreachable: no Communicator exists without MPI.
+void Communicator::sum(float*, int64_t) {}
+void Communicator::sum(double*, int64_t) {}
+void Communicator::broadcast(float*, int64_t, int) {}
+double Communicator::max(double v) { return v; }
+void Communicator::barrier() {}
+void Communicator::abort(int status) { std::exit(status); }
+
+}  // namespace ffn

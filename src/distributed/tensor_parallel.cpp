@@ -1,0 +1,68 @@
+// The tensor-parallel block (include/ffn/distributed.hpp): the local forward/backward of
+// this rank's slice, then one sum of [T][D] across ranks.
+#include <chrono>
+#include <string>
+
+#include "ffn/distributed.hpp"
+#include "ffn/error.hpp"
+
+namespace ffn {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The sum across ranks needs one contiguous [T][D] buffer.
+void require_dense(const MatrixView& m, const char* what) {
+  if (m.stride != m.cols)
+    throw Error(std::string("tensor-parallel ") + what + ": needs a dense [T][D] matrix (stride " +
+                std::to_string(m.stride) + " ≠ D = " + std::to_string(m.cols) + ")");
+}
+
+}  // namespace
+
+TensorParallelBlock::TensorParallelBlock(const Block& full, Communicator& comm, int64_t granule)
+    : full_config_(full.config()),
+      slice_(hidden_slice(full.config().hidden, comm.rank(), comm.size(), granule)),
+      local_(slice_block(full, slice_, comm.rank() == 0)),
+      comm_(&comm) {}
+
+TensorParallelBlock::TensorParallelBlock(Block local, const BlockConfig& full_config, HiddenSlice slice,
+                                         Communicator& comm)
+    : full_config_(full_config), slice_(slice), local_(std::move(local)), comm_(&comm) {
+  const BlockConfig& c = local_.config();
+  if (c.variant != full_config.variant || c.d_model != full_config.d_model || c.bias != full_config.bias ||
+      c.hidden != slice.size() || slice.begin < 0 || slice.end > full_config.hidden)
+    throw Error("tensor-parallel block: the local slice (d_model " + std::to_string(c.d_model) + ", hidden " +
+                std::to_string(c.hidden) + ") does not match hidden units [" + std::to_string(slice.begin) + ", " +
+                std::to_string(slice.end) + ") of the block (d_model " + std::to_string(full_config.d_model) +
+                ", hidden " + std::to_string(full_config.hidden) + ")");
+}
+
+void TensorParallelBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool, TensorParallelTimes* times) const {
+  require_dense(y, "forward output y");
+  auto start = std::chrono::steady_clock::now();
+  local_.forward(x, y, pool);
+  if (times) times->local_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  comm_->sum(y.data, y.rows * y.cols);
+  if (times) times->reduce_ms = ms_since(start);
+}
+
+void TensorParallelBlock::forward_train(ConstMatrixView x, MatrixView y, ForwardCache& cache, bool recompute,
+                                        ThreadPool* pool) const {
+  require_dense(y, "forward output y");
+  ffn::forward_train(local_, x, y, cache, recompute, pool);
+  comm_->sum(y.data, y.rows * y.cols);
+}
+
+void TensorParallelBlock::backward(ConstMatrixView x, const ForwardCache& cache, ConstMatrixView dy, MatrixView dx,
+                                   BlockGradients& grads, ThreadPool* pool) const {
+  if (dx.data != nullptr) require_dense(dx, "backward output dx");
+  ffn::backward(local_, x, cache, dy, dx, grads, pool);
+  // dx_r = du_r·W_up_r + dg_r·W_gate_r: this slice's share of dx.
+  if (dx.data != nullptr) comm_->sum(dx.data, dx.rows * dx.cols);
+}
+
+}  // namespace ffn

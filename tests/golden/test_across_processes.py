@@ -1,0 +1,64 @@
+"""The ffn command under mpirun. FFN_MPIRUN (set by CTest when ffn is built with MPI) is the
+launcher with its options; without it these tests report themselves skipped.
+
+- `ffn forward` split across 2 and 3 processes (H = 100: 34/33/33 hidden units) must give
+  what the seeds' module gives within the same rigorous f32 bound as one process: a split
+  sum stays within it (tests/unit/tensor_parallel_checks.hpp says why).
+- `ffn compare` data-parallel over 2 processes must reach one process's losses: the runs
+  differ only by the rounding of the gradient sums (~1e-7 relative); SwiGLU is smooth, so
+  over 40 steps that stays below 1e-5 nats, the tolerance (a lost or doubled share of the
+  batch moves the loss by 1e-2 or more within a few steps)."""
+import csv
+import os
+import shlex
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import files
+import seeds
+from test_checkpoints import assert_matches
+from test_compare import text
+
+MPIRUN = shlex.split(os.environ.get("FFN_MPIRUN", ""))
+pytestmark = pytest.mark.skipif(not MPIRUN, reason="ffn built without MPI (FFN_MPIRUN not set)")
+
+
+def mpirun(ffn_bin, ranks, *args):
+    p = subprocess.run([*MPIRUN, "-np", str(ranks), ffn_bin, *map(str, args)], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, f"mpirun -np {ranks} ffn {' '.join(map(str, args))}:\n{p.stdout}\n{p.stderr}"
+    return p
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("cls,variant,gated,d,hidden", [(seeds.SwiGLU, "swiglu", True, 48, 100),
+                                                        (seeds.GeluMLP, "gelu", False, 32, 37)])
+def test_forward_split_across_processes(tmp_path, ffn_bin, ranks, cls, variant, gated, d, hidden):
+    torch.manual_seed(5)
+    module = cls(d, hidden=hidden, bias=True)
+    files.write_safetensors(tmp_path / "w.safetensors", {k: v.detach() for k, v in module.state_dict().items()})
+    x = torch.randn(9, d)
+    files.write_npy(tmp_path / "x.npy", x.numpy())
+    out = mpirun(ffn_bin, ranks, "forward", "--weights", tmp_path / "w.safetensors", "--variant", variant,
+                 "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy").stdout
+    assert f"split over {ranks} processes" in out
+    assert out.count("→") == 1  # rank 0 alone prints
+    assert_matches(module, gated, variant, x, np.load(tmp_path / "y.npy"))
+
+
+def test_compare_data_parallel_matches_one_process(tmp_path, ffn_bin, run_ffn):
+    data = text(tmp_path / "text.txt")
+    args = ["compare", "--data", data, "--variants", "swiglu", "--d", 16, "--layers", 1, "--steps", 40, "--batch", 25,
+            "--seeds", 1, "--eval-tokens", 512, "--eval-every", 10, "--threads", 1]
+    run_ffn(*args, "--csv", tmp_path / "one.csv")
+    out = mpirun(ffn_bin, 2, *args, "--csv", tmp_path / "two.csv").stdout
+    assert "every batch split across 2 processes" in out
+    one = list(csv.DictReader((tmp_path / "one.csv").open()))
+    two = list(csv.DictReader((tmp_path / "two.csv").open()))
+    assert [r["step"] for r in one] == [r["step"] for r in two] and len(one) == 4
+    for a, b in zip(one, two):
+        for key in ("train_loss", "valid_loss"):
+            assert abs(float(a[key]) - float(b[key])) <= 1e-5, (key, a, b)

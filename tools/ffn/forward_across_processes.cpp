@@ -1,0 +1,90 @@
+// ffn forward under mpirun: every rank loads its slice of the checkpoint's block (its share
+// of the hidden units, distributed.hpp) and runs it on the same tokens; one all-reduce gives
+// every rank y, and rank 0 writes it.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "across_processes.hpp"
+#include "ffn/checkpoint.hpp"
+#include "ffn/distributed.hpp"
+#include "ffn/error.hpp"
+#include "ffn/isa.hpp"
+#include "ffn/npy.hpp"
+#include "ffn/thread_pool.hpp"
+
+namespace ffn::cli {
+namespace {
+
+void run(const ForwardAcrossProcesses& o, Communicator& comm) {
+  LoadOptions load;
+  load.layer = o.layer;
+  if (!o.variant.empty()) load.variant = parse_variant(o.variant);
+  const int threads = threads_per_process(o.threads);
+  ThreadPool pool(threads);
+  // Each rank reads only its slice of the checkpoint's tensors (for safetensors, only those
+  // bytes of the mapping; GGUF tensors are converted one at a time and sliced).
+  const Checkpoint checkpoint(o.weights);
+  const BlockConfig whole = checkpoint.config(load);
+  std::optional<WeightType> type;
+  if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
+  const int64_t granule = type ? hidden_granule(*type) : 1;
+  const HiddenSlice slice = hidden_slice(whole.hidden, comm.rank(), comm.size(), granule);
+  LoadedBlock loaded = checkpoint.load_slice(load, slice.begin, slice.end);
+  // The down bias is added once across ranks: by rank 0.
+  if (comm.rank() != 0 && whole.bias) std::fill_n(loaded.block.weights().down_bias.data(), whole.d_model, 0.0f);
+  // Rounding a slice gives the whole block's rounded values: q8_0/q4_0 blocks run along
+  // rows, and the slice's columns of W_down start on a block boundary (granule 32).
+  if (type) round_weights_to(loaded.block, *type);
+  const std::string scheme = loaded.scheme, activation_source = loaded.activation_source;
+  const TensorParallelBlock tp(std::move(loaded.block), whole, slice, comm);
+  const int64_t D = tp.config().d_model;
+
+  NpyArray x = read_npy(o.input);
+  if (x.shape.size() != 1 && x.shape.size() != 2)
+    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
+                "], got " + std::to_string(x.shape.size()) + " dimensions");
+  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
+  if (x.shape.back() != D)
+    throw Error(o.input + ": tokens have " + std::to_string(x.shape.back()) + " features but the block in " +
+                o.weights + " has d_model " + std::to_string(D));
+
+  Matrix y(T, D);
+  TensorParallelTimes times;
+  comm.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  tp.forward({x.data.data(), T, D, D}, y.view(), &pool, &times);
+  const double ms =
+      comm.max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  const double local_ms = comm.max(times.local_ms), reduce_ms = comm.max(times.reduce_ms);
+  if (comm.rank() != 0) return;
+  write_npy(o.output, x.shape, y.data());
+  if (!o.quiet)
+    std::printf(
+        "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s split over %d processes "
+        "(hidden %lld…%lld per process): %lld token%s in %.3f ms (slowest process: slice %.3f ms, all-reduce of "
+        "%lld floats %.3f ms; %d thread%s each, %s) → %s\n",
+        variant_name(tp.config().variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
+        activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(tp.config().hidden),
+        tp.config().bias ? " bias" : "", comm.size(),
+        static_cast<long long>(hidden_slice(whole.hidden, comm.size() - 1, comm.size(), granule).size()),
+        static_cast<long long>(tp.slice().size()), static_cast<long long>(T), T == 1 ? "" : "s", ms, local_ms,
+        static_cast<long long>(T * D), reduce_ms, threads, threads == 1 ? "" : "s",
+        std::string(isa_name(active_isa())).c_str(), o.output.c_str());
+}
+
+}  // namespace
+
+void run_forward_across_processes(const ForwardAcrossProcesses& o) {
+  Communicator& comm = Communicator::world();
+  try {
+    run(o, comm);
+  } catch (const Error& e) {
+    // The other ranks may be waiting in a collective: end them all.
+    std::fprintf(stderr, "ffn: error (process %d of %d): %s\n", comm.rank(), comm.size(), e.what());
+    comm.abort(1);
+  }
+}
+
+}  // namespace ffn::cli
