@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is needed, build, and run every test — the C++ unit
-# tests on every ISA this CPU has, the golden suite against PyTorch, the install check —
-# then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, then a
-# short run of every fuzz target (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS).
+# tests on every ISA this CPU has, the golden suite against PyTorch, the install check, the
+# fuzz regression inputs — then the unit tests and regression inputs again under
+# AddressSanitizer and UndefinedBehaviorSanitizer, the threaded tests under ThreadSanitizer,
+# then a short run of every fuzz target (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,10 +13,17 @@ echo "== build (Release) and test"
 scripts/build.sh build -DFFN_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-echo "== build with ASan+UBSan and run the unit tests"
-cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests
+echo "== build with ASan+UBSan and run the unit tests and the fuzz regression inputs"
+cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DFFN_BUILD_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests ffn_fuzz_replays
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -E "golden_pytorch|install_consumer"
 
-echo "== fuzz every file reader briefly (libFuzzer, ASan+UBSan)"
+echo "== build with TSan and run the threaded tests"
+cmake -S . -B build-tsan -DFFN_BUILD_TESTS=ON -DFFN_TSAN=ON -DFFN_BUILD_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build-tsan -j "$jobs" --target ffn_threaded_tests
+ctest --test-dir build-tsan --output-on-failure -R threaded_tests_tsan
+
+echo "== fuzz every file reader and the command line briefly (libFuzzer, ASan+UBSan)"
 scripts/fuzz.sh 15
