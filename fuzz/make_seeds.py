@@ -15,8 +15,10 @@ import seeds  # noqa: E402
 
 out = pathlib.Path(sys.argv[1])
 ffn = sys.argv[2]
-st, gg, npy = (out / "fuzz_safetensors", out / "fuzz_gguf", out / "fuzz_npy")
-for d in (st, gg, npy):
+st, gg, npy, idx, cli = (out / "fuzz_safetensors", out / "fuzz_gguf", out / "fuzz_npy", out / "fuzz_index",
+                         out / "fuzz_cli")
+corpora = (st, gg, npy, idx, cli)
+for d in corpora:
     d.mkdir(parents=True, exist_ok=True)
 
 torch.manual_seed(0)
@@ -47,4 +49,56 @@ g = (gg / "q8_0.gguf").read_bytes()
 for shape in [(3, 4), (5,), ()]:
     np.save(npy / f"a{len(shape)}.npy", np.ones(shape, np.float32))
 (npy / "f8.npy").write_bytes((npy / "a2.npy").read_bytes().replace(b"<f4", b"<f8"))
-print(f"seed corpora in {out}: {sum(len(os.listdir(d)) for d in (st, gg, npy))} files")
+
+# fuzz_index: "\n----\n" separates the index, shards 1.safetensors .. 4.safetensors and a
+# config.json (fuzz/fuzz_index.cpp).
+SEP = b"\n----\n"
+
+
+def index_input(weight_map, shards, config=None):
+    parts = [json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}, indent=2).encode()]
+    for i, tensors in enumerate(shards, start=1):
+        files.write_safetensors(work / "shard.safetensors", tensors)
+        parts.append((work / "shard.safetensors").read_bytes())
+    if config is not None:
+        parts += [b""] * (5 - len(parts)) + [json.dumps(config).encode()]
+    return SEP.join(parts)
+
+
+names = list(hf)
+two_layers = dict(hf, **{k.replace(".0.", ".1."): v for k, v in hf.items()})
+shard_a = {k: v for k, v in two_layers.items() if "gate" in k or "up" in k}
+shard_b = {k: v for k, v in two_layers.items() if k not in shard_a}
+wmap = {k: ("1.safetensors" if k in shard_a else "2.safetensors") for k in two_layers}
+(idx / "two-shards.bin").write_bytes(index_input(wmap, [shard_a, shard_b], {"hidden_act": "silu"}))
+(idx / "two-shards-no-config.bin").write_bytes(index_input(wmap, [shard_a, shard_b]))
+(idx / "one-shard-f16.bin").write_bytes(
+    index_input({k: "1.safetensors" for k in hf}, [{k: v.half() for k, v in hf.items()}], {"hidden_act": "gelu"}))
+(idx / "missing-tensor.bin").write_bytes(index_input(wmap, [shard_a, {names[0]: hf[names[0]]}]))
+(idx / "missing-shard.bin").write_bytes(index_input(wmap, [shard_a]))
+(idx / "parent-dir.bin").write_bytes(index_input({names[0]: ".."}, [hf]))
+(idx / "not-an-object.bin").write_bytes(b'{"weight_map": ["1.safetensors"]}' + SEP + good)
+(idx / "bad-json.bin").write_bytes(b'{"weight_map": {"up.weight": "1.safe' + SEP + good)
+(idx / "truncated-shard.bin").write_bytes(index_input(wmap, [shard_a, shard_b])[:-100])
+
+# fuzz_cli: arguments separated by newlines; the working folder holds w.safetensors
+# (SwiGLU, d 32, hidden 64), config.json and x.npy ([2, 32]) (fuzz/fuzz_cli.cpp).
+command_lines = [
+    ["--help"], ["--version"], ["params"], ["params", "--d", "4096", "--multiple", "256"], ["params", "--d", "0"],
+    ["info", "--preset", "llama2-7b"], ["info", "--preset", "gpt2", "--json"],
+    ["info", "--variant", "swiglu", "--d", "4096", "--multiple-of", "1024", "--ffn-dim-multiplier", "1.3"],
+    ["info", "--variant", "gelu", "--d", "768", "--hidden", "3072", "--bias", "--json"],
+    ["forward", "--weights", "w.safetensors", "--input", "x.npy", "--output", "y.npy"],
+    ["forward", "--weights", ".", "--variant", "swiglu", "--input", "x.npy", "--output", "y.npy", "--threads", "2"],
+    ["forward", "--weights", "w.safetensors", "--dtype", "q4_0", "--layer", "0", "--input", "x.npy", "--output",
+     "y.npy", "--quiet"],
+    ["forward", "--weights", "x.npy", "--input", "w.safetensors", "--output", "y.npy"],
+    ["quantize", "w.safetensors", "o.gguf", "--type", "q8_0", "--tokens", "4", "--threads", "1"],
+    ["quantize", "w.safetensors", "o.gguf", "--type", "bf16", "--all-layers", "--variant", "swiglu"],
+    ["quantize", "w.safetensors", "w.safetensors", "--type", "f16"],
+    ["bench", "--help"], ["compare", "--help"], ["demo", "--help"], ["forward", "--help"], ["quantize", "-h"],
+]
+for i, args in enumerate(command_lines):
+    (cli / f"{i:02d}-{args[0].strip('-')}.txt").write_bytes("\n".join(args).encode())
+(cli / "nul-separated.txt").write_bytes(b"\0".join([b"params", b"--d", b"64"]))
+print(f"seed corpora in {out}: {sum(len(os.listdir(d)) for d in corpora)} files")

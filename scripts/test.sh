@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is needed, build, and run every test — the C++ unit
-# tests on every ISA this CPU has, the golden suite against PyTorch, the install check —
-# then the unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer, then a
-# short run of every fuzz target (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS).
+# tests on every ISA this CPU has, the golden suite against PyTorch, the install check, the
+# fuzz regression inputs — then the unit tests, the regression inputs and the golden tests
+# of the ffn command again under AddressSanitizer and UndefinedBehaviorSanitizer, the
+# threaded tests under ThreadSanitizer, and a short run of every fuzz target
+# (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -12,11 +14,25 @@ echo "== build (Release) and test"
 scripts/build.sh build -DFFN_BUILD_TESTS=ON
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-# (It builds ffn_unit_tests only; the tests under mpirun ran in the Release build above.)
-echo "== build with ASan+UBSan and run the unit tests"
-cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests
+# (The tests under mpirun ran in the Release build above.)
+echo "== build with ASan+UBSan and run the unit tests and the fuzz regression inputs"
+cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DFFN_BUILD_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests ffn_fuzz_replays ffn_cli
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -E "golden_pytorch|install_consumer|mpi_np"
+echo "== the golden tests that drive the ffn command, with the ASan+UBSan ffn"
+# Without the Python module (an ASan-built extension would need libasan preloaded into
+# Python and PyTorch); the two slowest tests spend their time building PyTorch modules up to
+# d = 5120, not in ffn, and are left out.
+FFN_BIN=$PWD/build-sanitize/tools/ffn/ffn FFN_PYTHONPATH="" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  tests/golden/test_cli.py tests/golden/test_golden.py tests/golden/test_checkpoints.py \
+  -k "not the_seeds_default_hidden_sizes and not params_prints_the_seeds_numbers"
 
-echo "== fuzz every file reader briefly (libFuzzer, ASan+UBSan)"
+echo "== build with TSan and run the threaded tests"
+cmake -S . -B build-tsan -DFFN_BUILD_TESTS=ON -DFFN_TSAN=ON -DFFN_BUILD_PYTHON=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build-tsan -j "$jobs" --target ffn_threaded_tests
+ctest --test-dir build-tsan --output-on-failure -R threaded_tests_tsan
+
+echo "== fuzz every file reader and the command line briefly (libFuzzer, ASan+UBSan)"
 scripts/fuzz.sh 15

@@ -25,8 +25,10 @@ struct MatrixView {
   operator ConstMatrixView() const { return {data, rows, cols, stride}; }
 };
 
-// Zero-initialised, 64-byte-aligned array of floats. Throws ffn::Error (not bad_alloc)
-// when the size overflows or the allocation fails, naming the size asked for.
+// Zero-initialised, 64-byte-aligned array of floats. Throws ffn::Error (not bad_alloc),
+// naming the size asked for, when the size is negative or overflows, when it exceeds the
+// machine's physical memory (checked before allocating: overcommit could grant the request
+// and the zeroing then fault it in until the process is killed), or when allocation fails.
 class AlignedFloats {
  public:
   AlignedFloats() = default;

@@ -1,7 +1,11 @@
 // A persistent pool of worker threads running one job at a time in the ggml shape:
 // fn(ith, nth) is called once for every ith in [0, nth), the calling thread taking ith = 0.
 // run() returns when every call has returned, rethrowing the first exception thrown.
-// run() may be called from several threads at once; the calls are serialised.
+// Thread safety: run() may be called from several threads at once; the calls are
+// serialised (one job at a time per pool), so threads may share a pool — the default pool
+// included — and for parallel throughput each thread gives its own. fn must not call run()
+// on the pool running it (it would wait for itself). Tested under ThreadSanitizer
+// (tests/unit/test_concurrency.cpp); see docs/security.md.
 #pragma once
 
 #include <condition_variable>

@@ -1,5 +1,7 @@
 #include "ffn/tensor.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -7,6 +9,17 @@
 #include "ffn/error.hpp"
 
 namespace ffn {
+
+namespace {
+
+// Bytes of physical memory (sysconf); INT64_MAX if the system does not say.
+int64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0 || pages > INT64_MAX / page) return INT64_MAX;
+  return static_cast<int64_t>(pages) * page;
+}
+
+}  // namespace
 
 void AlignedFloats::Free::operator()(float* p) const noexcept { std::free(p); }
 
@@ -17,6 +30,10 @@ AlignedFloats::AlignedFloats(int64_t count) {
   constexpr int64_t kMaxFloats = (INT64_MAX - 63) / 4;
   if (count > kMaxFloats) throw Error("allocation of " + std::to_string(count) + " floats overflows");
   const auto bytes = static_cast<size_t>((count * 4 + 63) / 64 * 64);
+  static const int64_t memory = physical_memory_bytes();
+  if (static_cast<int64_t>(bytes) > memory)
+    throw Error("allocation of " + std::to_string(count) + " floats (" + std::to_string(bytes) +
+                " bytes) exceeds this machine's memory (" + std::to_string(memory) + " bytes)");
   auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
   if (!p)
     throw Error("allocation of " + std::to_string(count) + " floats (" + std::to_string(bytes) +

@@ -1,5 +1,6 @@
 // Tensor sources over safetensors: one file, or the shards of a Hugging Face checkpoint
 // listed by model.safetensors.index.json ({"weight_map": {tensor name: shard file}}).
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,23 @@ namespace ffn::io {
 namespace {
 
 SourceTensor describe(const TensorInfo& t) { return {t.shape, t.dtype_name}; }
+
+// A name from the file as it can be shown in a message: bytes outside printable ASCII as
+// \xNN, so that a NUL does not end the message early and control bytes reach no terminal.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out += c;
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      out += hex;
+    }
+  }
+  return out;
+}
 
 class SingleFileSource final : public TensorSource {
  public:
@@ -56,9 +74,12 @@ class ShardedSource final : public TensorSource {
       if (!value.is_string()) throw Error(index_path + ": weight_map entry '" + name + "' is not a file name");
       const std::string file = value.get<std::string>();
       // A shard is a plain file beside the index: no directories, so an index cannot point
-      // anywhere else on the machine.
-      if (file.empty() || file.find('/') != std::string::npos || file == "." || file == "..")
-        throw Error(index_path + ": shard '" + file + "' of tensor '" + name + "' is not a plain file name");
+      // anywhere else on the machine; no NUL byte, which the C library would take as the
+      // end of the name (".." followed by a NUL would open the parent folder).
+      if (file.empty() || file.find('/') != std::string::npos || file.find('\0') != std::string::npos || file == "." ||
+          file == "..")
+        throw Error(index_path + ": shard '" + printable(file) + "' of tensor '" + printable(name) +
+                    "' is not a plain file name");
       auto [it, inserted] = shard_of_file.try_emplace(file, shards_.size());
       if (inserted) shards_.push_back(std::make_unique<SafetensorsFile>((dir / file).string()));
       const SafetensorsFile& shard = *shards_[it->second];
