@@ -2,7 +2,8 @@
 // and across repeated runs, for every weight type the block runs in. Each dot product is
 // summed in one fixed order whatever the split across threads (rows and tiles are
 // partitioned, never the reduction), which is what these tests hold the code to.
-// kWeightTypes lists the weight types covered; a new weight type is one more entry.
+// kWeightTypes lists the weight types trained in f32 (forward + backward); the stored types
+// (forward only) have their own test below.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -86,6 +87,29 @@ TEST(Determinism, ForwardAndBackwardAcrossThreadCountsAndRunsForEveryWeightType)
       for (int threads = 1; threads <= 4; ++threads)
         expect_same(first, run(block, x, dy, threads), name + ", " + std::to_string(threads) + " threads");
       expect_same(first, run(block, x, dy, 3), name + ", a second run on 3 threads");
+    }
+  }
+}
+
+// Blocks stored as bf16, f16, q8_0, q4_0 (forward only: training needs f32), on both sides
+// of each type's change of path (below 48/64 tokens the typed kernels, from there widened
+// panels), at widths that are multiples of 32 as the block formats need.
+TEST(Determinism, StoredTypesForwardAcrossThreadCountsAndRuns) {
+  for (const WeightType type : {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0}) {
+    for (const int64_t tokens : {5, 70}) {
+      const Block block = Block::random({{true, Activation::swish}, 64, 160, true}, 4).stored_as(type);
+      const Matrix x = random_matrix(tokens, 64, 13);
+      auto forward = [&](int threads) {
+        ThreadPool pool(threads);
+        Matrix y(tokens, 64);
+        block.forward(x.view(), y.view(), &pool);
+        return y;
+      };
+      const Matrix first = forward(1);
+      const std::string name = std::string(weight_type_info(type).name) + " T=" + std::to_string(tokens);
+      for (int threads = 2; threads <= 4; ++threads)
+        EXPECT_TRUE(same_bits(first, forward(threads))) << name << ", " << threads << " threads";
+      EXPECT_TRUE(same_bits(first, forward(3))) << name << ", a second run on 3 threads";
     }
   }
 }
