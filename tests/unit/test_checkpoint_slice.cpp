@@ -14,17 +14,15 @@
 #include "ffn/distributed.hpp"
 #include "ffn/gguf.hpp"
 #include "ffn/safetensors.hpp"
+#include "same_bits.hpp"
 #include "test_files.hpp"
 
 namespace ffn {
 namespace {
 
-using test::expect_error;
+using test::same_bits;
 
-bool same(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.data(), b.data(), sizeof(float) * size_t(a.size())) == 0;
-}
+using test::expect_error;
 
 // Every rank's slice (H split over 3, unevenly) against the whole block's.
 void expect_slices_match(const std::string& path, const LoadOptions& base) {
@@ -37,12 +35,12 @@ void expect_slices_match(const std::string& path, const LoadOptions& base) {
     const Block want = slice_block(whole, s, true);
     const std::string what = path + " rank " + std::to_string(r);
     EXPECT_EQ(got.config().hidden, s.size()) << what;
-    EXPECT_TRUE(same(got.weights().gate, want.weights().gate)) << what << " gate";
-    EXPECT_TRUE(same(got.weights().up, want.weights().up)) << what << " up";
-    EXPECT_TRUE(same(got.weights().down, want.weights().down)) << what << " down";
-    EXPECT_TRUE(same(got.weights().gate_bias, want.weights().gate_bias)) << what << " gate bias";
-    EXPECT_TRUE(same(got.weights().up_bias, want.weights().up_bias)) << what << " up bias";
-    EXPECT_TRUE(same(got.weights().down_bias, want.weights().down_bias)) << what << " down bias";
+    EXPECT_TRUE(same_bits(got.weights().gate, want.weights().gate)) << what << " gate";
+    EXPECT_TRUE(same_bits(got.weights().up, want.weights().up)) << what << " up";
+    EXPECT_TRUE(same_bits(got.weights().down, want.weights().down)) << what << " down";
+    EXPECT_TRUE(same_bits(got.weights().gate_bias, want.weights().gate_bias)) << what << " gate bias";
+    EXPECT_TRUE(same_bits(got.weights().up_bias, want.weights().up_bias)) << what << " up bias";
+    EXPECT_TRUE(same_bits(got.weights().down_bias, want.weights().down_bias)) << what << " down bias";
   }
 }
 
@@ -84,7 +82,7 @@ TEST(CheckpointSlice, Gpt2Conv1dStoredTransposed) {
   o.variant = parse_variant("gelu");
   expect_slices_match(path, o);
   const Block whole = Checkpoint(path).load(o).block;
-  EXPECT_TRUE(same(whole.weights().down, b.weights().down));
+  EXPECT_TRUE(same_bits(whole.weights().down, b.weights().down));
 }
 
 TEST(CheckpointSlice, GgufQ8_0) {

@@ -18,9 +18,12 @@
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/thread_pool.hpp"
+#include "same_bits.hpp"
 
 namespace ffn {
 namespace {
+
+using test::same_bits;
 
 constexpr int kThreads = 4;
 constexpr int kRounds = 3;  // calls per thread: overlapping calls, not one lucky interleaving
@@ -31,11 +34,6 @@ Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
   return m;
-}
-
-bool same_bits(const Matrix& a, const Matrix& b) {
-  // memcmp must not see the null data of an empty matrix (undefined even for 0 bytes).
-  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 struct Fixture {

@@ -15,9 +15,12 @@
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/thread_pool.hpp"
+#include "same_bits.hpp"
 
 namespace ffn {
 namespace {
+
+using test::same_bits;
 
 // The weight types whose forward and backward are checked here. Today's blocks compute in
 // f32 (round_weights_to rounds the f32 weights to a storage type and back).
@@ -29,11 +32,6 @@ Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
   return m;
-}
-
-bool same_bits(const Matrix& a, const Matrix& b) {
-  // memcmp must not see the null data of an empty matrix (undefined even for 0 bytes).
-  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0);
 }
 
 struct Results {
