@@ -1,6 +1,8 @@
 // Runtime ISA choice: what the CPU supports (cpuid, including the OS's saving of the
 // wider registers, as GCC's __builtin_cpu_supports checks), what FFN_ISA or set_isa()
 // asks for, and the kernel table for each ISA.
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
@@ -13,6 +15,13 @@ namespace ffn {
 namespace {
 
 constexpr int kUnset = -1;
+
+// F16C (CPUID leaf 1, ECX bit 29), read directly: clang's __builtin_cpu_supports has no
+// "f16c". Its registers are AVX's, whose OS support the AVX2 check already covers.
+bool cpu_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
 std::atomic<int> g_active{kUnset};
 std::once_flag g_env_once;
 
@@ -45,10 +54,10 @@ bool isa_supported(Isa isa) {
     case Isa::scalar: return true;
     // F16C (vcvtph2ps, the f16 weights' widening) came before AVX2 on every x86 CPU.
     case Isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+             __builtin_cpu_supports("fma") && cpu_has_f16c();
   }
   return false;
 }
