@@ -17,10 +17,15 @@ namespace {
 constexpr int kUnset = -1;
 
 // F16C (CPUID leaf 1, ECX bit 29), read directly: clang's __builtin_cpu_supports has no
-// "f16c". Its registers are AVX's, whose OS support the AVX2 check already covers.
+// "f16c". Its registers are AVX's, whose OS support the AVX2 check already covers. Read
+// once: in a virtual machine cpuid traps to the hypervisor (microseconds), and the kernel
+// table — hence this check — is consulted on every kernel call.
 bool cpu_has_f16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+  }();
+  return has;
 }
 std::atomic<int> g_active{kUnset};
 std::once_flag g_env_once;
@@ -101,19 +106,22 @@ namespace kernels {
 
 const KernelTable& kernel_table(Isa isa) {
   static const KernelTable scalar{Isa::scalar, 1, 12, "f32_gemm_nt_scalar", f32_gemm_nt_scalar,
-                                  "f32_gemm_nt_scalar", f32_gemm_nt_scalar, f32_fma_roof_scalar,
+                                  "f32_gemm_nt_scalar", f32_gemm_nt_scalar,
+                                  "f32_panel_gemm_scalar", f32_panel_gemm_scalar, f32_fma_roof_scalar,
                                   "f32_gemm_nn_scalar", f32_gemm_nn_scalar,
                                   "f32_gemm_tn_add_scalar", f32_gemm_tn_add_scalar,
                                   "half_gemm_nt_scalar", half_gemm_nt_scalar,
                                   "q_gemm_nt_scalar", q_gemm_nt_scalar, widen_rows_scalar};
   static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3,
-                                "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16, f32_fma_roof_avx2,
+                                "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16,
+                                "f32_panel_gemm_avx2_6x16", f32_panel_gemm_avx2_6x16, f32_fma_roof_avx2,
                                 "f32_gemm_nn_avx2_6x16", f32_gemm_nn_avx2_6x16,
                                 "f32_gemm_tn_add_avx2_6x16", f32_gemm_tn_add_avx2_6x16,
                                 "half_gemm_nt_avx2_3x3", half_gemm_nt_avx2_3x3,
                                 "q_gemm_nt_avx2_2x2", q_gemm_nt_avx2_2x2, widen_rows_avx2};
   static const KernelTable avx512{Isa::avx512, 16, 24, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4,
-                                  "f32_gemm_nt_packed_avx512_8x32", f32_gemm_nt_packed_avx512_8x32, f32_fma_roof_avx512,
+                                  "f32_gemm_nt_packed_avx512_8x32", f32_gemm_nt_packed_avx512_8x32,
+                                  "f32_panel_gemm_avx512_6x64", f32_panel_gemm_avx512_6x64, f32_fma_roof_avx512,
                                   "f32_gemm_nn_avx512_8x32", f32_gemm_nn_avx512_8x32,
                                   "f32_gemm_tn_add_avx512_8x32", f32_gemm_tn_add_avx512_8x32,
                                   "half_gemm_nt_avx512_4x4", half_gemm_nt_avx512_4x4,
