@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "ffn/accounting.hpp"
@@ -51,6 +52,10 @@ struct TypedWeights {
   Matrix down_bias;  // [1][D]; empty without bias
 };
 
+// The f32 weights laid out once for the forward kernels (Block::packed; defined in
+// src/block/packed_weights.hpp).
+struct PackedWeights;
+
 class Block {
  public:
   // Allocates zeroed weights for a validated configuration.
@@ -63,7 +68,8 @@ class Block {
 
   const BlockConfig& config() const { return config_; }
   // The f32 weights, for f32 blocks (training, backward and the reference read these). On
-  // a block stored as another type these throw ffn::Error: it keeps no f32 copy.
+  // a block stored as another type, or packed, these throw ffn::Error: it keeps no
+  // row-major f32 copy.
   BlockWeights& weights();
   const BlockWeights& weights() const;
 
@@ -85,6 +91,18 @@ class Block {
   // and the mismatch otherwise.
   static Block from_stored(const BlockConfig& config, TypedWeights weights);
 
+  // This f32 block for inference: its weights laid out once in the panels the forward
+  // kernels read (64 weight rows' k-th values side by side; a gated block's gate and up
+  // rows of the same 32 hidden units share a panel, so one pass over the weights computes
+  // both and the activation and product are applied to the tile at once), and no
+  // row-major copy kept — the same memory as the f32 weights, plus padding to 64 rows.
+  // Every token's output is one fixed chain of operations per element, so it is
+  // bit-identical for any thread count and any batch the token is in (alone or with
+  // others). Forward only: weights(), backward and training need the f32 block. Throws
+  // ffn::Error on a block that is not f32 or is already packed.
+  Block packed(ThreadPool* pool = nullptr) const;
+  bool is_packed() const { return packed_ != nullptr; }
+
   // Fast forward: y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool`
   // (default: a process-wide pool with one thread per core) and the active ISA. The
   // result is bit-identical for any number of threads. Throws ffn::Error on shape mismatch.
@@ -98,11 +116,13 @@ class Block {
   struct Unallocated {};
   Block(const BlockConfig& config, Unallocated) : config_(config) {}
   void forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& pool) const;
+  void forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& pool) const;
 
   BlockConfig config_;
   BlockWeights weights_;
   WeightType weight_type_ = WeightType::f32;
   TypedWeights typed_;
+  std::shared_ptr<const PackedWeights> packed_;  // set by packed(); then weights_ is empty
 };
 
 // Rounds every weight matrix to the values weight type t stores — bf16/f16 conversion, or

@@ -61,6 +61,8 @@ class Matrix {
   const float* row(int64_t r) const { return data() + r * cols_; }
   MatrixView view() { return {data(), rows_, cols_, cols_}; }
   ConstMatrixView view() const { return {data(), rows_, cols_, cols_}; }
+  // A deep copy (Matrix itself is move-only, so copies are always asked for).
+  Matrix clone() const;
 
  private:
   AlignedFloats storage_;

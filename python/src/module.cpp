@@ -179,6 +179,12 @@ PYBIND11_MODULE(_core, m) {
             return std::make_unique<ffn::Block>(b.stored_as(t));
           },
           py::arg("dtype"))
+      .def("packed",
+           [](const ffn::Block& b) {
+             py::gil_scoped_release release;
+             return std::make_unique<ffn::Block>(b.packed());
+           })
+      .def_property_readonly("is_packed", &ffn::Block::is_packed)
       .def("tensor_names", &tensor_names)
       .def("tensor", &view_of, py::arg("name"))
       .def("set_tensor", &set_tensor, py::arg("name"), py::arg("value"))

@@ -47,6 +47,7 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
   if (x.data < y_end && y.data < x_end) throw Error("output y overlaps input x");
 
   ThreadPool& p = pool ? *pool : default_thread_pool();
+  if (packed_) return forward_packed(x, y, p);
   if (weight_type_ != WeightType::f32) return forward_stored(x, y, p);
   const auto& k = kernels::active_kernels();
   const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);

@@ -10,12 +10,6 @@
 namespace ffn {
 namespace {
 
-Matrix copy_of(const Matrix& m) {
-  Matrix out(m.rows(), m.cols());
-  if (!m.empty()) std::memcpy(out.data(), m.data(), static_cast<size_t>(m.size()) * sizeof(float));
-  return out;
-}
-
 // m's rows encoded as t, rows split across the pool (each row is encoded independently).
 TypedMatrix encode(const Matrix& m, const char* name, WeightType t, ThreadPool& pool) {
   TypedMatrix out;
@@ -109,6 +103,9 @@ Block Block::from_stored(const BlockConfig& config, TypedWeights weights) {
 BlockWeights& Block::weights() { return const_cast<BlockWeights&>(static_cast<const Block&>(*this).weights()); }
 
 const BlockWeights& Block::weights() const {
+  if (packed_)
+    throw Error("this block is packed for inference (Block::packed) and keeps no row-major f32 copy; training, "
+                "backward and the reference need the f32 block it was packed from");
   if (weight_type_ != WeightType::f32)
     throw Error("this block stores its weights as " + std::string(weight_type_info(weight_type_).name) +
                 " and keeps no f32 copy; training, backward and the reference need an f32 block");
@@ -116,6 +113,7 @@ const BlockWeights& Block::weights() const {
 }
 
 Block Block::stored_as(WeightType t, ThreadPool* pool) const {
+  if (packed_) throw Error("stored_as: the block is packed; convert from the f32 block it was packed from");
   if (weight_type_ != WeightType::f32)
     throw Error("stored_as: the block is already stored as " + std::string(weight_type_info(weight_type_).name) +
                 "; convert from its f32 block");
@@ -128,7 +126,7 @@ Block Block::stored_as(WeightType t, ThreadPool* pool) const {
                             {&b.weights_.gate_bias, &weights_.gate_bias},
                             {&b.weights_.up_bias, &weights_.up_bias},
                             {&b.weights_.down_bias, &weights_.down_bias}})
-      *dst = copy_of(*src);
+      *dst = src->clone();
     return b;
   }
   Block b(config_, Unallocated{});
@@ -136,9 +134,9 @@ Block Block::stored_as(WeightType t, ThreadPool* pool) const {
   b.typed_.gate = encode(weights_.gate, "gate", t, p);
   b.typed_.up = encode(weights_.up, "up", t, p);
   b.typed_.down = encode(weights_.down, "down", t, p);
-  b.typed_.gate_bias = copy_of(weights_.gate_bias);
-  b.typed_.up_bias = copy_of(weights_.up_bias);
-  b.typed_.down_bias = copy_of(weights_.down_bias);
+  b.typed_.gate_bias = weights_.gate_bias.clone();
+  b.typed_.up_bias = weights_.up_bias.clone();
+  b.typed_.down_bias = weights_.down_bias.clone();
   return b;
 }
 

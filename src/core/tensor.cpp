@@ -53,4 +53,10 @@ Matrix::Matrix(int64_t rows, int64_t cols) {
   cols_ = cols;
 }
 
+Matrix Matrix::clone() const {
+  Matrix out(rows_, cols_);
+  if (!empty()) std::memcpy(out.data(), data(), static_cast<size_t>(size()) * sizeof(float));
+  return out;
+}
+
 }  // namespace ffn

@@ -40,6 +40,28 @@ void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* 
 void f32_gemm_nt_packed_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                                     const float* B, int64_t ldb, float* C, int64_t ldc);
 
+// Weights packed at load for the forward (Block::packed, src/block/packed_weights.cpp):
+// each panel holds the k-th values of kPanelWidth weight rows side by side, [K][64] floats,
+// 64-byte aligned, panels consecutive in memory.
+inline constexpr int64_t kPanelWidth = 64;
+
+// f32_panel_gemm_<isa>_<tile>: C[t][j] = Σ_k A[t][k] · P[k][j]   for t < T, j < 64.
+//   A: [T][K], row stride lda (activations);  P: one panel, [K][64] contiguous, 64-byte
+//   aligned;  C: [T][64], row stride ldc. T, K ≥ 0; C must not overlap A or P. K = 0
+//   writes zeros. May prefetch (never read) the 512·64 floats after the panel.
+//   Determinism: every element is one chain acc ← acc + A[t][k]·P[k][j] over k in order
+//   from 0 (fused multiply-add in the vector kernels), whatever T is and wherever the
+//   token falls in a tile (f32_panel_tiles.hpp): a token's result is the same alone or in
+//   any batch, for any split of tokens or panels across threads.
+//   Accuracy: error ≤ K·u·Σ|A·P|.
+using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                              int64_t ldc);
+void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
+void f32_panel_gemm_avx2_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                              int64_t ldc);
+void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                                int64_t ldc);
+
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
 using F32FmaRoof = float (*)(int64_t iterations);
@@ -153,6 +175,8 @@ struct KernelTable {
   F32GemmNt f32_gemm_nt;
   const char* f32_gemm_nt_packed_name;
   F32GemmNt f32_gemm_nt_packed;
+  const char* f32_panel_gemm_name;
+  F32PanelGemm f32_panel_gemm;
   F32FmaRoof f32_fma_roof;
   const char* f32_gemm_nn_name;
   F32GemmNn f32_gemm_nn;

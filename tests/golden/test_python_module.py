@@ -138,6 +138,21 @@ def test_load_and_from_torch(ffn_module, tmp_path):
     assert ffn.from_torch(Unknown(), variant="relu").bias
 
 
+def test_packed_block(ffn_module):
+    """A packed f32 block: within the f32 bound, the same bits for a token alone or in a batch."""
+    ffn = ffn_module
+    block = ffn.SwiGLU(64, hidden=96, seed=3, bias=True)
+    packed = block.packed()
+    assert isinstance(packed, ffn.SwiGLU) and packed.is_packed and not block.is_packed and "packed" in repr(packed)
+    x = np.random.default_rng(4).standard_normal((9, 64)).astype(np.float32)
+    assert within_bound(block.state_dict(), x, "swiglu", True, packed(x))
+    np.testing.assert_array_equal(packed(x[3]), packed(x)[3])
+    with pytest.raises(ffn.Error, match="packed"):
+        packed.parameters()
+    with pytest.raises(ffn.Error, match="packed"):
+        packed.backward(x, x)
+
+
 def test_stored_types(ffn_module, tmp_path):
     """Blocks whose weights stay bf16/f16/q8_0/q4_0: same class, weights read as stored."""
     ffn = ffn_module

@@ -37,7 +37,10 @@ void run_forward(const ForwardOptions& o) {
   // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
   LoadedBlock loaded =
       o.dtype.empty() ? load_block(o.weights, load) : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
-  const Block block = std::move(loaded.block);
+  // f32 weights are packed once into the forward kernels' panels (Block::packed): a
+  // token's output is then the same whatever else is in the file of tokens.
+  const Block block =
+      loaded.block.weight_type() == WeightType::f32 ? loaded.block.packed(&pool) : std::move(loaded.block);
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 

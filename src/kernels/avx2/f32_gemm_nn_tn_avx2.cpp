@@ -1,7 +1,6 @@
 // AVX2+FMA f32 GEMMs of backward (NN: C = A·B; TN: C += Aᵀ·B), 6×16 register tile: 6 rows
 // × 2 ymm = 12 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 16 registers).
-// Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx2.hpp; the
-// stores these products need beyond the NT kernel's operations are added here.
+// Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx2.hpp.
 // Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
@@ -9,16 +8,6 @@
 
 namespace ffn::kernels {
 namespace {
-
-struct Avx2Store : Avx2 {
-  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
-  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-  // vmaskmovps neither writes nor faults on masked-off lanes.
-  static void store_tail(float* p, Vec v, int64_t count) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane), v);
-  }
-};
 
 // 256 rows of a 16-column panel: 16 KiB, within the L1 data cache beside the A strip.
 constexpr int64_t kKBlock = 256;

@@ -30,4 +30,16 @@ struct Avx2 {
   }
 };
 
+// The stores and the add of the outer-product kernels (f32_gemm_nn_tn_tiles.hpp,
+// f32_panel_tiles.hpp), which write C a vector at a time.
+struct Avx2Store : Avx2 {
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  // vmaskmovps neither writes nor faults on masked-off lanes.
+  static void store_tail(float* p, Vec v, int64_t count) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    _mm256_maskstore_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lane), v);
+  }
+};
+
 }  // namespace ffn::kernels

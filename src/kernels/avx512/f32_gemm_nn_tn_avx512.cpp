@@ -1,7 +1,6 @@
 // AVX-512F f32 GEMMs of backward (NN: C = A·B; TN: C += Aᵀ·B), 8×32 register tile: 8 rows
 // × 2 zmm = 16 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 32 registers).
-// Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx512.hpp; the
-// stores these products need beyond the NT kernel's operations are added here.
+// Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx512.hpp.
 // Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
@@ -9,15 +8,6 @@
 
 namespace ffn::kernels {
 namespace {
-
-struct Avx512Store : Avx512 {
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
-  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-  // Masked-off lanes are neither written nor faulted on.
-  static void store_tail(float* p, Vec v, int64_t count) {
-    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), v);
-  }
-};
 
 // 256 rows of a 32-column panel: 32 KiB, within the L1 data cache beside the A strip.
 constexpr int64_t kKBlock = 256;

@@ -30,4 +30,15 @@ struct Avx512 {
   }
 };
 
+// The stores and the add of the outer-product kernels (f32_gemm_nn_tn_tiles.hpp,
+// f32_panel_tiles.hpp), which write C a vector at a time.
+struct Avx512Store : Avx512 {
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
+  // Masked-off lanes are neither written nor faulted on.
+  static void store_tail(float* p, Vec v, int64_t count) {
+    _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1u), v);
+  }
+};
+
 }  // namespace ffn::kernels

@@ -1,0 +1,94 @@
+// The portable half of f32_panel_gemm (contract in kernels.hpp): C = A·P for one weight
+// panel P packed at load, [K][kPanelWidth] floats, so that the k-th values of 64 weight
+// rows lie side by side and a whole panel streams from memory as one linear array.
+//
+// The register tile is an outer product, MR tokens × NV vectors of the panel's row k: lane
+// l of accumulator (i, v) is C[i][v·lanes + l] itself. The panel's 64 columns are covered
+// in kPanelWidth / (NV·lanes) passes (one on AVX-512, four on AVX2).
+//
+// Blocking: tokens in blocks of kTokenBlock (their K-block of A stays in L2 while every
+// strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of kKBlock rows of
+// the panel (128 KiB). While the first strip of a block runs it prefetches the next
+// block's rows — the next rows of the same linear array — into L2, so that memory streams
+// while the FMAs run instead of stalling the first strip and idling during the others.
+//
+// Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
+// order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
+// the same code. So a value depends on neither T nor the token's place in a tile: a token
+// gets the same bits alone or in any batch, on any thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/f32_gemm_nn_tn_tiles.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn::kernels {
+
+inline constexpr int64_t kPanelTokenBlock = 256;
+inline constexpr int64_t kPanelKBlock = 512;
+
+// MR tokens × the panel's 64 columns over kc rows of the panel. With Resume, the chains
+// start from C; otherwise from 0. `prefetch` (or null) is the next block to pull into L2:
+// one 256-byte row per k, prefetched in the first pass.
+template <class V, int MR, int NV, bool Resume>
+inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, float* C, int64_t ldc,
+                       const float* prefetch) {
+  using Vec = typename V::Vec;
+  constexpr int64_t kCols = NV * V::lanes;
+  static_assert(kPanelWidth % kCols == 0, "a pass covers a whole part of the panel");
+  for (int64_t j0 = 0; j0 < kPanelWidth; j0 += kCols) {
+    Vec acc[MR][NV];
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < NV; ++v) acc[i][v] = Resume ? V::load(C + i * ldc + j0 + v * V::lanes) : V::zero();
+    const float* p = P + j0;
+    for (int64_t k = 0; k < kc; ++k, p += kPanelWidth) {
+      if (prefetch && j0 == 0) {
+        const char* q = reinterpret_cast<const char*>(prefetch + k * kPanelWidth);
+        for (int line = 0; line < kPanelWidth * 4 / 64; ++line) __builtin_prefetch(q + 64 * line, 0, 2);
+      }
+      Vec b[NV];
+      for (int v = 0; v < NV; ++v) b[v] = V::load(p + v * V::lanes);
+      for (int i = 0; i < MR; ++i) {
+        const Vec a = V::broadcast(A[i * lda + k]);
+        for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(a, b[v], acc[i][v]);
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < NV; ++v) V::store(C + i * ldc + j0 + v * V::lanes, acc[i][v]);
+  }
+}
+
+template <class V, int MR, int NV>
+void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc) {
+  if (K == 0) {
+    for (int64_t t = 0; t < T; ++t) std::fill(C + t * ldc, C + t * ldc + kPanelWidth, 0.0f);
+    return;
+  }
+  for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {
+    const int64_t mb = std::min(kPanelTokenBlock, T - m0);
+    for (int64_t k0 = 0; k0 < K; k0 += kPanelKBlock) {
+      const int64_t kc = std::min(kPanelKBlock, K - k0);
+      const float* block = P + k0 * kPanelWidth;
+      // The next block in memory: this panel's next K block, or the next panel's first
+      // (panels are consecutive). Prefetching past the end of the array never faults.
+      const float* next = block + kc * kPanelWidth;
+      const float* a = A + m0 * lda + k0;
+      float* c = C + m0 * ldc;
+      const bool resume = k0 > 0;
+      auto strip = [&]<int R>(int64_t t, const float* pf) {
+        if (resume)
+          panel_tile<V, R, NV, true>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+        else
+          panel_tile<V, R, NV, false>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+      };
+      int64_t t = 0;
+      for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t, t == 0 ? next : nullptr);
+      if (t < mb)
+        with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t, t == 0 ? next : nullptr); });
+    }
+  }
+}
+
+}  // namespace ffn::kernels

@@ -1,0 +1,169 @@
+// Blocks packed for inference (Block::packed) and their kernel, f32_panel_gemm.
+//   The kernel on every ISA against a double-precision sum, within K·u·Σ|a·p| (the bound
+//   of any f32 summation order; a lost k, a wrong column or a skipped K block misses it),
+//   at token counts below, at and above the 6-token tile and the 256-token block, and K
+//   below, at and above the 512-row block.
+//   The packed forward of every variant against the double-precision reference of the
+//   block it was packed from, within the reference's rigorous bound (test_forward.cpp),
+//   with D and H that fill no panel exactly; bit-identical for any thread count and for a
+//   token alone or in any batch; forward-only (weights(), stored_as, packing twice refused).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "ffn/backward.hpp"
+#include "ffn/block.hpp"
+#include "ffn/error.hpp"
+#include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "random_data.hpp"
+#include "same_bits.hpp"
+
+namespace ffn {
+namespace {
+
+using test::random_matrix;
+constexpr int64_t kW = kernels::kPanelWidth;
+
+class PanelKernel : public testing::TestWithParam<Isa> {};
+
+TEST_P(PanelKernel, MatchesDoubleSumWithinBound) {
+  const auto& k = kernels::kernel_table(GetParam());
+  for (int64_t K : {0, 1, 7, 511, 512, 513, 1100})
+    for (int64_t T : {1, 5, 6, 7, 13, 256, 257, 263}) {
+      const Matrix A = random_matrix(T, K + 3, uint32_t(T * 31 + K));  // lda = K + 3
+      const Matrix P = random_matrix(K, kW, uint32_t(K + 5));
+      Matrix C(T, kW + 2);  // ldc = 66
+      for (int64_t i = 0; i < C.size(); ++i) C.data()[i] = NAN;  // every element must be written
+      k.f32_panel_gemm(T, K, A.data(), K + 3, P.data(), C.data(), kW + 2);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < kW; ++j) {
+          double exact = 0, magnitude = 0;
+          for (int64_t kk = 0; kk < K; ++kk) {
+            const double term = double(A.row(t)[kk]) * P.row(kk)[j];
+            exact += term;
+            magnitude += std::fabs(term);
+          }
+          const double bound = double(K) * 0x1p-24 * magnitude;
+          ASSERT_LE(std::fabs(C.row(t)[j] - exact), bound)
+              << k.f32_panel_gemm_name << " T=" << T << " K=" << K << " t=" << t << " j=" << j;
+        }
+    }
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(PanelKernel);
+
+struct Shape {
+  int64_t d, hidden, tokens;
+  bool bias;
+};
+// D and H below, across and above whole panels (32 hidden units per gated panel, 64
+// otherwise); 263 tokens cross the kernel's 256-token block.
+const Shape kShapes[] = {{1, 1, 1, false},    {7, 13, 2, true},     {33, 171, 17, false},
+                         {64, 96, 7, true},   {65, 130, 263, true}, {100, 37, 5, false}};
+
+std::vector<Variant> all_variants() {
+  std::vector<Variant> v = named_variants();
+  v.push_back({true, Activation::gelu_tanh});
+  v.push_back({false, Activation::sigmoid});
+  v.push_back({false, Activation::identity});
+  return v;
+}
+
+double worst_bound_ratio(const Block& reference_block, const Matrix& x, const Matrix& y) {
+  const int64_t D = reference_block.config().d_model;
+  std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
+  double worst = 0;
+  for (int64_t t = 0; t < x.rows(); ++t) {
+    reference_forward_token(reference_block, x.row(t), ref.data(), bound.data());
+    for (int64_t i = 0; i < D; ++i) {
+      const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / bound[size_t(i)];
+      worst = std::isnan(r) ? INFINITY : std::max(worst, r);
+    }
+  }
+  return worst;
+}
+
+class PackedForward : public testing::TestWithParam<Isa> {};
+
+TEST_P(PackedForward, EveryVariantMatchesReferenceWithinBound) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Variant& v : all_variants())
+    for (const Shape& s : kShapes) {
+      const Block block = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
+      const Block packed = block.packed(&pool);
+      EXPECT_TRUE(packed.is_packed());
+      const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
+      Matrix y(s.tokens, s.d);
+      packed.forward(x.view(), y.view(), &pool);
+      EXPECT_LE(worst_bound_ratio(block, x, y), 1.0)
+          << variant_name(v) << " d=" << s.d << " hidden=" << s.hidden << " T=" << s.tokens << " bias=" << s.bias;
+    }
+}
+
+TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
+  test::ScopedIsa isa(GetParam());
+  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}}) {
+    const Block packed = Block::random({v, 72, 200, true}, 3).packed();
+    const int64_t T = 270;
+    const Matrix x = random_matrix(T, 72, 5, 2.0f);
+    ThreadPool one(1);
+    Matrix first(T, 72);
+    packed.forward(x.view(), first.view(), &one);
+    for (int threads : {2, 3, 5}) {
+      ThreadPool pool(threads);
+      Matrix y(T, 72);
+      packed.forward(x.view(), y.view(), &pool);
+      ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
+    }
+    // A token alone, and a window of 9 tokens starting anywhere, give the batch's bits.
+    for (int64_t t0 : {0, 5, 100, 261}) {
+      for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0)}) {
+        Matrix y(n, 72);
+        packed.forward({x.row(t0), n, 72, 72}, y.view(), &one);
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t i = 0; i < 72; ++i)
+            ASSERT_EQ(y.row(t)[i], first.row(t0 + t)[i]) << variant_name(v) << " token " << t0 + t << " of " << n;
+      }
+    }
+  }
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(PackedForward);
+
+TEST(PackedBlock, IsForwardOnly) {
+  const Block block = Block::random({{true, Activation::swish}, 32, 64, false}, 1);
+  Block packed = block.packed();
+  EXPECT_THROW(packed.weights(), Error);
+  EXPECT_THROW(packed.stored_as(WeightType::q8_0), Error);
+  EXPECT_THROW(packed.packed(), Error);
+  EXPECT_THROW(block.stored_as(WeightType::bf16).packed(), Error);
+  const Matrix x = random_matrix(2, 32, 1);
+  Matrix y(2, 32), wrong(2, 31);
+  ForwardCache cache;
+  EXPECT_THROW(forward_train(packed, x.view(), y.view(), cache, false), Error);
+  EXPECT_THROW(packed.forward(x.view(), wrong.view()), Error);
+  EXPECT_NO_THROW(packed.forward(x.view(), y.view()));
+}
+
+TEST(PackedBlock, NonFiniteTokensStayInTheirRow) {
+  const Block packed = Block::random({{true, Activation::swish}, 40, 70, true}, 2).packed();
+  Matrix x = random_matrix(8, 40, 3);
+  x.row(2)[5] = NAN;
+  x.row(6)[0] = INFINITY;
+  Matrix y(8, 40);
+  packed.forward(x.view(), y.view());
+  for (int64_t t = 0; t < 8; ++t)
+    for (int64_t i = 0; i < 40; ++i) {
+      if (t == 2) {
+        EXPECT_TRUE(std::isnan(y.row(t)[i]));
+      } else if (t != 6) {
+        EXPECT_TRUE(std::isfinite(y.row(t)[i])) << "token " << t;
+      }
+    }
+}
+
+}  // namespace
+}  // namespace ffn
