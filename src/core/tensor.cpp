@@ -1,5 +1,6 @@
 #include "ffn/tensor.hpp"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -34,7 +35,15 @@ AlignedFloats::AlignedFloats(int64_t count) {
   if (static_cast<int64_t>(bytes) > memory)
     throw Error("allocation of " + std::to_string(count) + " floats (" + std::to_string(bytes) +
                 " bytes) exceeds this machine's memory (" + std::to_string(memory) + " bytes)");
-  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes));
+  // Large arrays (weights, [T][H] activations) are placed on 2 MiB boundaries and offered
+  // transparent huge pages: touching a fresh 4 KiB page costs a fault (≈ 10 µs in a
+  // virtual machine), and zeroing a 45 MB hidden tensor page by page took 120 ms — as long
+  // as a seventh of the forward that used it.
+  constexpr size_t kHugePage = size_t(2) << 20;
+  const bool huge = bytes >= kHugePage;
+  const size_t alloc_bytes = huge ? (bytes + kHugePage - 1) / kHugePage * kHugePage : bytes;
+  auto* p = static_cast<float*>(std::aligned_alloc(huge ? kHugePage : 64, alloc_bytes));
+  if (p && huge) ::madvise(p, alloc_bytes, MADV_HUGEPAGE);  // a hint: refusal changes nothing
   if (!p)
     throw Error("allocation of " + std::to_string(count) + " floats (" + std::to_string(bytes) +
                 " bytes) failed: not enough memory");

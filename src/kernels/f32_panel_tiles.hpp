@@ -8,10 +8,10 @@
 //
 // Blocking: tokens in blocks of kTokenBlock (their K-block of A stays in L2 while every
 // strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of kKBlock rows of
-// the panel (128 KiB). While the first strip of a block runs it prefetches the next
-// block's rows — the next rows of the same linear array — into L2, so that memory streams
-// while the FMAs run instead of stalling the first strip and idling during the others.
-//
+// the panel (128 KiB). While a block's strips run they prefetch the next block — the next
+// rows of the same linear array — into L2, its lines shared out evenly over the strips, so
+// that memory streams at an even pace while the FMAs run (all of it in the first strip
+// would ask for far more than memory gives in that time, and stall that strip).
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token
@@ -29,12 +29,19 @@ namespace ffn::kernels {
 inline constexpr int64_t kPanelTokenBlock = 256;
 inline constexpr int64_t kPanelKBlock = 512;
 
+// A share of the next block to prefetch: `lines` cache lines from `first`, at most
+// `per_k` of them per step of k.
+struct PrefetchShare {
+  const char* first = nullptr;
+  int64_t lines = 0;
+  int64_t per_k = 0;
+};
+
 // MR tokens × the panel's 64 columns over kc rows of the panel. With Resume, the chains
-// start from C; otherwise from 0. `prefetch` (or null) is the next block to pull into L2:
-// one 256-byte row per k, prefetched in the first pass.
+// start from C; otherwise from 0. The prefetches are issued in the first pass.
 template <class V, int MR, int NV, bool Resume>
 inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, float* C, int64_t ldc,
-                       const float* prefetch) {
+                       PrefetchShare pf) {
   using Vec = typename V::Vec;
   constexpr int64_t kCols = NV * V::lanes;
   static_assert(kPanelWidth % kCols == 0, "a pass covers a whole part of the panel");
@@ -43,11 +50,10 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, 
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < NV; ++v) acc[i][v] = Resume ? V::load(C + i * ldc + j0 + v * V::lanes) : V::zero();
     const float* p = P + j0;
+    int64_t issued = j0 == 0 ? 0 : pf.lines;
     for (int64_t k = 0; k < kc; ++k, p += kPanelWidth) {
-      if (prefetch && j0 == 0) {
-        const char* q = reinterpret_cast<const char*>(prefetch + k * kPanelWidth);
-        for (int line = 0; line < kPanelWidth * 4 / 64; ++line) __builtin_prefetch(q + 64 * line, 0, 2);
-      }
+      for (int64_t n = 0; n < pf.per_k && issued < pf.lines; ++n, ++issued)
+        __builtin_prefetch(pf.first + 64 * issued, 0, 2);
       Vec b[NV];
       for (int v = 0; v < NV; ++v) b[v] = V::load(p + v * V::lanes);
       for (int i = 0; i < MR; ++i) {
@@ -77,16 +83,20 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
       const float* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
-      auto strip = [&]<int R>(int64_t t, const float* pf) {
+      // The next block's lines, shared out over this block's strips.
+      const int64_t strips = (mb + MR - 1) / MR, lines = kc * kPanelWidth * 4 / 64;
+      const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
+      auto strip = [&]<int R>(int64_t t) {
+        const int64_t s = t / MR, first = std::min(lines, s * share);
+        const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k};
         if (resume)
           panel_tile<V, R, NV, true>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
         else
           panel_tile<V, R, NV, false>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
       };
       int64_t t = 0;
-      for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t, t == 0 ? next : nullptr);
-      if (t < mb)
-        with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t, t == 0 ? next : nullptr); });
+      for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t);
+      if (t < mb) with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t); });
     }
   }
 }
