@@ -1,22 +1,33 @@
-// Backward of a block: two threaded stages over the active ISA's kernels.
+// Backward of a block: three threaded stages, every product through the panel kernel
+// (kernels::f32_panel_gemm: C = A·P, P a [K][64] panel), whose operands are laid out here
+// per call — a copy of O(T·D) or O(64·K) per stage against the products' O(T·D·H), and in
+// exchange every operand streams contiguously (strided rows cost a TLB miss and a demand
+// cache miss per k: the old NN/TN kernels read x and dy that way and ran at 0.3 of the
+// FMA roof).
+//   stage 0 (shared, split across threads):  dyᵀ [D][T];  x in panels [D/64][T][64].
 //   stage 1 (hidden units split across threads, 64 at a time; per chunk):
 //     g, u  from the cache, or recomputed into [T][64] tiles exactly as forward made them
-//     dh    = dy·W_down[:, chunk]                      f32_gemm_nn       [T][64] tile
-//     h, du, dg from g, u, dh                          activation backward (h: [T][64] tile;
-//                                                      du, dg: columns of [T][H] buffers)
-//     dW_down[:, chunk] += dyᵀ·h;  dW_up[chunk] += duᵀ·x;  dW_gate[chunk] += dgᵀ·x
-//                                                      f32_gemm_tn_add
+//     dh    = dy·W_down[:, chunk]          A = dy,          P = W_down's columns copied
+//     h, du, dg from g, u, dh              activation backward (h: [T][64] tile;
+//                                          du, dg: columns of one [T][2H] buffer dz)
+//     dW_down[:, chunk] += dyᵀ·h           A = dyᵀ,         P = the h tile itself
+//     dW_up[chunk], dW_gate[chunk] += [du dg]ᵀ·x
+//                                          A = du and dg's chunk transposed [128][T],
+//                                          P = each panel of x
 //     db_up[chunk], db_gate[chunk] += column sums of du, dg
-//   stage 2 (model columns split across threads):
-//     dx[:, cols] = du·W_up[:, cols] + dg·W_gate[:, cols]   f32_gemm_nn, one chain over 2H
+//   stage 2 (model columns split across threads, 64 at a time):
+//     dx[:, cols] = [du dg]·[W_up; W_gate][:, cols]   one chain over 2H
 //     db_down[cols] += column sums of dy
-// A gradient element belongs to exactly one thread (the one owning its hidden unit in
-// stage 1, its model column in stage 2), and every element is one fixed sequence of
-// operations (the kernel contracts), so results are bit-identical for any thread count.
-// Scratch: du and dg ([T][H], what forward's h costs) and per thread a few [T][64] tiles.
+// The kernel's chains run over k in order from 0; a weight gradient's sum over tokens is
+// formed whole in a scratch tile and then added once. A gradient element belongs to exactly
+// one thread (the one owning its hidden unit in stage 1, its model column in stage 2), so
+// results are bit-identical for any thread count.
+// Scratch: dz [T][2H] (what forward's h costs, twice), dyᵀ and x's panels [T][D] each, and
+// per thread tiles of [T][64], [D][64], [128][T] and [2H][64].
 #include <algorithm>
 #include <string>
 
+#include "block/panels.hpp"
 #include "block/training_views.hpp"
 #include "ffn/backward.hpp"
 #include "kernels/kernels.hpp"
@@ -114,12 +125,24 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
   const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);
   const Activation act = c.variant.activation;
   const bool gated = c.variant.gated, recompute = cache.recompute;
-  Matrix du(T, H), dg(gated ? T : 0, H);  // du holds dz for 2-matrix blocks
+  using panels::kW;
+  // dz = [du dg]: du in columns [0, H), dg in [H, 2H) (du holds dz for 2-matrix blocks).
+  const int64_t ldz = gated ? 2 * H : H, x_panels = (D + kW - 1) / kW;
+  Matrix dz(T, ldz), dy_t(D, T);
+  AlignedFloats x_panel(x_panels * T * kW);
+
+  p.run([&](int ith, int nth) {
+    const auto [d0, d1] = split_range(D, ith, nth, kW);
+    for (int64_t b = d0; b < d1; b += kW)
+      panels::copy_columns(x.data + b, x.stride, T, std::min(kW, D - b), x_panel.data() + b / kW * T * kW);
+    panels::transpose(dy.data + d0, dy.stride, T, d1 - d0, dy_t.row(d0), T);
+  });
 
   p.run([&](int ith, int nth) {
     const auto [h0, h1] = split_range(H, ith, nth, kSplitAlign);
     if (h1 <= h0) return;
-    Matrix dh(T, kHiddenChunk), h(T, kHiddenChunk);
+    const int64_t mats = gated ? 2 : 1;
+    Matrix dh(T, kW), h(T, kW), down_cols(D, kW), dz_t(mats * kW, T), s_down(D, kW), s_in(mats * kW, kW);
     Matrix u_tile(recompute ? T : 0, kHiddenChunk), g_tile(recompute && gated ? T : 0, kHiddenChunk);
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
@@ -139,30 +162,50 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
         u = cache.up.data() + c0;
         g = gated ? cache.gate.data() + c0 : nullptr;
       }
-      k.f32_gemm_nn(T, nb, D, dy.data, dy.stride, w.down.data() + c0, H, dh.data(), kHiddenChunk, false);
+      panels::copy_columns(w.down.data() + c0, H, D, nb, down_cols.data());
+      k.f32_panel_gemm(T, D, dy.data, dy.stride, down_cols.data(), dh.data(), kW);
       for (int64_t t = 0; t < T; ++t) {
+        float* du = dz.row(t) + c0;
         if (gated)
-          kernels::f32_gated_activation_backward(act, g + t * ld, u + t * ld, dh.row(t), h.row(t), du.row(t) + c0,
-                                                 dg.row(t) + c0, nb);
+          kernels::f32_gated_activation_backward(act, g + t * ld, u + t * ld, dh.row(t), h.row(t), du, du + H, nb);
         else
-          kernels::f32_activation_backward(act, u + t * ld, dh.row(t), h.row(t), du.row(t) + c0, nb);
+          kernels::f32_activation_backward(act, u + t * ld, dh.row(t), h.row(t), du, nb);
       }
-      k.f32_gemm_tn_add(D, nb, T, dy.data, dy.stride, h.data(), kHiddenChunk, grads.down.data() + c0, H);
-      k.f32_gemm_tn_add(nb, D, T, du.data() + c0, H, x.data, x.stride, grads.up.row(c0), D);
-      if (gated) k.f32_gemm_tn_add(nb, D, T, dg.data() + c0, H, x.data, x.stride, grads.gate.row(c0), D);
+      // dW_down[:, chunk] += dyᵀ·h (h's columns past nb hold stale values; their sums are dropped).
+      k.f32_panel_gemm(D, T, dy_t.data(), T, h.data(), s_down.data(), kW);
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t j = 0; j < nb; ++j) grads.down.row(d)[c0 + j] += s_down.row(d)[j];
+      // [dW_up; dW_gate][chunk] += [du dg]ᵀ·x, one panel of x (64 model columns) at a time.
+      panels::transpose(dz.data() + c0, ldz, T, nb, dz_t.data(), T);
+      if (gated) panels::transpose(dz.data() + H + c0, ldz, T, nb, dz_t.row(nb), T);
+      for (int64_t b = 0; b < x_panels; ++b) {
+        k.f32_panel_gemm(mats * nb, T, dz_t.data(), T, x_panel.data() + b * T * kW, s_in.data(), kW);
+        const int64_t cols = std::min(kW, D - b * kW);
+        for (int64_t m = 0; m < mats * nb; ++m) {
+          float* dw = (m < nb ? grads.up.row(c0 + m) : grads.gate.row(c0 + m - nb)) + b * kW;
+          for (int64_t j = 0; j < cols; ++j) dw[j] += s_in.row(m)[j];
+        }
+      }
       if (c.bias) {
-        add_column_sums(du.data() + c0, H, T, nb, grads.up_bias.data() + c0);
-        if (gated) add_column_sums(dg.data() + c0, H, T, nb, grads.gate_bias.data() + c0);
+        add_column_sums(dz.data() + c0, ldz, T, nb, grads.up_bias.data() + c0);
+        if (gated) add_column_sums(dz.data() + H + c0, ldz, T, nb, grads.gate_bias.data() + c0);
       }
     }
   });
 
   p.run([&](int ith, int nth) {
-    const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
+    const auto [d0, d1] = split_range(D, ith, nth, kW);
     if (d1 <= d0) return;
     if (want_dx) {
-      k.f32_gemm_nn(T, d1 - d0, H, du.data(), H, w.up.data() + d0, D, dx.data + d0, dx.stride, false);
-      if (gated) k.f32_gemm_nn(T, d1 - d0, H, dg.data(), H, w.gate.data() + d0, D, dx.data + d0, dx.stride, true);
+      // [W_up; W_gate][:, cols]: one panel of 2H rows, so each dx element is one chain.
+      Matrix in_cols(ldz, kW), dx_tile(T, kW);
+      for (int64_t b = d0; b < d1; b += kW) {
+        const int64_t cols = std::min(kW, D - b);
+        panels::copy_columns(w.up.data() + b, D, H, cols, in_cols.data());
+        if (gated) panels::copy_columns(w.gate.data() + b, D, H, cols, in_cols.row(H));
+        k.f32_panel_gemm(T, ldz, dz.data(), ldz, in_cols.data(), dx_tile.data(), kW);
+        for (int64_t t = 0; t < T; ++t) std::copy(dx_tile.row(t), dx_tile.row(t) + cols, dx.row(t) + b);
+      }
     }
     if (c.bias) add_column_sums(dy.data + d0, dy.stride, T, d1 - d0, grads.down_bias.data() + d0);
   });

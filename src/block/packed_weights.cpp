@@ -4,30 +4,12 @@
 #include <algorithm>
 #include <string>
 
+#include "block/panels.hpp"
 #include "ffn/error.hpp"
 
 namespace ffn {
-namespace {
 
-constexpr int64_t kW = kernels::kPanelWidth;
-
-// Columns [j0, j0 + rows) of one panel [K][64] from `rows` consecutive weight rows
-// (src row r at src + r·K); other columns are left as they are (zero).
-void fill_columns(float* panel, int64_t K, int64_t j0, const float* src, int64_t rows) {
-  // 64 values of k at a time: the source rows are read front to back while the scattered
-  // writes stay within a few KiB of the panel.
-  constexpr int64_t kStep = 64;
-  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
-    const int64_t kn = std::min(kStep, K - k0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* s = src + r * K + k0;
-      float* d = panel + k0 * kW + j0 + r;
-      for (int64_t k = 0; k < kn; ++k) d[k * kW] = s[k];
-    }
-  }
-}
-
-}  // namespace
+using panels::kW;
 
 PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, ThreadPool& pool) {
   const int64_t D = config.d_model, H = config.hidden;
@@ -44,15 +26,15 @@ PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, Thr
       float* panel = out.first.data() + p * D * kW;
       const int64_t u0 = p * out.units_per_panel, nu = std::min(out.units_per_panel, H - u0);
       if (gated) {
-        fill_columns(panel, D, 0, w.gate.row(u0), nu);
-        fill_columns(panel, D, kW / 2, w.up.row(u0), nu);
+        panels::transpose_rows_into(w.gate.row(u0), D, nu, D, panel, 0);
+        panels::transpose_rows_into(w.up.row(u0), D, nu, D, panel, kW / 2);
       } else {
-        fill_columns(panel, D, 0, w.up.row(u0), nu);
+        panels::transpose_rows_into(w.up.row(u0), D, nu, D, panel, 0);
       }
     }
     const auto [q0, q1] = split_range(out.down_panels, ith, nth);
     for (int64_t p = q0; p < q1; ++p)
-      fill_columns(out.down.data() + p * H * kW, H, 0, w.down.row(p * kW), std::min(kW, D - p * kW));
+      panels::transpose_rows_into(w.down.row(p * kW), H, std::min(kW, D - p * kW), H, out.down.data() + p * H * kW, 0);
   });
   out.gate_bias = w.gate_bias.clone();
   out.up_bias = w.up_bias.clone();

@@ -1,0 +1,50 @@
+// Copying operands into the layout of kernels::f32_panel_gemm: a panel is [K][64] floats,
+// contiguous (internal; used by packing at load and by backward, which packs per call).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kernels.hpp"
+
+namespace ffn::panels {
+
+inline constexpr int64_t kW = kernels::kPanelWidth;
+
+// panel[k][j] = src[k·ld + j] for j < cols (≤ 64), 0 for cols ≤ j < 64; k < rows.
+// A block of columns of a row-major matrix: W_down[:, chunk], x[:, block].
+inline void copy_columns(const float* src, int64_t ld, int64_t rows, int64_t cols, float* panel) {
+  for (int64_t k = 0; k < rows; ++k) {
+    std::copy(src + k * ld, src + k * ld + cols, panel + k * kW);
+    std::fill(panel + k * kW + cols, panel + (k + 1) * kW, 0.0f);
+  }
+}
+
+// panel[k][j0 + r] = src[r·ld + k] for r < rows, k < K: `rows` matrix rows laid into
+// columns j0 … j0 + rows − 1 (other columns untouched). nn.Linear weight rows, for x·Wᵀ.
+inline void transpose_rows_into(const float* src, int64_t ld, int64_t rows, int64_t K, float* panel, int64_t j0) {
+  // 64 values of k at a time: the source rows are read front to back while the scattered
+  // writes stay within a few KiB of the panel.
+  constexpr int64_t kStep = 64;
+  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
+    const int64_t kn = std::min(kStep, K - k0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* s = src + r * ld + k0;
+      float* d = panel + k0 * kW + j0 + r;
+      for (int64_t k = 0; k < kn; ++k) d[k * kW] = s[k];
+    }
+  }
+}
+
+// dst[c][r] = src[r·ld + c] for r < rows, c < cols; dst rows ld_dst apart.
+inline void transpose(const float* src, int64_t ld, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) dst[c * ld_dst + r] = src[r * ld + c];
+    }
+}
+
+}  // namespace ffn::panels
