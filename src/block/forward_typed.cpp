@@ -9,15 +9,16 @@
 //     (half_gemm_nt); q8_0 / q4_0 rows dotted in integers (q_gemm_nt) with the activations
 //     quantised to q8_0 blocks: x once per forward for gate and up, h for down (each
 //     thread quantises the hidden columns it computed: thread ranges are whole blocks);
-//   many tokens: the FMAs are the cost, so a panel of weight rows is widened exactly to
-//     f32 in per-thread scratch (O(rows·K) against the GEMM's O(T·rows·K)) and multiplied
-//     by the packed f32 GEMM; no activation is quantised on this path.
+//   many tokens: the FMAs are the cost, so 64 weight rows at a time are widened exactly to
+//     f32 and laid out as one panel in per-thread scratch (O(64·K) against the product's
+//     O(T·64·K)) for the panel kernel of packed f32 blocks; no activation is quantised.
 // Every output element is computed by one thread with a fixed sequence of operations, so
 // y is bit-identical for any thread count.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "block/panels.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
@@ -27,7 +28,8 @@ namespace ffn {
 namespace {
 
 constexpr int64_t kHiddenChunk = 64;  // hidden units per scratch tile (two q8_0 blocks)
-constexpr int64_t kDownChunk = 32;    // W_down rows widened at a time on the many-token path
+constexpr int64_t kDownChunk = 64;    // W_down rows widened at a time on the many-token path (a panel)
+using panels::kW;
 
 bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0; }
 
@@ -81,14 +83,26 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   const bool wide = T >= stored_packed_min_tokens(type);
   const bool integer = is_integer(type) && !wide;
 
-  // C[T][rows] = A·W[r0 : r0+rows]ᵀ, K = W's row length. scratch: rows·K floats (wide path).
+  // C[T][rows] = A·W[r0 : r0+rows]ᵀ, K = W's row length; rows ≤ 64 on the wide path, whose scratch holds
+  // the widened rows, their panel and a [T][64] tile.
   auto product = [&](const TypedMatrix& m, int64_t r0, int64_t rows, const float* A, int64_t lda, const Q8Buffer& aq,
                      float* C, int64_t ldc, std::vector<float>& scratch) {
     const int64_t K = m.cols;
     if (wide) {
-      scratch.resize(static_cast<size_t>(rows * K));
-      k.widen_rows(type, rows, K, m.row(r0), m.row_bytes, scratch.data());
-      k.f32_gemm_nt_packed(T, rows, K, A, lda, scratch.data(), K, C, ldc);
+      // rows ≤ 64 weight rows widened, then laid side by side as one panel (columns past
+      // `rows` keep stale values whose outputs are not copied out).
+      scratch.resize(static_cast<size_t>(rows * K + K * kW + T * kW));
+      float* widened = scratch.data();
+      float* panel = widened + rows * K;
+      float* tile = panel + K * kW;
+      k.widen_rows(type, rows, K, m.row(r0), m.row_bytes, widened);
+      panels::transpose_rows_into(widened, K, rows, K, panel, 0);
+      if (rows == kW) {
+        k.f32_panel_gemm(T, K, A, lda, panel, C, ldc);
+      } else {
+        k.f32_panel_gemm(T, K, A, lda, panel, tile, kW);
+        for (int64_t t = 0; t < T; ++t) std::copy(tile + t * kW, tile + t * kW + rows, C + t * ldc);
+      }
     } else if (integer) {
       k.q_gemm_nt(type, T, rows, K, aq.rows(), m.row(r0), m.row_bytes / weight_type_info(type).block_bytes, C, ldc);
     } else {
@@ -130,7 +144,7 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   });
 
   p.run([&](int ith, int nth) {
-    const auto [d0, d1] = split_range(D, ith, nth, 16);
+    const auto [d0, d1] = split_range(D, ith, nth, kDownChunk);
     std::vector<float> scratch;
     const int64_t step = wide ? kDownChunk : d1 - d0;
     for (int64_t r0 = d0; r0 < d1; r0 += step) {
