@@ -53,20 +53,21 @@ struct Q8Buffer {
 
 }  // namespace
 
-// Crossovers measured on one 4096×4096 matrix, 1 thread, AVX-512 VNNI, on this 2-core
-// machine (ms, best of 5; the machine was shared, so only the order of the pairs counts):
-//   q4_0 integer path vs widened panels + packed f32: T = 16: 6.7 vs 21.6; 32: 17.4 vs 25.2;
-//     48: 33.9 vs 26.0; 64: 44.4 vs 32.9  → widen from 48.
-//   bf16 widened in registers vs widened panels: T = 32: 18.6 vs 29.2; 48: 19.3 vs 30.5;
-//     64: 24.1 vs 21.9; 128: 85.7 vs 85.9  → widen from 64, as the f32 forward switches.
+// Crossovers measured with the whole block (SwiGLU 4096→11008, 2 threads, AVX-512 VNNI, ms,
+// median of 3; each path forced at every T):
+//   q8_0 integer vs widened panels: T = 64: 49.3 vs 72.6; 128: 90.6 vs 115.7; 256: 194 vs 202;
+//     1024: 850 vs 786.  q4_0: 64: 50.8 vs 77.5; 128: 96.0 vs 115.0; 256: 194 vs 200;
+//     1024: 797 vs 787  → widen from 512.
+//   bf16 widened in registers vs panels: T = 48: 50.3 vs 64.2; 96: 102 vs 99; 128: 126 vs 119;
+//     256: 250 vs 210  → panels from 96.
 int64_t stored_packed_min_tokens(WeightType t) {
   switch (t) {
     case WeightType::bf16:
     case WeightType::f16:
-      return 64;
+      return 96;
     case WeightType::q8_0:
     case WeightType::q4_0:
-      return 48;
+      return 512;
     case WeightType::f32:
       break;
   }

@@ -123,10 +123,11 @@ struct Shape {
   int64_t d, hidden, tokens;
   bool bias;
 };
-// Few-token (integer / widened-in-register) and many-token (widened panel) paths; D and H
+// Few-token (integer / widened-in-register) and many-token (widened panel) paths — 100
+// tokens take panels for bf16/f16, 515 for every type (stored_packed_min_tokens); D and H
 // multiples of 32, one not a multiple of 64, with and without bias.
-const Shape kShapes[] = {
-    {32, 64, 1, false}, {64, 96, 3, true}, {96, 160, 7, false}, {64, 96, 65, true}, {32, 224, 2, true}};
+const Shape kShapes[] = {{32, 64, 1, false}, {64, 96, 3, true},    {96, 160, 7, false},
+                         {64, 96, 100, true}, {32, 224, 2, true}, {32, 64, 515, false}};
 
 class TypedForward : public testing::TestWithParam<Isa> {};
 
@@ -156,7 +157,7 @@ TEST_P(TypedForward, BitIdenticalForAnyThreadCount) {
     const Block f32 = Block::random({v, 96, 224, true}, 3);
     for (WeightType t : kStored) {
       const Block stored = f32.stored_as(t);
-      for (int64_t T : {3, 70}) {  // both paths
+      for (int64_t T : {3, 100, 515}) {  // every path (stored_packed_min_tokens)
         const Matrix x = random_tokens(T, 96, 5);
         Matrix first(T, 96);
         ThreadPool one(1);
