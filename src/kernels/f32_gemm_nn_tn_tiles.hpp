@@ -99,9 +99,7 @@ inline void nn_tn_panel(int64_t M, int64_t nr, int64_t K, const float* A, int64_
 // strip of MR rows then reads: the weight's rows lie a whole row (often a power of two of
 // bytes) apart, which would put the panel's rows into a handful of cache sets and a new
 // page each. The chain resumes from C between K blocks, so blocking changes no bit.
-// With TransposedB, B is given as [N][K] (nn.Linear weight rows, ldb apart) and transposed
-// while it is packed: C = A·Bᵀ, the forward's product, through the same outer-product tile.
-template <class V, int MR, int NV, int64_t KC, bool TransposedB = false>
+template <class V, int MR, int NV, int64_t KC>
 void f32_gemm_nn_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                        float* C, int64_t ldc, bool accumulate) {
   constexpr int64_t NR = NV * V::lanes;
@@ -111,22 +109,11 @@ void f32_gemm_nn_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t 
     // K = 0 still visits one (empty) block, so that `write` zeroes C.
     for (int64_t k0 = 0; k0 < K || (k0 == 0 && !accumulate); k0 += KC) {
       const int64_t kc = std::min(KC, K - k0);
-      if constexpr (TransposedB) {
-        // Each weight row is read front to back (streaming, prefetched); the scattered
-        // writes land in the L1-resident panel.
-        for (int64_t j = 0; j < nr; ++j) {
-          const float* src = B + (n0 + j) * ldb + k0;
-          for (int64_t k = 0; k < kc; ++k) packed[k * NR + j] = src[k];
-        }
-        for (int64_t j = nr; j < NR; ++j)
-          for (int64_t k = 0; k < kc; ++k) packed[k * NR + j] = 0.0f;
-      } else {
-        for (int64_t k = 0; k < kc; ++k) {
-          const float* src = B + (k0 + k) * ldb + n0;
-          float* dst = packed + k * NR;
-          std::copy(src, src + nr, dst);
-          std::fill(dst + nr, dst + NR, 0.0f);
-        }
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = B + (k0 + k) * ldb + n0;
+        float* dst = packed + k * NR;
+        std::copy(src, src + nr, dst);
+        std::fill(dst + nr, dst + NR, 0.0f);
       }
       const float* a = A + k0;
       float* c = C + n0;

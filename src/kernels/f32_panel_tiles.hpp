@@ -39,16 +39,24 @@ struct PrefetchShare {
 
 // MR tokens × the panel's 64 columns over kc rows of the panel. With Resume, the chains
 // start from C; otherwise from 0. The prefetches are issued in the first pass.
+// Only C's first `cols` columns (1 … 64) are read and written; the others are computed
+// from the panel's (zero) columns and dropped.
 template <class V, int MR, int NV, bool Resume>
 inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, float* C, int64_t ldc,
-                       PrefetchShare pf) {
+                       PrefetchShare pf, int64_t cols = kPanelWidth) {
   using Vec = typename V::Vec;
   constexpr int64_t kCols = NV * V::lanes;
   static_assert(kPanelWidth % kCols == 0, "a pass covers a whole part of the panel");
   for (int64_t j0 = 0; j0 < kPanelWidth; j0 += kCols) {
     Vec acc[MR][NV];
+    // Lanes of C that exist in each vector of this pass (0 … lanes).
+    int64_t valid[NV];
+    for (int v = 0; v < NV; ++v) valid[v] = std::clamp<int64_t>(cols - j0 - v * V::lanes, 0, V::lanes);
     for (int i = 0; i < MR; ++i)
-      for (int v = 0; v < NV; ++v) acc[i][v] = Resume ? V::load(C + i * ldc + j0 + v * V::lanes) : V::zero();
+      for (int v = 0; v < NV; ++v) {
+        const float* c = C + i * ldc + j0 + v * V::lanes;
+        acc[i][v] = !Resume || valid[v] == 0 ? V::zero() : valid[v] == V::lanes ? V::load(c) : V::load_tail(c, valid[v]);
+      }
     const float* p = P + j0;
     int64_t issued = j0 == 0 ? 0 : pf.lines;
     for (int64_t k = 0; k < kc; ++k, p += kPanelWidth) {
@@ -62,7 +70,13 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, 
       }
     }
     for (int i = 0; i < MR; ++i)
-      for (int v = 0; v < NV; ++v) V::store(C + i * ldc + j0 + v * V::lanes, acc[i][v]);
+      for (int v = 0; v < NV; ++v) {
+        float* c = C + i * ldc + j0 + v * V::lanes;
+        if (valid[v] == V::lanes)
+          V::store(c, acc[i][v]);
+        else if (valid[v] > 0)
+          V::store_tail(c, acc[i][v], valid[v]);
+      }
   }
 }
 
@@ -97,6 +111,42 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
       int64_t t = 0;
       for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t);
       if (t < mb) with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t); });
+    }
+  }
+}
+
+// f32_gemm_nt_packed (contract in kernels.hpp) through the panel tile: B's rows [N][K] are
+// transposed, KB rows of K at a time, into a zero-padded [KB][64] panel on the stack (L1/L2
+// resident) that every strip of MR tokens then reads; the chains resume through C between
+// K blocks. The forward of row-major blocks (training) takes this path from
+// kPackedMinTokens on: its weights change every step, so they cannot be packed at load.
+template <class V, int MR, int NV>
+void f32_gemm_nt_through_panels(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                int64_t ldb, float* C, int64_t ldc) {
+  constexpr int64_t KB = 256;  // 64 KiB of panel
+  alignas(64) float panel[KB * kPanelWidth];
+  for (int64_t n0 = 0; n0 < N; n0 += kPanelWidth) {
+    const int64_t nr = std::min(kPanelWidth, N - n0);
+    // K = 0 still visits one (empty) block, so that C is written (zeros).
+    for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KB) {
+      const int64_t kc = std::min(KB, K - k0);
+      for (int64_t j = 0; j < nr; ++j) {
+        const float* src = B + (n0 + j) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) panel[k * kPanelWidth + j] = src[k];
+      }
+      for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * kPanelWidth + nr, panel + (k + 1) * kPanelWidth, 0.0f);
+      const bool resume = k0 > 0;
+      auto strip = [&]<int R>(int64_t t) {
+        const float* a = A + t * lda + k0;
+        float* c = C + t * ldc + n0;
+        if (resume)
+          panel_tile<V, R, NV, true>(kc, a, lda, panel, c, ldc, PrefetchShare{}, nr);
+        else
+          panel_tile<V, R, NV, false>(kc, a, lda, panel, c, ldc, PrefetchShare{}, nr);
+      };
+      int64_t t = 0;
+      for (; t + MR <= T; t += MR) strip.template operator()<MR>(t);
+      if (t < T) with_count<MR - 1>(T - t, [&]<int R>() { strip.template operator()<R>(t); });
     }
   }
 }

@@ -30,14 +30,15 @@ void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int
                             const float* B, int64_t ldb, float* C, int64_t ldc);
 
 // f32_gemm_nt_packed_<isa>_<tile>: the same product and contract as f32_gemm_nt, computed
-// as the NN kernel does (f32_gemm_nn_tn_tiles.hpp): B's rows are transposed into packed
-// KC × NR panels and every element is one FMA chain over k in order — no lane reduction,
-// and a panel in L1 reused by every strip of tokens. Faster than f32_gemm_nt once there
-// are enough tokens to pay for the packing; the forward picks one by T alone, so the choice
-// never depends on the thread count. (The scalar table uses f32_gemm_nt_scalar for both.)
+// as the panel kernel does (f32_panel_tiles.hpp): B's rows are transposed, 256 values of k
+// at a time, into a 64-column panel on the stack and every element is one FMA chain over k
+// in order — no lane reduction, and a panel in cache reused by every strip of tokens.
+// Faster than f32_gemm_nt once there are enough tokens to pay for the transposition; the
+// forward picks one by T alone, so the choice never depends on the thread count. (The
+// scalar table uses f32_gemm_nt_scalar for both.)
 void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                                   const float* B, int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_nt_packed_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
+void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                                     const float* B, int64_t ldb, float* C, int64_t ldc);
 
 // Weights packed at load for the forward (Block::packed, src/block/packed_weights.cpp):

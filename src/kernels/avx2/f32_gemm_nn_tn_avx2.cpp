@@ -2,8 +2,11 @@
 // × 2 ymm = 12 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 16 registers).
 // Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx2.hpp.
 // Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
+// The forward's f32_gemm_nt_packed (row-major blocks, many tokens) is here too: the panel
+// tile of f32_panel_tiles.hpp, 6×16 in four passes, over weight rows transposed per call.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -26,7 +29,7 @@ void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, 
 
 void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                              int64_t ldb, float* C, int64_t ldc) {
-  f32_gemm_nn_tiled<Avx2Store, 6, 2, kKBlock, true>(T, N, K, A, lda, B, ldb, C, ldc, false);
+  f32_gemm_nt_through_panels<Avx2Store, 6, 2>(T, N, K, A, lda, B, ldb, C, ldc);
 }
 
 }  // namespace ffn::kernels

@@ -2,8 +2,11 @@
 // × 2 zmm = 16 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 32 registers).
 // Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx512.hpp.
 // Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
+// The forward's f32_gemm_nt_packed (row-major blocks, many tokens) is here too: the panel
+// tile of f32_panel_tiles.hpp, 6×64, over weight rows transposed per call.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -24,9 +27,9 @@ void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A
   f32_gemm_tn_add_tiled<Avx512Store, 8, 2>(M, N, K, A, lda, B, ldb, C, ldc);
 }
 
-void f32_gemm_nt_packed_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                              int64_t ldb, float* C, int64_t ldc) {
-  f32_gemm_nn_tiled<Avx512Store, 8, 2, kKBlock, true>(T, N, K, A, lda, B, ldb, C, ldc, false);
+  f32_gemm_nt_through_panels<Avx512Store, 6, 4>(T, N, K, A, lda, B, ldb, C, ldc);
 }
 
 }  // namespace ffn::kernels
