@@ -91,15 +91,17 @@ class Block {
   // and the mismatch otherwise.
   static Block from_stored(const BlockConfig& config, TypedWeights weights);
 
-  // This f32 block for inference: its weights laid out once in the panels the forward
-  // kernels read (64 weight rows' k-th values side by side; a gated block's gate and up
-  // rows of the same 32 hidden units share a panel, so one pass over the weights computes
-  // both and the activation and product are applied to the tile at once), and no
-  // row-major copy kept — the same memory as the f32 weights, plus padding to 64 rows.
+  // This block for inference, its weights laid out once in the panels the forward kernels
+  // read (64 weight rows' k-th values side by side; a gated block's gate and up rows of
+  // the same 32 hidden units share a panel, so one pass over the weights computes both and
+  // the activation and product are applied to the tile at once), and no row-major copy
+  // kept — the same memory as the matrices, plus padding to 64 rows. f32 blocks, and bf16 /
+  // f16 blocks (stored_as, from_stored), whose panels keep the stored 16-bit values and are
+  // widened exactly in registers; q8_0 / q4_0 blocks are read as stored (ffn::Error here).
   // Every token's output is one fixed chain of operations per element, so it is
   // bit-identical for any thread count and any batch the token is in (alone or with
   // others). Forward only: weights(), backward and training need the f32 block. Throws
-  // ffn::Error on a block that is not f32 or is already packed.
+  // ffn::Error on a block that is already packed.
   Block packed(ThreadPool* pool = nullptr) const;
   bool is_packed() const { return packed_ != nullptr; }
 

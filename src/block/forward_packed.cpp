@@ -1,5 +1,6 @@
 // Forward of a packed block (Block::packed, packed_weights.hpp): the two stages of the f32
-// forward, each a sweep over panels of weights laid out at load.
+// forward, each a sweep over panels of weights laid out at load (f32, or bf16 / f16 widened
+// exactly in registers by the panel kernel's loads).
 //   stage 1 (first-stage panels split across threads): one panel product gives a [T][64]
 //     tile — for gated blocks the gate and up values of the same 32 hidden units, so
 //     h = act(g + b_g) ⊙ (u + b_u) is applied to the tile while it is hot and no [T][H]
@@ -22,6 +23,13 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   const int64_t D = config_.d_model, H = config_.hidden, T = x.rows;
   const PackedWeights& w = *packed_;
   const auto& k = kernels::active_kernels();
+  // C [T][64] = A·panel, with the panel kernel of the panels' element type.
+  auto panel_product = [&](const std::byte* panel, int64_t K, const float* A, int64_t lda, float* C) {
+    if (w.type == WeightType::f32)
+      k.f32_panel_gemm(T, K, A, lda, reinterpret_cast<const float*>(panel), C, kW);
+    else
+      k.half_panel_gemm(w.type == WeightType::bf16, T, K, A, lda, reinterpret_cast<const uint16_t*>(panel), C, kW);
+  };
   const Activation act = config_.variant.activation;
   const bool gated = config_.variant.gated;
   Matrix h(T, H);
@@ -31,7 +39,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     if (p1 <= p0) return;
     Matrix tile(T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      k.f32_panel_gemm(T, D, x.data, x.stride, w.first_panel(panel, D), tile.data(), kW);
+      panel_product(w.first_panel(panel, D), D, x.data, x.stride, tile.data());
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
       for (int64_t t = 0; t < T; ++t) {
         float* c = tile.row(t);
@@ -55,7 +63,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     if (p1 <= p0) return;
     Matrix tile(T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      k.f32_panel_gemm(T, H, h.data(), H, w.down_panel(panel, H), tile.data(), kW);
+      panel_product(w.down_panel(panel, H), H, h.data(), H, tile.data());
       const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
       for (int64_t t = 0; t < T; ++t) {
         const float* c = tile.row(t);

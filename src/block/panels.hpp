@@ -21,16 +21,18 @@ inline void copy_columns(const float* src, int64_t ld, int64_t rows, int64_t col
 }
 
 // panel[k][j0 + r] = src[r·ld + k] for r < rows, k < K: `rows` matrix rows laid into
-// columns j0 … j0 + rows − 1 (other columns untouched). nn.Linear weight rows, for x·Wᵀ.
-inline void transpose_rows_into(const float* src, int64_t ld, int64_t rows, int64_t K, float* panel, int64_t j0) {
+// columns j0 … j0 + rows − 1 (other columns untouched). nn.Linear weight rows, for x·Wᵀ;
+// Elem is float, or uint16_t for bf16 / f16 weights (copied as stored).
+template <class Elem>
+inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64_t K, Elem* panel, int64_t j0) {
   // 64 values of k at a time: the source rows are read front to back while the scattered
   // writes stay within a few KiB of the panel.
   constexpr int64_t kStep = 64;
   for (int64_t k0 = 0; k0 < K; k0 += kStep) {
     const int64_t kn = std::min(kStep, K - k0);
     for (int64_t r = 0; r < rows; ++r) {
-      const float* s = src + r * ld + k0;
-      float* d = panel + k0 * kW + j0 + r;
+      const Elem* s = src + r * ld + k0;
+      Elem* d = panel + k0 * kW + j0 + r;
       for (int64_t k = 0; k < kn; ++k) d[k * kW] = s[k];
     }
   }

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
+#include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -40,9 +41,10 @@ struct PrefetchShare {
 // MR tokens × the panel's 64 columns over kc rows of the panel. With Resume, the chains
 // start from C; otherwise from 0. The prefetches are issued in the first pass.
 // Only C's first `cols` columns (1 … 64) are read and written; the others are computed
-// from the panel's (zero) columns and dropped.
-template <class V, int MR, int NV, bool Resume>
-inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, float* C, int64_t ldc,
+// from the panel's (zero) columns and dropped. Load widens a vector of the panel's
+// elements (Load::Elem: float, or 16-bit weights widened exactly) to V::Vec.
+template <class V, int MR, int NV, bool Resume, class Load = LoadF32<V>>
+inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename Load::Elem* P, float* C, int64_t ldc,
                        PrefetchShare pf, int64_t cols = kPanelWidth) {
   using Vec = typename V::Vec;
   constexpr int64_t kCols = NV * V::lanes;
@@ -57,13 +59,13 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, 
         const float* c = C + i * ldc + j0 + v * V::lanes;
         acc[i][v] = !Resume || valid[v] == 0 ? V::zero() : valid[v] == V::lanes ? V::load(c) : V::load_tail(c, valid[v]);
       }
-    const float* p = P + j0;
+    const typename Load::Elem* p = P + j0;
     int64_t issued = j0 == 0 ? 0 : pf.lines;
     for (int64_t k = 0; k < kc; ++k, p += kPanelWidth) {
       for (int64_t n = 0; n < pf.per_k && issued < pf.lines; ++n, ++issued)
         __builtin_prefetch(pf.first + 64 * issued, 0, 2);
       Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = V::load(p + v * V::lanes);
+      for (int v = 0; v < NV; ++v) b[v] = Load::load(p + v * V::lanes);
       for (int i = 0; i < MR; ++i) {
         const Vec a = V::broadcast(A[i * lda + k]);
         for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(a, b[v], acc[i][v]);
@@ -80,8 +82,10 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const float* P, 
   }
 }
 
-template <class V, int MR, int NV>
-void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc) {
+template <class V, int MR, int NV, class Load = LoadF32<V>>
+void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename Load::Elem* P, float* C,
+                          int64_t ldc) {
+  constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(typename Load::Elem)) / 64;
   if (K == 0) {
     for (int64_t t = 0; t < T; ++t) std::fill(C + t * ldc, C + t * ldc + kPanelWidth, 0.0f);
     return;
@@ -90,23 +94,23 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
     for (int64_t k0 = 0; k0 < K; k0 += kPanelKBlock) {
       const int64_t kc = std::min(kPanelKBlock, K - k0);
-      const float* block = P + k0 * kPanelWidth;
+      const typename Load::Elem* block = P + k0 * kPanelWidth;
       // The next block in memory: this panel's next K block, or the next panel's first
       // (panels are consecutive). Prefetching past the end of the array never faults.
-      const float* next = block + kc * kPanelWidth;
+      const typename Load::Elem* next = block + kc * kPanelWidth;
       const float* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
       // The next block's lines, shared out over this block's strips.
-      const int64_t strips = (mb + MR - 1) / MR, lines = kc * kPanelWidth * 4 / 64;
+      const int64_t strips = (mb + MR - 1) / MR, lines = kc * kLinesPerRow;
       const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
       auto strip = [&]<int R>(int64_t t) {
         const int64_t s = t / MR, first = std::min(lines, s * share);
         const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k};
         if (resume)
-          panel_tile<V, R, NV, true>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+          panel_tile<V, R, NV, true, Load>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
         else
-          panel_tile<V, R, NV, false>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+          panel_tile<V, R, NV, false, Load>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
       };
       int64_t t = 0;
       for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t);

@@ -63,6 +63,18 @@ void f32_panel_gemm_avx2_6x16(int64_t T, int64_t K, const float* A, int64_t lda,
 void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                 int64_t ldc);
 
+// half_panel_gemm_<isa>_<tile>: C = A·widen(P), the contract of f32_panel_gemm (the same
+// tiles and chains, only the panel's loads differ) for a panel of binary16 (bf16 = false)
+// or bfloat16 (bf16 = true) weights, [K][64] uint16 values, each widened exactly to f32.
+using HalfPanelGemm = void (*)(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+                               float* C, int64_t ldc);
+void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
+                            int64_t ldc);
+void half_panel_gemm_avx2_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+                               float* C, int64_t ldc);
+void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+                                 float* C, int64_t ldc);
+
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
 using F32FmaRoof = float (*)(int64_t iterations);
@@ -178,6 +190,8 @@ struct KernelTable {
   F32GemmNt f32_gemm_nt_packed;
   const char* f32_panel_gemm_name;
   F32PanelGemm f32_panel_gemm;
+  const char* half_panel_gemm_name;
+  HalfPanelGemm half_panel_gemm;
   F32FmaRoof f32_fma_roof;
   const char* f32_gemm_nn_name;
   F32GemmNn f32_gemm_nn;

@@ -15,6 +15,7 @@
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
+#include "ffn/quant.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"
@@ -34,7 +35,7 @@ TEST_P(PanelKernel, MatchesDoubleSumWithinBound) {
     for (int64_t T : {1, 5, 6, 7, 13, 256, 257, 263}) {
       const Matrix A = random_matrix(T, K + 3, uint32_t(T * 31 + K));  // lda = K + 3
       const Matrix P = random_matrix(K, kW, uint32_t(K + 5));
-      Matrix C(T, kW + 2);  // ldc = 66
+      Matrix C(T, kW + 2);                                       // ldc = 66
       for (int64_t i = 0; i < C.size(); ++i) C.data()[i] = NAN;  // every element must be written
       k.f32_panel_gemm(T, K, A.data(), K + 3, P.data(), C.data(), kW + 2);
       for (int64_t t = 0; t < T; ++t)
@@ -52,6 +53,37 @@ TEST_P(PanelKernel, MatchesDoubleSumWithinBound) {
     }
 }
 
+// The 16-bit panels: the same bound on the widened (exact) weights; a widening that read
+// the wrong half, or f16 as bf16, misses it by far.
+TEST_P(PanelKernel, HalfPanelsMatchDoubleSumWithinBound) {
+  const auto& k = kernels::kernel_table(GetParam());
+  for (const bool bf16 : {true, false})
+    for (int64_t K : {0, 5, 512, 700})
+      for (int64_t T : {1, 6, 7, 257}) {
+        const Matrix A = random_matrix(T, K, uint32_t(T + K));
+        const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
+        std::vector<uint16_t> P(size_t(K * kW));
+        std::vector<double> widened(P.size());
+        for (size_t i = 0; i < P.size(); ++i) {
+          P[i] = bf16 ? f32_to_bf16(W.data()[i]) : f32_to_f16(W.data()[i]);
+          widened[i] = bf16 ? bf16_to_f32(P[i]) : f16_to_f32(P[i]);
+        }
+        Matrix C(T, kW);
+        k.half_panel_gemm(bf16, T, K, A.data(), K, P.data(), C.data(), kW);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t j = 0; j < kW; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const double term = double(A.row(t)[kk]) * widened[size_t(kk * kW + j)];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            ASSERT_LE(std::fabs(C.row(t)[j] - exact), double(K) * 0x1p-24 * magnitude)
+                << k.half_panel_gemm_name << (bf16 ? " bf16" : " f16") << " T=" << T << " K=" << K;
+          }
+      }
+}
+
 FFN_INSTANTIATE_FOR_EVERY_ISA(PanelKernel);
 
 struct Shape {
@@ -60,8 +92,8 @@ struct Shape {
 };
 // D and H below, across and above whole panels (32 hidden units per gated panel, 64
 // otherwise); 263 tokens cross the kernel's 256-token block.
-const Shape kShapes[] = {{1, 1, 1, false},    {7, 13, 2, true},     {33, 171, 17, false},
-                         {64, 96, 7, true},   {65, 130, 263, true}, {100, 37, 5, false}};
+const Shape kShapes[] = {{1, 1, 1, false},  {7, 13, 2, true},     {33, 171, 17, false},
+                         {64, 96, 7, true}, {65, 130, 263, true}, {100, 37, 5, false}};
 
 std::vector<Variant> all_variants() {
   std::vector<Variant> v = named_variants();
@@ -103,32 +135,55 @@ TEST_P(PackedForward, EveryVariantMatchesReferenceWithinBound) {
     }
 }
 
+// bf16 / f16 blocks packed: the f32 bound against the reference on the rounded weights
+// (the values the 16-bit panels hold, widened exactly).
+TEST_P(PackedForward, SixteenBitBlocksMatchReferenceOnRoundedWeights) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const WeightType type : {WeightType::bf16, WeightType::f16})
+    for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
+      for (const Shape& s : {Shape{64, 96, 7, true}, Shape{96, 160, 263, false}}) {
+        const Block block = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool);
+        const Block packed = block.stored_as(type, &pool).packed(&pool);
+        EXPECT_EQ(packed.weight_type(), type);
+        Block rounded = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool);
+        round_weights_to(rounded, type);
+        const Matrix x = random_matrix(s.tokens, s.d, 12, 2.0f);
+        Matrix y(s.tokens, s.d);
+        packed.forward(x.view(), y.view(), &pool);
+        EXPECT_LE(worst_bound_ratio(rounded, x, y), 1.0)
+            << weight_type_info(type).name << " " << variant_name(v) << " T=" << s.tokens;
+      }
+}
+
 TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
   test::ScopedIsa isa(GetParam());
-  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}}) {
-    const Block packed = Block::random({v, 72, 200, true}, 3).packed();
-    const int64_t T = 270;
-    const Matrix x = random_matrix(T, 72, 5, 2.0f);
-    ThreadPool one(1);
-    Matrix first(T, 72);
-    packed.forward(x.view(), first.view(), &one);
-    for (int threads : {2, 3, 5}) {
-      ThreadPool pool(threads);
-      Matrix y(T, 72);
-      packed.forward(x.view(), y.view(), &pool);
-      ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
-    }
-    // A token alone, and a window of 9 tokens starting anywhere, give the batch's bits.
-    for (int64_t t0 : {0, 5, 100, 261}) {
-      for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0)}) {
-        Matrix y(n, 72);
-        packed.forward({x.row(t0), n, 72, 72}, y.view(), &one);
-        for (int64_t t = 0; t < n; ++t)
-          for (int64_t i = 0; i < 72; ++i)
-            ASSERT_EQ(y.row(t)[i], first.row(t0 + t)[i]) << variant_name(v) << " token " << t0 + t << " of " << n;
+  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
+    for (const WeightType type : {WeightType::f32, WeightType::bf16}) {
+      const Block packed = Block::random({v, 72, 200, true}, 3).stored_as(type).packed();
+      const int64_t T = 270;
+      const Matrix x = random_matrix(T, 72, 5, 2.0f);
+      ThreadPool one(1);
+      Matrix first(T, 72);
+      packed.forward(x.view(), first.view(), &one);
+      for (int threads : {2, 3, 5}) {
+        ThreadPool pool(threads);
+        Matrix y(T, 72);
+        packed.forward(x.view(), y.view(), &pool);
+        ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
+      }
+      // A token alone, and a window of 9 tokens starting anywhere, give the batch's bits.
+      for (int64_t t0 : {0, 5, 100, 261}) {
+        for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0)}) {
+          Matrix y(n, 72);
+          packed.forward({x.row(t0), n, 72, 72}, y.view(), &one);
+          for (int64_t t = 0; t < n; ++t)
+            for (int64_t i = 0; i < 72; ++i)
+              ASSERT_EQ(y.row(t)[i], first.row(t0 + t)[i])
+                  << variant_name(v) << " " << weight_type_info(type).name << " token " << t0 + t << " of " << n;
+        }
       }
     }
-  }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(PackedForward);
@@ -139,7 +194,8 @@ TEST(PackedBlock, IsForwardOnly) {
   EXPECT_THROW(packed.weights(), Error);
   EXPECT_THROW(packed.stored_as(WeightType::q8_0), Error);
   EXPECT_THROW(packed.packed(), Error);
-  EXPECT_THROW(block.stored_as(WeightType::bf16).packed(), Error);
+  EXPECT_THROW(block.stored_as(WeightType::q8_0).packed(), Error);
+  EXPECT_THROW(block.stored_as(WeightType::bf16).packed().weights(), Error);
   const Matrix x = random_matrix(2, 32, 1);
   Matrix y(2, 32), wrong(2, 31);
   ForwardCache cache;

@@ -56,8 +56,9 @@ double rss_mb() {
 // Which kernels the forward of a stored type runs at T tokens (src/block/forward_typed.cpp).
 const char* stored_path(WeightType type, int64_t T) {
   if (type == WeightType::f32) return "f32 panels packed at load, gate+up fused";
-  if (T >= stored_packed_min_tokens(type)) return "rows widened to f32 per panel, packed f32 GEMM";
-  if (type == WeightType::bf16 || type == WeightType::f16) return "16-bit weights widened in registers";
+  if (type == WeightType::bf16 || type == WeightType::f16)
+    return "16-bit panels packed at load, widened in registers, gate+up fused";
+  if (T >= stored_packed_min_tokens(type)) return "rows widened to f32 per panel, panel kernel";
   return "integer dot products, activations as q8_0";
 }
 
@@ -168,9 +169,11 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    // f32: packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
-    const Block typed = type == WeightType::f32 ? Block::random(config, 1, &pool).packed(&pool)
-                                                : Block::random(config, 1, &pool).stored_as(type, &pool);
+    // f32, bf16, f16: packed once for inference, as `ffn forward` and ffn.load(...).packed()
+    // run them; q8_0, q4_0 read as stored.
+    const Block base = Block::random(config, 1, &pool);
+    Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool);
+    if (type == WeightType::bf16 || type == WeightType::f16) typed = typed.packed(&pool);
     for (int64_t T : token_counts) {
       Matrix x(T, config.d_model), y(T, config.d_model);
       std::mt19937 rng(7);

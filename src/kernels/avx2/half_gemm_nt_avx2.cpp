@@ -6,6 +6,7 @@
 
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_gemm_nt_tiles.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -41,6 +42,16 @@ void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const flo
     f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
   else
     f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadF16>(T, N, K, A, lda, B, ldb, C, ldc);
+}
+
+// The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
+// out at load (Block::packed).
+void half_panel_gemm_avx2_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
+                               int64_t ldc) {
+  if (bf16)
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, LoadBf16>(T, K, A, lda, P, C, ldc);
+  else
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, LoadF16>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

@@ -6,6 +6,7 @@
 
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_gemm_nt_tiles.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -42,6 +43,16 @@ void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const f
     f32_gemm_nt_tiled<Avx512, 4, 4, 64, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
   else
     f32_gemm_nt_tiled<Avx512, 4, 4, 64, LoadF16>(T, N, K, A, lda, B, ldb, C, ldc);
+}
+
+// The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
+// out at load (Block::packed).
+void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
+                                 int64_t ldc) {
+  if (bf16)
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, LoadBf16>(T, K, A, lda, P, C, ldc);
+  else
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, LoadF16>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

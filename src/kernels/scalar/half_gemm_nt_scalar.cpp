@@ -19,4 +19,18 @@ void half_gemm_nt_scalar(bool bf16, int64_t T, int64_t N, int64_t K, const float
   }
 }
 
+// The panel kernel's reference (f32_panel_gemm_scalar with widened weights).
+void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
+                            int64_t ldc) {
+  for (int64_t t = 0; t < T; ++t) {
+    float* c = C + t * ldc;
+    for (int64_t j = 0; j < kPanelWidth; ++j) c[j] = 0.0f;
+    for (int64_t k = 0; k < K; ++k) {
+      const float a = A[t * lda + k];
+      const uint16_t* p = P + k * kPanelWidth;
+      for (int64_t j = 0; j < kPanelWidth; ++j) c[j] += a * (bf16 ? bf16_to_f32(p[j]) : f16_to_f32(p[j]));
+    }
+  }
+}
+
 }  // namespace ffn::kernels
