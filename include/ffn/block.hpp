@@ -95,9 +95,11 @@ class Block {
   // read (64 weight rows' k-th values side by side; a gated block's gate and up rows of
   // the same 32 hidden units share a panel, so one pass over the weights computes both and
   // the activation and product are applied to the tile at once), and no row-major copy
-  // kept — the same memory as the matrices, plus padding to 64 rows. f32 blocks, and bf16 /
-  // f16 blocks (stored_as, from_stored), whose panels keep the stored 16-bit values and are
-  // widened exactly in registers; q8_0 / q4_0 blocks are read as stored (ffn::Error here).
+  // kept — the same memory as the matrices, plus padding to 64 rows. Any weight type: f32;
+  // bf16 / f16 (stored_as, from_stored), whose panels keep the stored 16-bit values,
+  // widened exactly in registers; q8_0 / q4_0, whose blocks are regrouped (the same bytes
+  // and scales, no re-quantising) so that one integer dot product serves 16 rows, with the
+  // activations quantised to q8_0 at every token count.
   // Every token's output is one fixed chain of operations per element, so it is
   // bit-identical for any thread count and any batch the token is in (alone or with
   // others). Forward only: weights(), backward and training need the f32 block. Throws

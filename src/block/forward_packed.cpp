@@ -1,6 +1,7 @@
 // Forward of a packed block (Block::packed, packed_weights.hpp): the two stages of the f32
-// forward, each a sweep over panels of weights laid out at load (f32, or bf16 / f16 widened
-// exactly in registers by the panel kernel's loads).
+// forward, each a sweep over panels of weights laid out at load — f32; bf16 / f16 widened
+// exactly in registers by the panel kernel's loads; q8_0 / q4_0 dotted in integers with the
+// activations quantised to q8_0 (x for the first stage, h for the down projection).
 //   stage 1 (first-stage panels split across threads): one panel product gives a [T][64]
 //     tile — for gated blocks the gate and up values of the same 32 hidden units, so
 //     h = act(g + b_g) ⊙ (u + b_u) is applied to the tile while it is hot and no [T][H]
@@ -13,6 +14,7 @@
 #include <algorithm>
 
 #include "block/packed_weights.hpp"
+#include "block/q8_buffer.hpp"
 #include "ffn/block.hpp"
 #include "kernels/kernels.hpp"
 
@@ -23,15 +25,33 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   const int64_t D = config_.d_model, H = config_.hidden, T = x.rows;
   const PackedWeights& w = *packed_;
   const auto& k = kernels::active_kernels();
-  // C [T][64] = A·panel, with the panel kernel of the panels' element type.
-  auto panel_product = [&](const std::byte* panel, int64_t K, const float* A, int64_t lda, float* C) {
-    if (w.type == WeightType::f32)
-      k.f32_panel_gemm(T, K, A, lda, reinterpret_cast<const float*>(panel), C, kW);
-    else
-      k.half_panel_gemm(w.type == WeightType::bf16, T, K, A, lda, reinterpret_cast<const uint16_t*>(panel), C, kW);
+  const bool integer = w.type == WeightType::q8_0 || w.type == WeightType::q4_0;
+  // Integer panels take the activations quantised to q8_0: x once, h by the thread that
+  // computed it (its panels are whole blocks of 32 hidden units).
+  Q8Buffer xq = integer ? Q8Buffer(T, D) : Q8Buffer();
+  Q8Buffer hq = integer ? Q8Buffer(T, H) : Q8Buffer();
+  // C [T][64] = A·panel (K = D with x, K = H with h), with the panel kernel of the type.
+  auto panel_product = [&](const std::byte* panel, int64_t K, ConstMatrixView a, const Q8Buffer& aq, float* C) {
+    switch (w.type) {
+      case WeightType::f32:
+        return k.f32_panel_gemm(T, K, a.data, a.stride, reinterpret_cast<const float*>(panel), C, kW);
+      case WeightType::bf16:
+      case WeightType::f16:
+        return k.half_panel_gemm(w.type == WeightType::bf16, T, K, a.data, a.stride,
+                                 reinterpret_cast<const uint16_t*>(panel), C, kW);
+      case WeightType::q8_0:
+      case WeightType::q4_0:
+        return k.q_panel_gemm(w.type, T, K, aq.rows(), panel, C, kW);
+    }
   };
   const Activation act = config_.variant.activation;
   const bool gated = config_.variant.gated;
+  if (integer)
+    p.run([&](int ith, int nth) {
+      const auto [c0, c1] = split_range(D, ith, nth, kQuantBlock);
+      if (c1 > c0)
+        kernels::quantize_q8_rows(w.type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
+    });
   Matrix h(T, H);
 
   p.run([&](int ith, int nth) {
@@ -39,7 +59,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     if (p1 <= p0) return;
     Matrix tile(T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.first_panel(panel, D), D, x.data, x.stride, tile.data());
+      panel_product(w.first_panel(panel), D, x, xq, tile.data());
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
       for (int64_t t = 0; t < T; ++t) {
         float* c = tile.row(t);
@@ -56,6 +76,10 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
         }
       }
     }
+    if (integer) {
+      const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
+      kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data(), H, hq.qs.data(), hq.d.data(), hq.corr.data());
+    }
   });
 
   p.run([&](int ith, int nth) {
@@ -63,7 +87,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     if (p1 <= p0) return;
     Matrix tile(T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.down_panel(panel, H), H, h.data(), H, tile.data());
+      panel_product(w.down_panel(panel), H, h.view(), hq, tile.data());
       const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
       for (int64_t t = 0; t < T; ++t) {
         const float* c = tile.row(t);

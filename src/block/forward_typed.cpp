@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "block/panels.hpp"
+#include "block/q8_buffer.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
@@ -37,19 +38,6 @@ void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t 
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
 }
-
-// Activations of T rows of K values quantised for the integer kernels (kernels::Q8Rows).
-struct Q8Buffer {
-  std::vector<int8_t> qs;
-  std::vector<float> d;
-  std::vector<int32_t> corr;
-  Q8Buffer() = default;
-  Q8Buffer(int64_t T, int64_t K)
-      : qs(static_cast<size_t>(T * K)),
-        d(static_cast<size_t>(T * K / kQuantBlock)),
-        corr(static_cast<size_t>(T * K / 4)) {}
-  kernels::Q8Rows rows() const { return {qs.data(), d.data(), corr.data()}; }
-};
 
 }  // namespace
 

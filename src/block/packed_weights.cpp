@@ -11,29 +11,28 @@ namespace ffn {
 
 using panels::kW;
 
+int64_t panel_bytes(WeightType t, int64_t K) {
+  switch (t) {
+    case WeightType::f32: return K * kW * 4;
+    case WeightType::bf16:
+    case WeightType::f16: return K * kW * 2;
+    case WeightType::q8_0:
+    case WeightType::q4_0: break;
+  }
+  return K / kQuantBlock * kernels::q_panel_block_bytes(t);
+}
+
 namespace {
 
-// Rows of one weight matrix as Elem values: f32 rows, or bf16 / f16 rows as stored.
 template <class Elem>
-struct Rows {
-  const Elem* data = nullptr;
-  int64_t ld = 0;  // elements between consecutive rows
-  const Elem* row(int64_t r) const { return data + r * ld; }
-};
-
-Rows<float> rows_of(const Matrix& m) { return {m.data(), m.cols()}; }
-Rows<uint16_t> rows_of(const TypedMatrix& m) {
-  return {reinterpret_cast<const uint16_t*>(m.bytes.data()), m.row_bytes / 2};
+void fill_elements(const Elem* data, int64_t ld, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
+  panels::transpose_rows_into(data + r0 * ld, ld, rows, K, reinterpret_cast<Elem*>(panel), j0);
 }
 
-template <class Elem>
-Elem* as(AlignedFloats& a) {
-  return reinterpret_cast<Elem*>(a.data());
-}
-
-template <class Elem>
-PackedWeights pack(const BlockConfig& config, WeightType type, Rows<Elem> gate, Rows<Elem> up, Rows<Elem> down,
-                   ThreadPool& pool) {
+// The three matrices' panels; `fill(m, r0, rows, K, panel, j0)` lays rows of matrix m
+// (0 gate, 1 up, 2 down) into a panel.
+template <class Fill>
+PackedWeights pack(const BlockConfig& config, WeightType type, Fill fill, ThreadPool& pool) {
   const int64_t D = config.d_model, H = config.hidden;
   const bool gated = config.variant.gated;
   PackedWeights out;
@@ -41,50 +40,65 @@ PackedWeights pack(const BlockConfig& config, WeightType type, Rows<Elem> gate, 
   out.units_per_panel = gated ? kW / 2 : kW;
   out.first_panels = (H + out.units_per_panel - 1) / out.units_per_panel;
   out.down_panels = (D + kW - 1) / kW;
-  // Elements per float of storage: 1, or 2 for 16-bit panels (rounded up).
-  const int64_t per_float = int64_t(sizeof(float) / sizeof(Elem));
-  out.first = AlignedFloats((out.first_panels * D * kW + per_float - 1) / per_float);
-  out.down = AlignedFloats((out.down_panels * H * kW + per_float - 1) / per_float);
-  Elem* first = as<Elem>(out.first);
-  Elem* down_panels = as<Elem>(out.down);
+  out.first_panel_bytes = panel_bytes(type, D);
+  out.down_panel_bytes = panel_bytes(type, H);
+  out.first = AlignedFloats((out.first_panels * out.first_panel_bytes + 3) / 4);
+  out.down = AlignedFloats((out.down_panels * out.down_panel_bytes + 3) / 4);
+  auto* first = reinterpret_cast<std::byte*>(out.first.data());
+  auto* down = reinterpret_cast<std::byte*>(out.down.data());
   pool.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(out.first_panels, ith, nth);
     for (int64_t p = p0; p < p1; ++p) {
-      Elem* panel = first + p * D * kW;
+      std::byte* panel = first + p * out.first_panel_bytes;
       const int64_t u0 = p * out.units_per_panel, nu = std::min(out.units_per_panel, H - u0);
       if (gated) {
-        panels::transpose_rows_into(gate.row(u0), gate.ld, nu, D, panel, 0);
-        panels::transpose_rows_into(up.row(u0), up.ld, nu, D, panel, kW / 2);
+        fill(0, u0, nu, D, panel, 0);
+        fill(1, u0, nu, D, panel, kW / 2);
       } else {
-        panels::transpose_rows_into(up.row(u0), up.ld, nu, D, panel, 0);
+        fill(1, u0, nu, D, panel, 0);
       }
     }
     const auto [q0, q1] = split_range(out.down_panels, ith, nth);
-    for (int64_t p = q0; p < q1; ++p)
-      panels::transpose_rows_into(down.row(p * kW), down.ld, std::min(kW, D - p * kW), H, down_panels + p * H * kW, 0);
+    for (int64_t p = q0; p < q1; ++p) fill(2, p * kW, std::min(kW, D - p * kW), H, down + p * out.down_panel_bytes, 0);
   });
   return out;
+}
+
+template <class Weights>
+void copy_biases(const Weights& w, PackedWeights& out) {
+  out.gate_bias = w.gate_bias.clone();
+  out.up_bias = w.up_bias.clone();
+  out.down_bias = w.down_bias.clone();
 }
 
 }  // namespace
 
 PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, ThreadPool& pool) {
-  PackedWeights out = pack(config, WeightType::f32, rows_of(w.gate), rows_of(w.up), rows_of(w.down), pool);
-  out.gate_bias = w.gate_bias.clone();
-  out.up_bias = w.up_bias.clone();
-  out.down_bias = w.down_bias.clone();
+  const Matrix* m[] = {&w.gate, &w.up, &w.down};
+  PackedWeights out = pack(
+      config, WeightType::f32,
+      [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
+        fill_elements(m[i]->data(), m[i]->cols(), r0, rows, K, panel, j0);
+      },
+      pool);
+  copy_biases(w, out);
   return out;
 }
 
 PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, ThreadPool& pool) {
   const WeightType t = w.up.type;
-  if (t != WeightType::bf16 && t != WeightType::f16)
-    throw Error("packed: " + std::string(weight_type_info(t).name) +
-                " blocks are read as stored (integer kernels); f32, bf16 and f16 blocks are packed");
-  PackedWeights out = pack(config, t, rows_of(w.gate), rows_of(w.up), rows_of(w.down), pool);
-  out.gate_bias = w.gate_bias.clone();
-  out.up_bias = w.up_bias.clone();
-  out.down_bias = w.down_bias.clone();
+  const TypedMatrix* m[] = {&w.gate, &w.up, &w.down};
+  PackedWeights out = pack(
+      config, t,
+      [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
+        if (t == WeightType::bf16 || t == WeightType::f16)
+          fill_elements(reinterpret_cast<const uint16_t*>(m[i]->bytes.data()), m[i]->row_bytes / 2, r0, rows, K,
+                        panel, j0);
+        else
+          panels::q_rows_into(t, m[i]->bytes.data(), m[i]->row_bytes, r0, rows, K, panel, j0);
+      },
+      pool);
+  copy_biases(w, out);
   return out;
 }
 

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "ffn/quant.hpp"
 
 #include "kernels/kernels.hpp"
 
@@ -34,6 +38,37 @@ inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64
       const Elem* s = src + r * ld + k0;
       Elem* d = panel + k0 * kW + j0 + r;
       for (int64_t k = 0; k < kn; ++k) d[k * kW] = s[k];
+    }
+  }
+}
+
+// Rows [r0, r0 + rows) (rows ≤ 64 − j0) of a q8_0 / q4_0 matrix laid into rows j0 … of a
+// q panel (kernels.hpp: scales, then groups of 4 weights of every row as unsigned bytes).
+// `src` is the matrix's first byte, rows row_bytes apart, K weights a row.
+inline void q_rows_into(WeightType type, const std::byte* src, int64_t row_bytes, int64_t r0, int64_t rows, int64_t K,
+                        std::byte* panel, int64_t j0) {
+  const int64_t blocks = K / kQuantBlock, out_bytes = kernels::q_panel_block_bytes(type);
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::byte* row = src + (r0 + r) * row_bytes;
+    const int64_t j = j0 + r;
+    for (int64_t b = 0; b < blocks; ++b) {
+      auto* out = reinterpret_cast<uint8_t*>(panel + b * out_bytes);
+      uint8_t* q = out + kernels::kQPanelScaleBytes;
+      if (type == WeightType::q8_0) {
+        BlockQ8_0 blk;
+        std::memcpy(&blk, row + b * int64_t(sizeof(BlockQ8_0)), sizeof blk);
+        std::memcpy(out + 2 * j, &blk.d, 2);
+        for (int i = 0; i < kQuantBlock; ++i) q[(i / 4) * 256 + 4 * j + i % 4] = uint8_t(blk.qs[i] + 128);
+      } else {
+        BlockQ4_0 blk;
+        std::memcpy(&blk, row + b * int64_t(sizeof(BlockQ4_0)), sizeof blk);
+        std::memcpy(out + 2 * j, &blk.d, 2);
+        // ggml: weight i < 16 is the low nibble of qs[i], weight i ≥ 16 the high nibble of
+        // qs[i − 16]; here group g < 4 takes weights 4g + l (low) and 4(g + 4) + l (high).
+        auto nib = [&](int i) { return i < 16 ? blk.qs[i] & 0x0F : blk.qs[i - 16] >> 4; };
+        for (int g = 0; g < 4; ++g)
+          for (int l = 0; l < 4; ++l) q[g * 256 + 4 * j + l] = uint8_t(nib(4 * g + l) | nib(4 * (g + 4) + l) << 4);
+      }
     }
   }
 }

@@ -166,6 +166,36 @@ void q_gemm_nt_avx2_2x2(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows
 void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B,
                               int64_t ldb, float* C, int64_t ldc);
 
+// Integer weights packed at load (Block::packed of a q8_0 / q4_0 block): a panel holds 64
+// weight rows, block after block of 32 weights along K. Block b of a panel is
+// q_panel_block_bytes(type) bytes:
+//   128 bytes  the 64 rows' scales, binary16 bits, row order;
+//   then groups of 4 consecutive weights: byte 4r + i of group g is weight 4g + i of the
+//   block in row r, as an unsigned byte —
+//     q8_0: 8 groups × 256 bytes, the weight + 128;
+//     q4_0: 4 groups × 256 bytes, the low nibble weight 4g + i + 8 and the high nibble
+//           weight 4(g + 4) + i + 8 (ggml's nibbles, regrouped).
+// So a vector of the group holds 16 rows × 4 weights, the operand of one vpdpbusd against
+// 4 activation bytes broadcast.
+inline constexpr int64_t kQPanelScaleBytes = 128;
+inline int64_t q_panel_block_bytes(WeightType type) {
+  return kQPanelScaleBytes + (type == WeightType::q8_0 ? 8 : 4) * 256;
+}
+
+// q_panel_gemm_<isa>: C[t][j] = Σ_b d_w[j][b]·d_x[t][b] · S_b[t][j],  S_b the exact integer
+//   Σ_{i<32} w[j][32b+i]·x[t][32b+i], for j < 64 rows of one panel (layout above, K/32
+//   blocks), activations A quantised as below (Q8Rows, corr with the weights' offset).
+//   Arithmetic, the same on every ISA (so results agree bit for bit): per element one chain
+//   acc ← fma(float(S_b), d_w·d_x, acc) over b in order from 0 (d_w·d_x is exact: two
+//   binary16 values). C: [T][64], row stride ldc. K a multiple of 32; T ≥ 0.
+using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+                            int64_t ldc);
+void q_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
+void q_panel_gemm_avx2_1x32(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+                            int64_t ldc);
+void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+                                  int64_t ldc);
+
 // Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
 // multiples of 32) into the Q8Rows arrays of row length K, for weights of type wtype
 // (q8_0 or q4_0, which sets corr's offset). Blocks are byte for byte quantize_row_q8_0's;
@@ -201,6 +231,8 @@ struct KernelTable {
   HalfGemmNt half_gemm_nt;
   const char* q_gemm_nt_name;  // the AVX-512 table names the AVX2 kernel where VNNI is absent
   QGemmNt q_gemm_nt;
+  const char* q_panel_gemm_name;  // likewise
+  QPanelGemm q_panel_gemm;
   WidenRows widen_rows;
 };
 

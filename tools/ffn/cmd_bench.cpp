@@ -53,13 +53,16 @@ double rss_mb() {
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
-// Which kernels the forward of a stored type runs at T tokens (src/block/forward_typed.cpp).
-const char* stored_path(WeightType type, int64_t T) {
-  if (type == WeightType::f32) return "f32 panels packed at load, gate+up fused";
-  if (type == WeightType::bf16 || type == WeightType::f16)
-    return "16-bit panels packed at load, widened in registers, gate+up fused";
-  if (T >= stored_packed_min_tokens(type)) return "rows widened to f32 per panel, panel kernel";
-  return "integer dot products, activations as q8_0";
+// Which kernels the forward of a packed block of each type runs (src/block/forward_packed.cpp).
+const char* packed_path(WeightType type) {
+  switch (type) {
+    case WeightType::f32: return "f32 panels packed at load, gate+up fused";
+    case WeightType::bf16:
+    case WeightType::f16: return "16-bit panels packed at load, widened in registers, gate+up fused";
+    case WeightType::q8_0:
+    case WeightType::q4_0: break;
+  }
+  return "integer panels packed at load, activations as q8_0, gate+up fused";
 }
 
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
@@ -169,11 +172,9 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    // f32, bf16, f16: packed once for inference, as `ffn forward` and ffn.load(...).packed()
-    // run them; q8_0, q4_0 read as stored.
+    // Packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
     const Block base = Block::random(config, 1, &pool);
-    Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool);
-    if (type == WeightType::bf16 || type == WeightType::f16) typed = typed.packed(&pool);
+    const Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
     for (int64_t T : token_counts) {
       Matrix x(T, config.d_model), y(T, config.d_model);
       std::mt19937 rng(7);
@@ -189,7 +190,7 @@ void run_bench(const BenchOptions& o) {
       r.flops = double(acc.matmul_flops_forward) * double(T);
       r.weight_bytes = double(*bytes);
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
-      r.path = stored_path(type, T);
+      r.path = packed_path(type);
       rows.push_back(print_bench_row(r, roofs, config, o.threads));
       rows.back()["rss_mb"] = rss_mb();
     }

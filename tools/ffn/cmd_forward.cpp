@@ -37,12 +37,9 @@ void run_forward(const ForwardOptions& o) {
   // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
   LoadedBlock loaded =
       o.dtype.empty() ? load_block(o.weights, load) : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
-  // f32, bf16 and f16 weights are packed once into the forward kernels' panels
-  // (Block::packed): a token's output is then the same whatever else is in the file of
-  // tokens. q8_0 / q4_0 are read as stored.
-  const WeightType type = loaded.block.weight_type();
-  const bool packs = type == WeightType::f32 || type == WeightType::bf16 || type == WeightType::f16;
-  const Block block = packs ? loaded.block.packed(&pool) : std::move(loaded.block);
+  // The weights are packed once into the forward kernels' panels (Block::packed): a
+  // token's output is then the same whatever else is in the file of tokens.
+  const Block block = loaded.block.packed(&pool);
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
