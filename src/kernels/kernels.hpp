@@ -178,6 +178,13 @@ void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, 
 // So a vector of the group holds 16 rows × 4 weights, the operand of one vpdpbusd against
 // 4 activation bytes broadcast.
 inline constexpr int64_t kQPanelScaleBytes = 128;
+
+// The −offset·Σx of a whole q8_0 activation block: the sum of its 8 groups' corr values.
+inline int32_t q8_block_corr(const int32_t* corr) {
+  int32_t s = 0;
+  for (int g = 0; g < 8; ++g) s += corr[g];
+  return s;
+}
 inline int64_t q_panel_block_bytes(WeightType type) {
   return kQPanelScaleBytes + (type == WeightType::q8_0 ? 8 : 4) * 256;
 }

@@ -16,17 +16,12 @@
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "tensor_parallel_checks.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
 
-Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m(rows, cols);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
-  return m;
-}
+using test::random_matrix;
 
 struct Case {
   const char* variant;

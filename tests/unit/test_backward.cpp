@@ -22,10 +22,16 @@
 #include "expect_error.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/error.hpp"
+#include "forward_checks.hpp"
 #include "isa_param.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
+
+using test::random_matrix;
+
+using test::all_variants;
 
 using test::expect_error;
 
@@ -35,24 +41,6 @@ struct Shape {
 };
 const Shape kShapes[] = {{1, 1, 1, false},  {1, 5, 33, true},   {7, 13, 1, true}, {7, 13, 33, false},
                          {16, 48, 4, true}, {33, 171, 33, true}, {40, 37, 9, false}};
-
-// The nine named variants, T5 v1.1's gated GELU (tanh form), and the two 2-matrix blocks
-// whose activations are otherwise only gates.
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v = named_variants();
-  v.push_back({true, Activation::gelu_tanh});
-  v.push_back({false, Activation::sigmoid});
-  v.push_back({false, Activation::identity});
-  return v;
-}
-
-Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed, float scale) {
-  Matrix m(rows, cols);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
-  return m;
-}
 
 std::string describe(const BlockConfig& c, int64_t T) {
   return variant_name(c.variant) + " d=" + std::to_string(c.d_model) + " hidden=" + std::to_string(c.hidden) +

@@ -19,22 +19,17 @@
 #include "ffn/block.hpp"
 #include "ffn/thread_pool.hpp"
 #include "same_bits.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
+
+using test::random_matrix;
 
 using test::same_bits;
 
 constexpr int kThreads = 4;
 constexpr int kRounds = 3;  // calls per thread: overlapping calls, not one lucky interleaving
-
-Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m(rows, cols);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
-  return m;
-}
 
 struct Fixture {
   // d 40 and hidden 112: not multiples of the kernels' tiles, so edge tiles run too; 37

@@ -16,23 +16,18 @@
 #include "ffn/block.hpp"
 #include "ffn/thread_pool.hpp"
 #include "same_bits.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
+
+using test::random_matrix;
 
 using test::same_bits;
 
 // The weight types whose forward and backward are checked here. Today's blocks compute in
 // f32 (round_weights_to rounds the f32 weights to a storage type and back).
 const WeightType kWeightTypes[] = {WeightType::f32};
-
-Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m(rows, cols);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
-  return m;
-}
 
 struct Results {
   Matrix y, dx;

@@ -13,19 +13,14 @@
 #include "expect_error.hpp"
 #include "ffn/distributed.hpp"
 #include "tensor_parallel_checks.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
 
-using test::expect_error;
+using test::random_matrix;
 
-Matrix random_matrix(int64_t rows, int64_t cols, uint32_t seed) {
-  Matrix m(rows, cols);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
-  return m;
-}
+using test::expect_error;
 
 TEST(HiddenSlice, UnevenSplitIsContiguousInRankOrder) {
   EXPECT_EQ(hidden_slice(100, 0, 3).begin, 0);

@@ -12,10 +12,17 @@
 
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
+#include "forward_checks.hpp"
 #include "isa_param.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
+
+using test::random_matrix;
+
+using test::all_variants;
+using test::worst_bound_ratio;
 
 struct Shape {
   int64_t d, hidden, tokens;
@@ -23,37 +30,6 @@ struct Shape {
 };
 const Shape kShapes[] = {{1, 1, 1, false},     {1, 5, 3, true},     {7, 13, 2, false},  {16, 48, 4, true},
                          {33, 171, 17, false}, {64, 96, 257, true}, {100, 37, 5, false}};
-
-Matrix random_tokens(int64_t T, int64_t D, uint32_t seed, float scale = 2.0f) {
-  Matrix x(T, D);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  return x;
-}
-
-// Largest |y − reference| / bound over all outputs (> 1 means outside the bound).
-double worst_bound_ratio(const Block& block, const Matrix& x, const Matrix& y) {
-  const int64_t D = block.config().d_model;
-  std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
-  double worst = 0;
-  for (int64_t t = 0; t < x.rows(); ++t) {
-    reference_forward_token(block, x.row(t), ref.data(), bound.data());
-    for (int64_t i = 0; i < D; ++i) {
-      const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / bound[size_t(i)];
-      worst = std::isnan(r) ? INFINITY : std::max(worst, r);
-    }
-  }
-  return worst;
-}
-
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v = named_variants();
-  v.push_back({true, Activation::gelu_tanh});  // T5 v1.1
-  v.push_back({false, Activation::sigmoid});
-  v.push_back({false, Activation::identity});
-  return v;
-}
 
 class Forward : public testing::TestWithParam<Isa> {};
 
@@ -63,7 +39,7 @@ TEST_P(Forward, EveryVariantMatchesReferenceWithinBound) {
   for (const Variant& v : all_variants())
     for (const Shape& s : kShapes) {
       const Block block = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
-      const Matrix x = random_tokens(s.tokens, s.d, 11);
+      const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
       Matrix y(s.tokens, s.d);
       block.forward(x.view(), y.view(), &pool);
       EXPECT_LE(worst_bound_ratio(block, x, y), 1.0)
@@ -77,7 +53,7 @@ TEST_P(Forward, BitIdenticalForAnyThreadCount) {
     const Block block = Block::random({v, 72, 200, true}, 3);
     // 9 tokens take the dot-product kernel, 70 the packed one (kernels::forward_gemm).
     for (int64_t T : {9, 70}) {
-      const Matrix x = random_tokens(T, 72, 5);
+      const Matrix x = random_matrix(T, 72, 5, 2.0f);
       Matrix first(T, 72);
       ThreadPool one(1);
       block.forward(x.view(), first.view(), &one);
@@ -95,7 +71,7 @@ TEST_P(Forward, BitIdenticalForAnyThreadCount) {
 TEST_P(Forward, StridedViews) {
   test::ScopedIsa isa(GetParam());
   const Block block = Block::random({{true, Activation::swish}, 20, 40, false}, 9);
-  const Matrix wide = random_tokens(6, 27, 2);  // x is the first 20 columns of each row
+  const Matrix wide = random_matrix(6, 27, 2, 2.0f);  // x is the first 20 columns of each row
   Matrix y_wide(6, 31);
   block.forward({wide.data(), 6, 20, 27}, {y_wide.data(), 6, 20, 31});
   Matrix x(6, 20), y(6, 20);
@@ -113,7 +89,7 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(Forward);
 TEST(ReferenceBound, CatchesWrongActivationOperandAndTail) {
   const BlockConfig swiglu{{true, Activation::swish}, 33, 171, false};
   const Block block = Block::random(swiglu, 1);
-  const Matrix x = random_tokens(3, 33, 4);
+  const Matrix x = random_matrix(3, 33, 4, 2.0f);
   Matrix y(3, 33);
 
   // GELU (tanh form) where Swish was meant: same weights, different activation.
@@ -157,7 +133,7 @@ TEST(Forward, ShapeErrors) {
 
 TEST(Forward, NanAndInfPropagate) {
   const Block block = Block::random({{true, Activation::swish}, 8, 16, false}, 1);
-  Matrix x = random_tokens(3, 8, 1);
+  Matrix x = random_matrix(3, 8, 1, 2.0f);
   x.row(0)[3] = NAN;
   x.row(1)[0] = INFINITY;
   Matrix y(3, 8);

@@ -16,6 +16,7 @@
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
+#include "forward_checks.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"
@@ -23,6 +24,9 @@
 
 namespace ffn {
 namespace {
+
+using test::all_variants;
+using test::worst_bound_ratio;
 
 using test::random_matrix;
 constexpr int64_t kW = kernels::kPanelWidth;
@@ -94,28 +98,6 @@ struct Shape {
 // otherwise); 263 tokens cross the kernel's 256-token block.
 const Shape kShapes[] = {{1, 1, 1, false},  {7, 13, 2, true},     {33, 171, 17, false},
                          {64, 96, 7, true}, {65, 130, 263, true}, {100, 37, 5, false}};
-
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v = named_variants();
-  v.push_back({true, Activation::gelu_tanh});
-  v.push_back({false, Activation::sigmoid});
-  v.push_back({false, Activation::identity});
-  return v;
-}
-
-double worst_bound_ratio(const Block& reference_block, const Matrix& x, const Matrix& y) {
-  const int64_t D = reference_block.config().d_model;
-  std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
-  double worst = 0;
-  for (int64_t t = 0; t < x.rows(); ++t) {
-    reference_forward_token(reference_block, x.row(t), ref.data(), bound.data());
-    for (int64_t i = 0; i < D; ++i) {
-      const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / bound[size_t(i)];
-      worst = std::isnan(r) ? INFINITY : std::max(worst, r);
-    }
-  }
-  return worst;
-}
 
 class PackedForward : public testing::TestWithParam<Isa> {};
 

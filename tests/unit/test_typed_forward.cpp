@@ -25,18 +25,16 @@
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
+#include "forward_checks.hpp"
 #include "isa_param.hpp"
+#include "random_data.hpp"
 
 namespace ffn {
 namespace {
 
-Matrix random_tokens(int64_t T, int64_t D, uint32_t seed) {
-  Matrix x(T, D);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  return x;
-}
+using test::random_matrix;
+
+using test::all_variants;
 
 // Per-value error of q8_0 quantisation in a block whose largest magnitude is a.
 double q8_error(double a) { return a / 254.0 + 127.0 * std::max(a / 127.0 * 0x1p-11, 0x1p-25) + a * 0x1p-20; }
@@ -111,14 +109,6 @@ bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType:
 
 const WeightType kStored[] = {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};
 
-std::vector<Variant> all_variants() {
-  std::vector<Variant> v = named_variants();
-  v.push_back({true, Activation::gelu_tanh});
-  v.push_back({false, Activation::sigmoid});
-  v.push_back({false, Activation::identity});
-  return v;
-}
-
 struct Shape {
   int64_t d, hidden, tokens;
   bool bias;
@@ -137,7 +127,7 @@ TEST_P(TypedForward, EveryVariantAndTypeWithinItsContract) {
   for (const Variant& v : all_variants())
     for (const Shape& s : kShapes) {
       const Block f32 = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
-      const Matrix x = random_tokens(s.tokens, s.d, 11);
+      const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
       for (WeightType t : kStored) {
         const Block stored = f32.stored_as(t, &pool);
         Block rounded = f32.stored_as(WeightType::f32);
@@ -158,7 +148,7 @@ TEST_P(TypedForward, BitIdenticalForAnyThreadCount) {
     for (WeightType t : kStored) {
       const Block stored = f32.stored_as(t);
       for (int64_t T : {3, 100, 515}) {  // every path (stored_packed_min_tokens)
-        const Matrix x = random_tokens(T, 96, 5);
+        const Matrix x = random_matrix(T, 96, 5, 2.0f);
         Matrix first(T, 96);
         ThreadPool one(1);
         stored.forward(x.view(), first.view(), &one);
@@ -182,7 +172,7 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(TypedForward);
 TEST(TypedForward, QuantisedBoundCatchesNibbleOrderAndScale) {
   const BlockConfig c{{true, Activation::swish}, 64, 96, false};
   const Block f32 = Block::random(c, 1);
-  const Matrix x = random_tokens(3, 64, 4);
+  const Matrix x = random_matrix(3, 64, 4, 2.0f);
   Matrix y(3, 64);
   f32.stored_as(WeightType::q4_0).forward(x.view(), y.view());
   Block rounded = f32.stored_as(WeightType::f32);
@@ -223,7 +213,7 @@ TEST(TypedForward, StorageKeepsOnlyTheStoredType) {
 // Training reads f32 weights: a stored block refuses it by name rather than reading nothing.
 TEST(TypedForward, TrainingAStoredBlockIsAnError) {
   const Block q8 = Block::random({{true, Activation::swish}, 32, 64, false}, 1).stored_as(WeightType::q8_0);
-  const Matrix x = random_tokens(2, 32, 1);
+  const Matrix x = random_matrix(2, 32, 1, 2.0f);
   Matrix y(2, 32);
   ForwardCache cache;
   test::expect_error([&] { forward_train(q8, x.view(), y.view(), cache, false); }, {"stores its weights as q8_0"});

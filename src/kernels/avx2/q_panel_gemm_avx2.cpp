@@ -17,12 +17,6 @@ namespace {
 
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block
 
-inline int32_t block_corr(const int32_t* corr) {
-  int32_t s = 0;
-  for (int g = 0; g < 8; ++g) s += corr[g];
-  return s;
-}
-
 inline __m256i pair_sums(__m256i u8, __m256i s8) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1));
 }
@@ -45,7 +39,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
     };
     __m256i sum[4];
     for (int v = 0; v < 4; ++v)
-      sum[v] = Type == WeightType::q8_0 ? _mm256_setzero_si256() : _mm256_set1_epi32(block_corr(A.corr + 8 * b));
+      sum[v] = Type == WeightType::q8_0 ? _mm256_setzero_si256() : _mm256_set1_epi32(q8_block_corr(A.corr + 8 * b));
     if constexpr (Type == WeightType::q8_0) {
       for (int g = 0; g < 8; ++g) {
         const __m256i x = x_group(g);

@@ -18,13 +18,6 @@ namespace {
 
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 panel
 
-// The activations' correction of block b of token row t: Σ of its 8 groups' corr.
-inline int32_t block_corr(const int32_t* corr) {
-  int32_t s = 0;
-  for (int g = 0; g < 8; ++g) s += corr[g];
-  return s;
-}
-
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks 8 ahead are pulled into L2.
 template <WeightType Type, int MT>
@@ -43,7 +36,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     const auto* q = reinterpret_cast<const __m512i*>(blk + kQPanelScaleBytes);
     __m512i sum[MT][4];
     for (int t = 0; t < MT; ++t) {
-      const __m512i c = _mm512_set1_epi32(block_corr(A.corr + t * (K / 4) + 8 * b));
+      const __m512i c = _mm512_set1_epi32(q8_block_corr(A.corr + t * (K / 4) + 8 * b));
       for (int v = 0; v < 4; ++v) sum[t][v] = c;
     }
     // The 4 activation bytes of group g of token t, broadcast to every lane.
