@@ -143,6 +143,12 @@ int64_t stored_packed_min_tokens(WeightType t);
 // The process-wide pool used when none is given (created on first use).
 ThreadPool& default_thread_pool();
 
+// Forward and backward keep their scratch buffers ([T][H] hidden values, per-thread tiles)
+// per thread between calls, grown to the largest asked for, because fresh memory costs a
+// page fault per page on every call. This frees the calling thread's now (each thread's are
+// freed when it exits); the next call allocates again.
+void release_scratch();
+
 // The oracle: forward of one token in double precision (products, sums and activation
 // all in double, from the f32 weights and input), single-threaded, straightforward.
 // y_out: [D]. If error_bound_out is not null it receives, per output, a rigorous

@@ -31,6 +31,7 @@
 #include "block/training_views.hpp"
 #include "ffn/backward.hpp"
 #include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 
 namespace ffn {
 namespace {
@@ -128,13 +129,14 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
   using panels::kW;
   // dz = [du dg]: du in columns [0, H), dg in [H, 2H) (du holds dz for 2-matrix blocks).
   const int64_t ldz = gated ? 2 * H : H, x_panels = (D + kW - 1) / kW;
-  Matrix dz(T, ldz), dy_t(D, T);
-  AlignedFloats x_panel(x_panels * T * kW);
+  const MatrixView dz = scratch_matrix(Scratch::hidden_grads, T, ldz);
+  const MatrixView dy_t = scratch_matrix(Scratch::dy_transposed, D, T);
+  float* const x_panel = scratch_matrix(Scratch::x_panels, x_panels * T, kW).data;
 
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kW);
     for (int64_t b = d0; b < d1; b += kW)
-      panels::copy_columns(x.data + b, x.stride, T, std::min(kW, D - b), x_panel.data() + b / kW * T * kW);
+      panels::copy_columns(x.data + b, x.stride, T, std::min(kW, D - b), x_panel + b / kW * T * kW);
     panels::transpose(dy.data + d0, dy.stride, T, d1 - d0, dy_t.row(d0), T);
   });
 
@@ -142,28 +144,32 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
     const auto [h0, h1] = split_range(H, ith, nth, kSplitAlign);
     if (h1 <= h0) return;
     const int64_t mats = gated ? 2 : 1;
-    Matrix dh(T, kW), h(T, kW), down_cols(D, kW), dz_t(mats * kW, T), s_down(D, kW), s_in(mats * kW, kW);
-    Matrix u_tile(recompute ? T : 0, kHiddenChunk), g_tile(recompute && gated ? T : 0, kHiddenChunk);
+    const MatrixView dh = scratch_matrix(Scratch::tile, T, kW), h = scratch_matrix(Scratch::tile2, T, kW);
+    const MatrixView down_cols = scratch_matrix(Scratch::tile3, D, kW);
+    const MatrixView dz_t = scratch_matrix(Scratch::tile4, mats * kW, T);
+    const MatrixView s_down = scratch_matrix(Scratch::tile5, D, kW), s_in = scratch_matrix(Scratch::tile6, mats * kW, kW);
+    const MatrixView u_tile = scratch_matrix(Scratch::tile7, recompute ? T : 0, kHiddenChunk);
+    const MatrixView g_tile = scratch_matrix(Scratch::tile8, recompute && gated ? T : 0, kHiddenChunk);
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
       const float *u = nullptr, *g = nullptr;
       int64_t ld = H;
       if (recompute) {  // as forward_train computes them, so with the cached values' bits
-        gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u_tile.data(), kHiddenChunk);
-        if (c.bias) training::add_bias_rows(u_tile.data(), kHiddenChunk, T, w.up_bias.data() + c0, nb);
+        gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u_tile.data, kHiddenChunk);
+        if (c.bias) training::add_bias_rows(u_tile.data, kHiddenChunk, T, w.up_bias.data() + c0, nb);
         if (gated) {
-          gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g_tile.data(), kHiddenChunk);
-          if (c.bias) training::add_bias_rows(g_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
+          gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g_tile.data, kHiddenChunk);
+          if (c.bias) training::add_bias_rows(g_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         }
-        u = u_tile.data();
-        g = g_tile.data();
+        u = u_tile.data;
+        g = g_tile.data;
         ld = kHiddenChunk;
       } else {
         u = cache.up.data() + c0;
         g = gated ? cache.gate.data() + c0 : nullptr;
       }
-      panels::copy_columns(w.down.data() + c0, H, D, nb, down_cols.data());
-      k.f32_panel_gemm(T, D, dy.data, dy.stride, down_cols.data(), dh.data(), kW);
+      panels::copy_columns(w.down.data() + c0, H, D, nb, down_cols.data);
+      k.f32_panel_gemm(T, D, dy.data, dy.stride, down_cols.data, dh.data, kW);
       for (int64_t t = 0; t < T; ++t) {
         float* du = dz.row(t) + c0;
         if (gated)
@@ -172,14 +178,14 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
           kernels::f32_activation_backward(act, u + t * ld, dh.row(t), h.row(t), du, nb);
       }
       // dW_down[:, chunk] += dyᵀ·h (h's columns past nb hold stale values; their sums are dropped).
-      k.f32_panel_gemm(D, T, dy_t.data(), T, h.data(), s_down.data(), kW);
+      k.f32_panel_gemm(D, T, dy_t.data, T, h.data, s_down.data, kW);
       for (int64_t d = 0; d < D; ++d)
         for (int64_t j = 0; j < nb; ++j) grads.down.row(d)[c0 + j] += s_down.row(d)[j];
       // [dW_up; dW_gate][chunk] += [du dg]ᵀ·x, one panel of x (64 model columns) at a time.
-      panels::transpose(dz.data() + c0, ldz, T, nb, dz_t.data(), T);
-      if (gated) panels::transpose(dz.data() + H + c0, ldz, T, nb, dz_t.row(nb), T);
+      panels::transpose(dz.data + c0, ldz, T, nb, dz_t.data, T);
+      if (gated) panels::transpose(dz.data + H + c0, ldz, T, nb, dz_t.row(nb), T);
       for (int64_t b = 0; b < x_panels; ++b) {
-        k.f32_panel_gemm(mats * nb, T, dz_t.data(), T, x_panel.data() + b * T * kW, s_in.data(), kW);
+        k.f32_panel_gemm(mats * nb, T, dz_t.data, T, x_panel + b * T * kW, s_in.data, kW);
         const int64_t cols = std::min(kW, D - b * kW);
         for (int64_t m = 0; m < mats * nb; ++m) {
           float* dw = (m < nb ? grads.up.row(c0 + m) : grads.gate.row(c0 + m - nb)) + b * kW;
@@ -187,8 +193,8 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
         }
       }
       if (c.bias) {
-        add_column_sums(dz.data() + c0, ldz, T, nb, grads.up_bias.data() + c0);
-        if (gated) add_column_sums(dz.data() + H + c0, ldz, T, nb, grads.gate_bias.data() + c0);
+        add_column_sums(dz.data + c0, ldz, T, nb, grads.up_bias.data() + c0);
+        if (gated) add_column_sums(dz.data + H + c0, ldz, T, nb, grads.gate_bias.data() + c0);
       }
     }
   });
@@ -198,12 +204,12 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
     if (d1 <= d0) return;
     if (want_dx) {
       // [W_up; W_gate][:, cols]: one panel of 2H rows, so each dx element is one chain.
-      Matrix in_cols(ldz, kW), dx_tile(T, kW);
+      const MatrixView in_cols = scratch_matrix(Scratch::tile3, ldz, kW), dx_tile = scratch_matrix(Scratch::tile, T, kW);
       for (int64_t b = d0; b < d1; b += kW) {
         const int64_t cols = std::min(kW, D - b);
-        panels::copy_columns(w.up.data() + b, D, H, cols, in_cols.data());
+        panels::copy_columns(w.up.data() + b, D, H, cols, in_cols.data);
         if (gated) panels::copy_columns(w.gate.data() + b, D, H, cols, in_cols.row(H));
-        k.f32_panel_gemm(T, ldz, dz.data(), ldz, in_cols.data(), dx_tile.data(), kW);
+        k.f32_panel_gemm(T, ldz, dz.data, ldz, in_cols.data, dx_tile.data, kW);
         for (int64_t t = 0; t < T; ++t) std::copy(dx_tile.row(t), dx_tile.row(t) + cols, dx.row(t) + b);
       }
     }

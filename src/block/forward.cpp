@@ -11,6 +11,7 @@
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 
 namespace ffn {
 namespace {
@@ -54,19 +55,19 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
   const auto& w = weights_;
   const Activation act = config_.variant.activation;
   const bool gated = config_.variant.gated;
-  Matrix h(T, H);
+  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
 
   p.run([&](int ith, int nth) {
     const auto [h0, h1] = split_range(H, ith, nth, kSplitAlign);
-    Matrix gate_tile = gated && h1 > h0 ? Matrix(T, kHiddenChunk) : Matrix();
+    const MatrixView gate_tile = scratch_matrix(Scratch::tile, gated && h1 > h0 ? T : 0, kHiddenChunk);
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
-      float* h_tile = h.data() + c0;
+      float* h_tile = h.data + c0;
       gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, h_tile, H);
       if (config_.bias) add_bias_rows(h_tile, H, T, w.up_bias.data() + c0, nb);
       if (gated) {
-        gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, gate_tile.data(), kHiddenChunk);
-        if (config_.bias) add_bias_rows(gate_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
+        gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, gate_tile.data, kHiddenChunk);
+        if (config_.bias) add_bias_rows(gate_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         for (int64_t t = 0; t < T; ++t)
           kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
       } else {
@@ -78,7 +79,7 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
     if (d1 <= d0) return;
-    gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
+    gemm_nt(T, d1 - d0, H, h.data, H, w.down.row(d0), H, y.data + d0, y.stride);
     if (config_.bias) add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
   });
 }

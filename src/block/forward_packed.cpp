@@ -15,6 +15,7 @@
 
 #include "block/packed_weights.hpp"
 #include "block/q8_buffer.hpp"
+#include "parallel/scratch.hpp"
 #include "ffn/block.hpp"
 #include "kernels/kernels.hpp"
 
@@ -52,14 +53,14 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       if (c1 > c0)
         kernels::quantize_q8_rows(w.type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
-  Matrix h(T, H);
+  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
 
   p.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(w.first_panels, ith, nth);
     if (p1 <= p0) return;
-    Matrix tile(T, kW);
+    const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.first_panel(panel), D, x, xq, tile.data());
+      panel_product(w.first_panel(panel), D, x, xq, tile.data);
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
       for (int64_t t = 0; t < T; ++t) {
         float* c = tile.row(t);
@@ -78,16 +79,16 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     }
     if (integer) {
       const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
-      kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data(), H, hq.qs.data(), hq.d.data(), hq.corr.data());
+      kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());
     }
   });
 
   p.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(w.down_panels, ith, nth);
     if (p1 <= p0) return;
-    Matrix tile(T, kW);
+    const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.down_panel(panel), H, h.view(), hq, tile.data());
+      panel_product(w.down_panel(panel), H, h, hq, tile.data);
       const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
       for (int64_t t = 0; t < T; ++t) {
         const float* c = tile.row(t);

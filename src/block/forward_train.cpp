@@ -7,6 +7,7 @@
 #include "block/training_views.hpp"
 #include "ffn/backward.hpp"
 #include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 
 namespace ffn {
 namespace {
@@ -49,7 +50,7 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
   const kernels::F32GemmNt gemm_nt = kernels::forward_gemm(k, T);
   const auto& w = block.weights();
   const Activation act = c.variant.activation;
-  Matrix h(T, H);
+  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
 
   p.run([&](int ith, int nth) {
     const auto [h0, h1] = split_range(H, ith, nth, kSplitAlign);
@@ -77,7 +78,7 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
     if (d1 <= d0) return;
-    gemm_nt(T, d1 - d0, H, h.data(), H, w.down.row(d0), H, y.data + d0, y.stride);
+    gemm_nt(T, d1 - d0, H, h.data, H, w.down.row(d0), H, y.data + d0, y.stride);
     if (c.bias) training::add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
   });
 }

@@ -20,6 +20,7 @@
 
 #include "block/panels.hpp"
 #include "block/q8_buffer.hpp"
+#include "parallel/scratch.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
@@ -75,13 +76,12 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   // C[T][rows] = A·W[r0 : r0+rows]ᵀ, K = W's row length; rows ≤ 64 on the wide path, whose scratch holds
   // the widened rows, their panel and a [T][64] tile.
   auto product = [&](const TypedMatrix& m, int64_t r0, int64_t rows, const float* A, int64_t lda, const Q8Buffer& aq,
-                     float* C, int64_t ldc, std::vector<float>& scratch) {
+                     float* C, int64_t ldc) {
     const int64_t K = m.cols;
     if (wide) {
       // rows ≤ 64 weight rows widened, then laid side by side as one panel (columns past
       // `rows` keep stale values whose outputs are not copied out).
-      scratch.resize(static_cast<size_t>(rows * K + K * kW + T * kW));
-      float* widened = scratch.data();
+      float* widened = scratch_matrix(Scratch::tile2, 1, rows * K + K * kW + T * kW).data;
       float* panel = widened + rows * K;
       float* tile = panel + K * kW;
       k.widen_rows(type, rows, K, m.row(r0), m.row_bytes, widened);
@@ -109,36 +109,34 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
         kernels::quantize_q8_rows(type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
 
-  Matrix h(T, H);
+  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
   p.run([&](int ith, int nth) {
     // Ranges of whole 64-unit chunks: whole q8_0 blocks of h for this thread to quantise.
     const auto [h0, h1] = split_range(H, ith, nth, kHiddenChunk);
     if (h1 <= h0) return;
-    Matrix gate_tile = gated ? Matrix(T, kHiddenChunk) : Matrix();
-    std::vector<float> scratch;
+    const MatrixView gate_tile = scratch_matrix(Scratch::tile, gated ? T : 0, kHiddenChunk);
     for (int64_t c0 = h0; c0 < h1; c0 += kHiddenChunk) {
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
-      float* h_tile = h.data() + c0;
-      product(w.up, c0, nb, x.data, x.stride, xq, h_tile, H, scratch);
+      float* h_tile = h.data + c0;
+      product(w.up, c0, nb, x.data, x.stride, xq, h_tile, H);
       if (config_.bias) add_bias_rows(h_tile, H, T, w.up_bias.data() + c0, nb);
       if (gated) {
-        product(w.gate, c0, nb, x.data, x.stride, xq, gate_tile.data(), kHiddenChunk, scratch);
-        if (config_.bias) add_bias_rows(gate_tile.data(), kHiddenChunk, T, w.gate_bias.data() + c0, nb);
+        product(w.gate, c0, nb, x.data, x.stride, xq, gate_tile.data, kHiddenChunk);
+        if (config_.bias) add_bias_rows(gate_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         for (int64_t t = 0; t < T; ++t) kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
       } else {
         for (int64_t t = 0; t < T; ++t) kernels::f32_activation(act, h_tile + t * H, nb);
       }
     }
-    if (integer) kernels::quantize_q8_rows(type, T, H, h0, h1, h.data(), H, hq.qs.data(), hq.d.data(), hq.corr.data());
+    if (integer) kernels::quantize_q8_rows(type, T, H, h0, h1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());
   });
 
   p.run([&](int ith, int nth) {
     const auto [d0, d1] = split_range(D, ith, nth, kDownChunk);
-    std::vector<float> scratch;
     const int64_t step = wide ? kDownChunk : d1 - d0;
     for (int64_t r0 = d0; r0 < d1; r0 += step) {
       const int64_t rows = std::min(step, d1 - r0);
-      product(w.down, r0, rows, h.data(), H, hq, y.data + r0, y.stride, scratch);
+      product(w.down, r0, rows, h.data, H, hq, y.data + r0, y.stride);
       if (config_.bias) add_bias_rows(y.data + r0, y.stride, T, w.down_bias.data() + r0, rows);
     }
   });

@@ -212,6 +212,21 @@ TEST(PackedBlock, IsForwardOnly) {
   EXPECT_NO_THROW(packed.forward(x.view(), y.view()));
 }
 
+// Scratch kept between calls: a call after a larger one, and after release_scratch(),
+// gives the same bits.
+TEST(PackedBlock, ScratchReuseChangesNothing) {
+  const Block packed = Block::random({{true, Activation::swish}, 64, 96, true}, 2).packed();
+  const Matrix x = random_matrix(300, 64, 4);
+  Matrix all(300, 64), first(3, 64), again(3, 64);
+  packed.forward({x.data(), 3, 64, 64}, first.view());
+  packed.forward(x.view(), all.view());
+  packed.forward({x.data(), 3, 64, 64}, again.view());
+  EXPECT_TRUE(test::same_bits(first, again));
+  release_scratch();
+  packed.forward({x.data(), 3, 64, 64}, again.view());
+  EXPECT_TRUE(test::same_bits(first, again));
+}
+
 TEST(PackedBlock, NonFiniteTokensStayInTheirRow) {
   const Block packed = Block::random({{true, Activation::swish}, 40, 70, true}, 2).packed();
   Matrix x = random_matrix(8, 40, 3);

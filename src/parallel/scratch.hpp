@@ -1,0 +1,43 @@
+// Per-thread scratch memory, kept between calls (internal).
+//
+// Why: a fresh buffer costs a page fault per page on first touch — in a virtual machine the
+// host backs it then too — and the forward and backward of a block need tens of MB of
+// [T][H] buffers and per-thread tiles on every call. Measured on this project's 2-core VM:
+// a SwiGLU(4096) training step at T = 256 spent 28 % of its time faulting in fresh huge
+// pages. So each thread keeps its buffers, one per slot, and grows them when asked for more.
+//
+// Rules: a view is valid until the same thread asks for the same slot again; its contents
+// are whatever the last user left (memory new to the slot is zero), so callers write before
+// they read. A call uses a slot from the thread that asked for it: the calling thread for
+// buffers shared by the workers of one pool.run (it waits inside run while they use them),
+// each worker for its own tiles. Nothing here is shared between threads.
+// The memory is freed when its thread exits; release_scratch() (ffn/block.hpp) frees the
+// calling thread's now.
+#pragma once
+
+#include <cstdint>
+
+#include "ffn/tensor.hpp"
+
+namespace ffn {
+
+enum class Scratch : int {
+  hidden,         // [T][H] hidden values of a forward
+  hidden_grads,   // [T][2H] du, dg of a backward
+  dy_transposed,  // [D][T]
+  x_panels,       // x in 64-column panels
+  tile,           // per-thread tiles, tile … tile8
+  tile2,
+  tile3,
+  tile4,
+  tile5,
+  tile6,
+  tile7,
+  tile8,
+  count
+};
+
+// A rows × cols row-major view (stride cols) of the calling thread's buffer for `slot`.
+MatrixView scratch_matrix(Scratch slot, int64_t rows, int64_t cols);
+
+}  // namespace ffn
