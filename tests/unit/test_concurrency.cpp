@@ -6,7 +6,9 @@
 //   (a) 4 std::threads, each with its own ThreadPool (sizes 1..4);
 //   (b) 4 std::threads all on the process-wide default pool (pool = nullptr);
 //   (c) 4 std::threads sharing one explicit pool of 2;
-//   (d) backward from 4 threads, each with its own gradients and cache.
+//   (d) backward from 4 threads, each with its own gradients and cache;
+//   (e) packed blocks (f32 and q4_0) from 4 threads, own pools and one shared pool, with
+//       a different token count per thread so that each thread's scratch grows.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -145,6 +147,31 @@ TEST(Concurrency, ThreadPoolRunFromSeveralThreadsIsSerialisedAndComplete) {
   });
   for (int t = 0; t < kThreads; ++t)
     for (int i = 0; i < 3; ++i) EXPECT_EQ(calls[t][i], 50) << "thread " << t << " ith " << i;
+}
+
+TEST(Concurrency, PackedBlocksFromFourThreads) {
+  for (const WeightType type : {WeightType::f32, WeightType::q4_0}) {
+    const Block packed = Block::random({{true, Activation::swish}, 64, 96, true}, 5).stored_as(type).packed();
+    std::vector<Matrix> inputs, expected;
+    ThreadPool one(1);
+    for (int t = 0; t < kThreads; ++t) {
+      inputs.push_back(random_matrix(5 + 40 * t, 64, 300 + t));
+      expected.emplace_back(5 + 40 * t, 64);
+      packed.forward(inputs[t].view(), expected[t].view(), &one);
+    }
+    ThreadPool shared(2);
+    std::vector<int> matches(kThreads, 0);
+    in_parallel([&](int t) {
+      ThreadPool own(1 + t % 2);
+      Matrix out(5 + 40 * t, 64);
+      for (int r = 0; r < kRounds; ++r) {
+        packed.forward(inputs[t].view(), out.view(), r % 2 ? &own : &shared);
+        matches[t] += same_bits(out, expected[t]);
+      }
+    });
+    for (int t = 0; t < kThreads; ++t)
+      EXPECT_EQ(matches[t], kRounds) << weight_type_info(type).name << " thread " << t;
+  }
 }
 
 }  // namespace
