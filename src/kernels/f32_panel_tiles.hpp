@@ -124,7 +124,17 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
 // resident) that every strip of MR tokens then reads; the chains resume through C between
 // K blocks. The forward of row-major blocks (training) takes this path from
 // kPackedMinTokens on: its weights change every step, so they cannot be packed at load.
-template <class V, int MR, int NV>
+// Lays nr ≤ 64 weight rows (kc values each, rows ldb apart) into a panel: the portable
+// packing routine (each ISA may supply a faster one with the same result).
+struct PortablePanelPack {
+  static void rows_to_panel(const float* B, int64_t ldb, int64_t nr, int64_t kc, float* panel) {
+    for (int64_t j = 0; j < nr; ++j)
+      for (int64_t k = 0; k < kc; ++k) panel[k * kPanelWidth + j] = B[j * ldb + k];
+    for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * kPanelWidth + nr, panel + (k + 1) * kPanelWidth, 0.0f);
+  }
+};
+
+template <class V, int MR, int NV, class Pack = PortablePanelPack>
 void f32_gemm_nt_through_panels(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                 int64_t ldb, float* C, int64_t ldc) {
   constexpr int64_t KB = 256;  // 64 KiB of panel
@@ -134,11 +144,7 @@ void f32_gemm_nt_through_panels(int64_t T, int64_t N, int64_t K, const float* A,
     // K = 0 still visits one (empty) block, so that C is written (zeros).
     for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KB) {
       const int64_t kc = std::min(KB, K - k0);
-      for (int64_t j = 0; j < nr; ++j) {
-        const float* src = B + (n0 + j) * ldb + k0;
-        for (int64_t k = 0; k < kc; ++k) panel[k * kPanelWidth + j] = src[k];
-      }
-      for (int64_t k = 0; k < kc; ++k) std::fill(panel + k * kPanelWidth + nr, panel + (k + 1) * kPanelWidth, 0.0f);
+      Pack::rows_to_panel(B + n0 * ldb + k0, ldb, nr, kc, panel);
       const bool resume = k0 > 0;
       auto strip = [&]<int R>(int64_t t) {
         const float* a = A + t * lda + k0;

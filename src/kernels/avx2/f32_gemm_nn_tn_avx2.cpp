@@ -7,6 +7,7 @@
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"
+#include "kernels/avx2/transpose_avx2.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
@@ -29,7 +30,7 @@ void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, 
 
 void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                              int64_t ldb, float* C, int64_t ldc) {
-  f32_gemm_nt_through_panels<Avx2Store, 6, 2>(T, N, K, A, lda, B, ldb, C, ldc);
+  f32_gemm_nt_through_panels<Avx2Store, 6, 2, AvxPanelPack>(T, N, K, A, lda, B, ldb, C, ldc);
 }
 
 }  // namespace ffn::kernels
