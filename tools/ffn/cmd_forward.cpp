@@ -1,5 +1,6 @@
 // ffn forward: y = block(x) for a block read from a safetensors file, x and y as .npy.
 #include <chrono>
+#include <string>
 #include <cstdio>
 
 #include "across_processes.hpp"
@@ -35,11 +36,17 @@ void run_forward(const ForwardOptions& o) {
   ThreadPool pool(o.threads);
   // With --dtype the block keeps only its matrices in that type and the forward reads them
   // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
-  LoadedBlock loaded =
-      o.dtype.empty() ? load_block(o.weights, load) : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
   // The weights are packed once into the forward kernels' panels (Block::packed): a
-  // token's output is then the same whatever else is in the file of tokens.
-  const Block block = loaded.block.packed(&pool);
+  // token's output is then the same whatever else is in the file of tokens. The loaded
+  // block is freed once packed, so the forward runs with one copy of the weights.
+  std::string scheme, activation_source;
+  const Block block = [&] {
+    LoadedBlock loaded = o.dtype.empty() ? load_block(o.weights, load)
+                                         : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
+    scheme = loaded.scheme;
+    activation_source = loaded.activation_source;
+    return loaded.block.packed(&pool);
+  }();
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
@@ -63,8 +70,8 @@ void run_forward(const ForwardOptions& o) {
     std::printf(
         "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s: %lld token%s in %.3f ms "
         "(%d threads, %s) → %s\n",
-        variant_name(variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
-        loaded.activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
+        variant_name(variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
+        activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
         block.config().bias ? " bias" : "", static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
         std::string(isa_name(active_isa())).c_str(), o.output.c_str());
 }
