@@ -1,7 +1,7 @@
 // ffn forward: y = block(x) for a block read from a safetensors file, x and y as .npy.
 #include <chrono>
-#include <string>
 #include <cstdio>
+#include <string>
 
 #include "across_processes.hpp"
 #include "commands.hpp"
