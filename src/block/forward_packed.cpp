@@ -15,9 +15,9 @@
 
 #include "block/packed_weights.hpp"
 #include "block/q8_buffer.hpp"
-#include "parallel/scratch.hpp"
 #include "ffn/block.hpp"
 #include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 
 namespace ffn {
 

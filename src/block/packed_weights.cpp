@@ -1,4 +1,5 @@
-// Packing an f32 block's weights into the forward kernels' panels (packed_weights.hpp), once.
+// Packing a block's weights (f32, bf16, f16, q8_0, q4_0) into the forward kernels' panels
+// (packed_weights.hpp), once.
 #include "block/packed_weights.hpp"
 
 #include <algorithm>
@@ -11,6 +12,10 @@ namespace ffn {
 
 using panels::kW;
 
+namespace {
+
+// Bytes of one panel of 64 rows of K weights of type t: f32 / bf16 / f16 [K][64] elements;
+// q8_0 / q4_0 K/32 blocks of kernels::q_panel_block_bytes.
 int64_t panel_bytes(WeightType t, int64_t K) {
   switch (t) {
     case WeightType::f32: return K * kW * 4;
@@ -21,8 +26,6 @@ int64_t panel_bytes(WeightType t, int64_t K) {
   }
   return K / kQuantBlock * kernels::q_panel_block_bytes(t);
 }
-
-namespace {
 
 template <class Elem>
 void fill_elements(const Elem* data, int64_t ld, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {

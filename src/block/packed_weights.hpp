@@ -43,10 +43,6 @@ struct PackedWeights {
   static const std::byte* bytes(const AlignedFloats& a) { return reinterpret_cast<const std::byte*>(a.data()); }
 };
 
-// Bytes of one panel of 64 rows of K weights of type t: f32 / bf16 / f16 [K][64] elements;
-// q8_0 / q4_0 K/32 blocks of kernels::q_panel_block_bytes.
-int64_t panel_bytes(WeightType t, int64_t K);
-
 // Panels of an f32 block's weights, or of a bf16 / f16 / q8_0 / q4_0 block's stored
 // matrices (the stored values, regrouped).
 PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, ThreadPool& pool);

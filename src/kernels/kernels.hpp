@@ -245,9 +245,10 @@ struct KernelTable {
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights
 // stream from memory (few tokens: lane-parallel dot products read each weight once, no
-// packing), f32_gemm_nt_packed from kPackedMinTokens on (measured crossover, see
-// docs/performance.md). Chosen by T alone, so results never depend on the thread count;
-// forward, forward_train and backward's recomputation all call it, so they agree bit for bit.
+// packing), f32_gemm_nt_packed from kPackedMinTokens on (a measured crossover: below it
+// the per-call transposition of the weights costs more than it saves). Chosen by T alone,
+// so results never depend on the thread count; forward, forward_train and backward's
+// recomputation all call it, so they agree bit for bit.
 inline constexpr int64_t kPackedMinTokens = 64;
 inline F32GemmNt forward_gemm(const KernelTable& k, int64_t T) {
   return T >= kPackedMinTokens ? k.f32_gemm_nt_packed : k.f32_gemm_nt;
