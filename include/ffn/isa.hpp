@@ -1,7 +1,12 @@
 // Runtime choice of instruction set. One binary runs on any x86-64: kernels for wider ISAs
 // are compiled per file and the widest the CPU supports is used, unless FFN_ISA
-// (scalar|avx2|avx512) or set_isa() asks for another. Every ISA computes the same results
-// within the tested error bounds; the scalar kernels are the plain-C++ reference.
+// (scalar|avx2|avx512|avx512_bf16) or set_isa() asks for another. Every ISA computes the
+// same results within the tested error bounds; the scalar kernels are the plain-C++
+// reference.
+//   avx512_bf16: the avx512 kernels, except that packed bf16 blocks dot bf16 activations
+//   with AVX512_BF16's vdpbf16ps (twice the products per instruction; activations rounded
+//   to bf16, as PyTorch's and ggml's bf16 products do — README, accuracy). FFN_ISA=avx512
+//   keeps them in f32 on such a CPU.
 #pragma once
 
 #include <string_view>
@@ -9,7 +14,7 @@
 
 namespace ffn {
 
-enum class Isa { scalar, avx2, avx512 };
+enum class Isa { scalar, avx2, avx512, avx512_bf16 };
 
 std::string_view isa_name(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names

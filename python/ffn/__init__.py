@@ -15,7 +15,14 @@ from . import _core
 Error = _core.Error
 __version__ = _core.__version__
 __all__ = ["Block", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
-           "GEGLU", "GatedGeluTanh", "load", "from_torch", "Error"]
+           "GEGLU", "GatedGeluTanh", "load", "from_torch", "active_isa", "Error"]
+
+
+def active_isa():
+    """The instruction set the kernels use: scalar, avx2, avx512 or avx512_bf16 (the widest
+    this CPU supports unless FFN_ISA names another). On avx512_bf16 packed bf16 blocks round
+    their activations to bf16 for the dot products (see the README's accuracy table)."""
+    return _core.active_isa()
 
 
 class Block:

@@ -1,7 +1,8 @@
 // Forward of a packed block (Block::packed, packed_weights.hpp): the two stages of the f32
 // forward, each a sweep over panels of weights laid out at load — f32; bf16 / f16 widened
-// exactly in registers by the panel kernel's loads; q8_0 / q4_0 dotted in integers with the
-// activations quantised to q8_0 (x for the first stage, h for the down projection).
+// exactly in registers by the panel kernel's loads, or on AVX512_BF16 bf16 dotted with the
+// activations rounded to bf16; q8_0 / q4_0 dotted in integers with the activations
+// quantised to q8_0 (in both cases x for the first stage, h for the down projection).
 //   stage 1 (first-stage panels split across threads): one panel product gives a [T][64]
 //     tile — for gated blocks the gate and up values of the same 32 hidden units, so
 //     h = act(g + b_g) ⊙ (u + b_u) is applied to the tile while it is hot and no [T][H]
@@ -31,18 +32,37 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   // computed it (its panels are whole blocks of 32 hidden units).
   Q8Buffer xq = integer ? Q8Buffer(T, D) : Q8Buffer();
   Q8Buffer hq = integer ? Q8Buffer(T, H) : Q8Buffer();
+  // bf16 panels where the CPU dots bf16 pairs: x and h rounded to bf16, rows padded to
+  // even length (kernels.hpp), in buffers of the calling thread shared by the workers.
+  const bool bf16_dot = w.type == WeightType::bf16 && k.bf16_dot_panel_gemm;
+  auto bf16_rows = [&](Scratch slot, int64_t K) {
+    return bf16_dot ? reinterpret_cast<uint16_t*>(scratch_matrix(slot, T, kernels::bf16_panel_rows(K) / 2).data)
+                    : nullptr;
+  };
+  uint16_t* const xb = bf16_rows(Scratch::x_bf16, D);
+  uint16_t* const hb = bf16_rows(Scratch::hidden_bf16, H);
+  // One stage's activations in the forms the panel kernels take.
+  struct Operand {
+    ConstMatrixView f32;
+    const Q8Buffer& q8;
+    const uint16_t* bf16;  // [T][bf16_panel_rows(K)]
+  };
   // C [T][64] = A·panel (K = D with x, K = H with h), with the panel kernel of the type.
-  auto panel_product = [&](const std::byte* panel, int64_t K, ConstMatrixView a, const Q8Buffer& aq, float* C) {
+  auto panel_product = [&](const std::byte* panel, int64_t K, const Operand& a, float* C) {
     switch (w.type) {
       case WeightType::f32:
-        return k.f32_panel_gemm(T, K, a.data, a.stride, reinterpret_cast<const float*>(panel), C, kW);
+        return k.f32_panel_gemm(T, K, a.f32.data, a.f32.stride, reinterpret_cast<const float*>(panel), C, kW);
       case WeightType::bf16:
+        if (bf16_dot)
+          return k.bf16_dot_panel_gemm(T, K, a.bf16, kernels::bf16_panel_rows(K),
+                                       reinterpret_cast<const uint16_t*>(panel), C, kW);
+        [[fallthrough]];
       case WeightType::f16:
-        return k.half_panel_gemm(w.type == WeightType::bf16, T, K, a.data, a.stride,
+        return k.half_panel_gemm(w.type == WeightType::bf16, T, K, a.f32.data, a.f32.stride,
                                  reinterpret_cast<const uint16_t*>(panel), C, kW);
       case WeightType::q8_0:
       case WeightType::q4_0:
-        return k.q_panel_gemm(w.type, T, K, aq.rows(), panel, C, kW);
+        return k.q_panel_gemm(w.type, T, K, a.q8.rows(), panel, C, kW);
     }
   };
   const Activation act = config_.variant.activation;
@@ -53,14 +73,21 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       if (c1 > c0)
         kernels::quantize_q8_rows(w.type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
+  if (bf16_dot)
+    p.run([&](int ith, int nth) {
+      const auto [t0, t1] = split_range(T, ith, nth);
+      const int64_t ld = kernels::bf16_panel_rows(D);
+      if (t1 > t0) k.f32_to_bf16_rows(t1 - t0, D, x.row(t0), x.stride, xb + t0 * ld, ld);
+    });
   const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
+  const Operand x_operand{x, xq, xb}, h_operand{h, hq, hb};
 
   p.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(w.first_panels, ith, nth);
     if (p1 <= p0) return;
     const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.first_panel(panel), D, x, xq, tile.data);
+      panel_product(w.first_panel(panel), D, x_operand, tile.data);
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
       for (int64_t t = 0; t < T; ++t) {
         float* c = tile.row(t);
@@ -77,9 +104,13 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
         }
       }
     }
-    if (integer) {
-      const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
-      kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());
+    const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
+    if (integer) kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());
+    // u0 is even (whole panels), so this thread's pairs of h are its own; the last range
+    // writes the padding of an odd H.
+    if (bf16_dot) {
+      const int64_t ld = kernels::bf16_panel_rows(H);
+      k.f32_to_bf16_rows(T, u1 - u0, h.data + u0, H, hb + u0, ld);
     }
   });
 
@@ -88,7 +119,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     if (p1 <= p0) return;
     const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.down_panel(panel), H, h, hq, tile.data);
+      panel_product(w.down_panel(panel), H, h_operand, tile.data);
       const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
       for (int64_t t = 0; t < T; ++t) {
         const float* c = tile.row(t);

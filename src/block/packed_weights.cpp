@@ -14,12 +14,12 @@ using panels::kW;
 
 namespace {
 
-// Bytes of one panel of 64 rows of K weights of type t: f32 / bf16 / f16 [K][64] elements;
-// q8_0 / q4_0 K/32 blocks of kernels::q_panel_block_bytes.
+// Bytes of one panel of 64 rows of K weights of type t: f32 / f16 [K][64] elements, bf16
+// pairs of k (K rounded up to even); q8_0 / q4_0 K/32 blocks of kernels::q_panel_block_bytes.
 int64_t panel_bytes(WeightType t, int64_t K) {
   switch (t) {
     case WeightType::f32: return K * kW * 4;
-    case WeightType::bf16:
+    case WeightType::bf16: return kernels::bf16_panel_rows(K) * kW * 2;
     case WeightType::f16: return K * kW * 2;
     case WeightType::q8_0:
     case WeightType::q4_0: break;
@@ -94,7 +94,11 @@ PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, Thr
   PackedWeights out = pack(
       config, t,
       [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
-        if (t == WeightType::bf16 || t == WeightType::f16)
+        if (t == WeightType::bf16)
+          panels::transpose_rows_into_bf16_pairs(reinterpret_cast<const uint16_t*>(m[i]->bytes.data()) +
+                                                     r0 * (m[i]->row_bytes / 2),
+                                                 m[i]->row_bytes / 2, rows, K, reinterpret_cast<uint16_t*>(panel), j0);
+        else if (t == WeightType::f16)
           fill_elements(reinterpret_cast<const uint16_t*>(m[i]->bytes.data()), m[i]->row_bytes / 2, r0, rows, K,
                         panel, j0);
         else

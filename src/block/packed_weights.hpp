@@ -1,7 +1,8 @@
 // The weights of a packed block (Block::packed): every matrix as consecutive panels of
 // kernels::kPanelWidth (64) columns, each panel [K][64] elements — the k-th values of its
 // 64 weight rows side by side — which the panel kernels stream as one linear array.
-// Elements are f32, or bf16 / f16 as stored (uint16, widened exactly by the kernel);
+// Elements are f32, or bf16 / f16 as stored (uint16; bf16 panels hold k in pairs, the
+// layout AVX512_BF16's dot product reads — kernels.hpp);
 // q8_0 / q4_0 panels hold the stored blocks regrouped for the integer panel kernel
 // (layout in src/kernels/kernels.hpp).
 //

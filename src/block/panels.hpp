@@ -42,6 +42,21 @@ inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64
   }
 }
 
+// The bf16 pair layout (kernels.hpp): panel[bf16_panel_index(k, j0 + r)] = src[r·ld + k]
+// for r < rows, k < K; each row's weights k, k + 1 stay adjacent, so they move as one
+// 32-bit pair. The padding of an odd K (k = K) is left as it is: zero in a fresh panel.
+inline void transpose_rows_into_bf16_pairs(const uint16_t* src, int64_t ld, int64_t rows, int64_t K,
+                                           uint16_t* panel, int64_t j0) {
+  constexpr int64_t kStep = 64;  // values of k at a time, as transpose_rows_into
+  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
+    const int64_t kn = std::min(kStep, K - k0);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* s = src + r * ld + k0;
+      for (int64_t k = 0; k < kn; ++k) panel[kernels::bf16_panel_index(k0 + k, j0 + r)] = s[k];
+    }
+  }
+}
+
 // Rows [r0, r0 + rows) (rows ≤ 64 − j0) of a q8_0 / q4_0 matrix laid into rows j0 … of a
 // q panel (kernels.hpp: scales, then groups of 4 weights of every row as unsigned bytes).
 // `src` is the matrix's first byte, rows row_bytes apart, K weights a row.

@@ -12,7 +12,10 @@
 //   output (H products + a bias):  e_y ≤ Σ_j |W_down[i][j]|·e_h_j
 //                                        + (H+1)·u·(Σ_j |W_down[i][j]·h_j| + |b_down[i]|)
 // (H+1)·u·Σ|terms| bounds the rounding of any order of summation, so the bound holds for
-// every kernel and for PyTorch alike. A real bug — a wrong index, activation, bias or
+// every kernel and for PyTorch alike.
+// A forward that rounds its products' activation operands with relative error r (x before
+// the gate/up products, h before the down projection) adds r·G_j to e_g (r·U_j to e_u) and
+// r·|h_j| to e_h; the products of r with u are higher order (covered by the doubling). A real bug — a wrong index, activation, bias or
 // operand — changes outputs by a sizeable fraction of Σ|terms|, far above this bound at the
 // tested sizes.
 #include <cmath>
@@ -34,7 +37,8 @@ using reference::kUnitRoundoff;
 
 }  // namespace
 
-void reference_forward_token(const Block& block, const float* x, double* y_out, double* error_bound_out) {
+void reference_forward_token(const Block& block, const float* x, double* y_out, double* error_bound_out,
+                             double operand_rounding) {
   const auto& c = block.config();
   const auto& w = block.weights();
   const int64_t D = c.d_model, H = c.hidden;
@@ -45,14 +49,15 @@ void reference_forward_token(const Block& block, const float* x, double* y_out, 
     const Dot up = dot(w.up.row(j), x, D, bias_at(w.up_bias, j));
     const Dot pre = c.variant.gated ? dot(w.gate.row(j), x, D, bias_at(w.gate_bias, j)) : up;
     const double a = activation(c.variant.activation, pre.value);
-    const double e_pre = static_cast<double>(D + 1) * u * pre.abs_sum;
+    const double per_term = static_cast<double>(D + 1) * u + operand_rounding;  // of Σ|terms|
+    const double e_pre = per_term * pre.abs_sum;
     const double e_a = kLipschitz * e_pre + 8.0 * u * (std::fabs(a) + std::fabs(pre.value));
     double hj = a, e_h = e_a;
     if (c.variant.gated) {
       hj = a * up.value;
-      e_h = e_a * std::fabs(up.value) + std::fabs(a) * static_cast<double>(D + 1) * u * up.abs_sum +
-            u * std::fabs(hj);
+      e_h = e_a * std::fabs(up.value) + std::fabs(a) * per_term * up.abs_sum + u * std::fabs(hj);
     }
+    e_h += operand_rounding * std::fabs(hj);
     h_exact[static_cast<size_t>(j)] = hj;
     h_err[static_cast<size_t>(j)] = e_h;
   }

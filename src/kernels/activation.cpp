@@ -14,6 +14,7 @@ const ActivationTable& activation_table(Isa isa) {
     case Isa::avx2:
       return activation_table_avx2;
     case Isa::avx512:
+    case Isa::avx512_bf16:
       return activation_table_avx512;
     case Isa::scalar:
       break;

@@ -27,6 +27,16 @@ bool cpu_has_f16c() {
   }();
   return has;
 }
+
+// AVX512_BF16 (CPUID leaf 7 sub-leaf 1, EAX bit 5), read once for the same reasons.
+bool cpu_has_avx512_bf16() {
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+  }();
+  return has;
+}
+
 std::atomic<int> g_active{kUnset};
 std::once_flag g_env_once;
 
@@ -43,14 +53,15 @@ std::string_view isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::avx512_bf16: return "avx512_bf16";
   }
   return "?";
 }
 
 Isa parse_isa(std::string_view name) {
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16})
     if (isa_name(i) == name) return i;
-  throw Error("ISA '" + std::string(name) + "' is unknown; accepted: scalar, avx2, avx512");
+  throw Error("ISA '" + std::string(name) + "' is unknown; accepted: scalar, avx2, avx512, avx512_bf16");
 }
 
 bool isa_supported(Isa isa) {
@@ -63,6 +74,10 @@ bool isa_supported(Isa isa) {
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
              __builtin_cpu_supports("fma") && cpu_has_f16c();
+    // Its file also uses AVX-512BW/VL (masked 16-bit stores).
+    case Isa::avx512_bf16:
+      return isa_supported(Isa::avx512) && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && cpu_has_avx512_bf16();
   }
   return false;
 }
@@ -75,7 +90,7 @@ bool avx512_vnni_supported() {
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_bf16})
     if (isa_supported(i)) out.push_back(i);
   return out;
 }
@@ -135,11 +150,22 @@ const KernelTable& kernel_table(Isa isa) {
                                   avx512_vnni_supported() ? "q_panel_gemm_avx512vnni_2x64" : "q_panel_gemm_avx2_1x32",
                                   avx512_vnni_supported() ? q_panel_gemm_avx512vnni_2x64 : q_panel_gemm_avx2_1x32,
                                   widen_rows_avx2};
+  // The avx512 table plus the bf16 dot product (built on first use: only on CPUs that have it).
+  static const KernelTable avx512_bf16 = [] {
+    KernelTable t = avx512;
+    t.isa = Isa::avx512_bf16;
+    t.bf16_dot_panel_gemm_name = "bf16_dot_panel_gemm_avx512bf16_6x64";
+    t.bf16_dot_panel_gemm = bf16_dot_panel_gemm_avx512bf16_6x64;
+    t.f32_to_bf16_rows = f32_to_bf16_rows_avx512bf16;
+    t.bf16_dot_roof = bf16_dot_roof_avx512bf16;
+    return t;
+  }();
   if (!isa_supported(isa))
     throw Error("ISA " + std::string(isa_name(isa)) + " is not supported by this CPU");
   switch (isa) {
     case Isa::avx2: return avx2;
     case Isa::avx512: return avx512;
+    case Isa::avx512_bf16: return avx512_bf16;
     case Isa::scalar: break;
   }
   return scalar;

@@ -38,14 +38,23 @@ struct PrefetchShare {
   int64_t per_k = 0;
 };
 
+// How a tile reads a panel: PanelLoad::at(P, k, c) is the f32 vector of row k's values in
+// columns c … c + lanes − 1 (PanelLoad::Elem: the stored element). RowPanel reads [K][64]
+// panels (f32, f16) through an element load of f32_gemm_nt_tiles.hpp; the bf16 pair layout
+// (kernels.hpp) has loads of its own in each ISA's file.
+template <class Load>
+struct RowPanel {
+  using Elem = typename Load::Elem;
+  static auto at(const Elem* P, int64_t k, int64_t c) { return Load::load(P + k * kPanelWidth + c); }
+};
+
 // MR tokens × the panel's 64 columns over kc rows of the panel. With Resume, the chains
 // start from C; otherwise from 0. The prefetches are issued in the first pass.
 // Only C's first `cols` columns (1 … 64) are read and written; the others are computed
-// from the panel's (zero) columns and dropped. Load widens a vector of the panel's
-// elements (Load::Elem: float, or 16-bit weights widened exactly) to V::Vec.
-template <class V, int MR, int NV, bool Resume, class Load = LoadF32<V>>
-inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename Load::Elem* P, float* C, int64_t ldc,
-                       PrefetchShare pf, int64_t cols = kPanelWidth) {
+// from the panel's (zero) columns and dropped.
+template <class V, int MR, int NV, bool Resume, class PanelLoad = RowPanel<LoadF32<V>>>
+inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename PanelLoad::Elem* P, float* C,
+                       int64_t ldc, PrefetchShare pf, int64_t cols = kPanelWidth) {
   using Vec = typename V::Vec;
   constexpr int64_t kCols = NV * V::lanes;
   static_assert(kPanelWidth % kCols == 0, "a pass covers a whole part of the panel");
@@ -59,13 +68,12 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename L
         const float* c = C + i * ldc + j0 + v * V::lanes;
         acc[i][v] = !Resume || valid[v] == 0 ? V::zero() : valid[v] == V::lanes ? V::load(c) : V::load_tail(c, valid[v]);
       }
-    const typename Load::Elem* p = P + j0;
     int64_t issued = j0 == 0 ? 0 : pf.lines;
-    for (int64_t k = 0; k < kc; ++k, p += kPanelWidth) {
+    for (int64_t k = 0; k < kc; ++k) {
       for (int64_t n = 0; n < pf.per_k && issued < pf.lines; ++n, ++issued)
         __builtin_prefetch(pf.first + 64 * issued, 0, 2);
       Vec b[NV];
-      for (int v = 0; v < NV; ++v) b[v] = Load::load(p + v * V::lanes);
+      for (int v = 0; v < NV; ++v) b[v] = PanelLoad::at(P, k, j0 + v * V::lanes);
       for (int i = 0; i < MR; ++i) {
         const Vec a = V::broadcast(A[i * lda + k]);
         for (int v = 0; v < NV; ++v) acc[i][v] = V::fmadd(a, b[v], acc[i][v]);
@@ -82,10 +90,17 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename L
   }
 }
 
-template <class V, int MR, int NV, class Load = LoadF32<V>>
-void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename Load::Elem* P, float* C,
-                          int64_t ldc) {
-  constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(typename Load::Elem)) / 64;
+// The blocking of every panel kernel: tokens in blocks of kPanelTokenBlock, K in blocks of
+// kPanelKBlock rows (even, so a block starts on a pair of the bf16 layout, whose rows take
+// on average the same 64 elements as [K][64] layouts), strips of MR tokens, and the next
+// block's prefetch shared over the strips. The tile computes one strip over one K block:
+//   tile.template operator()<R, Resume>(kc, a, block, c, pf)
+// for R ≤ MR tokens from a = A + t·lda + k0, the panel's rows from `block` = P + k0·64,
+// C rows from c (chains resumed from C when Resume).
+template <int MR, class ElemA, class ElemP, class Tile>
+void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const ElemP* P, float* C, int64_t ldc,
+                        Tile tile) {
+  constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
   if (K == 0) {
     for (int64_t t = 0; t < T; ++t) std::fill(C + t * ldc, C + t * ldc + kPanelWidth, 0.0f);
     return;
@@ -94,11 +109,11 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
     for (int64_t k0 = 0; k0 < K; k0 += kPanelKBlock) {
       const int64_t kc = std::min(kPanelKBlock, K - k0);
-      const typename Load::Elem* block = P + k0 * kPanelWidth;
+      const ElemP* block = P + k0 * kPanelWidth;
       // The next block in memory: this panel's next K block, or the next panel's first
       // (panels are consecutive). Prefetching past the end of the array never faults.
-      const typename Load::Elem* next = block + kc * kPanelWidth;
-      const float* a = A + m0 * lda + k0;
+      const ElemP* next = block + kc * kPanelWidth;
+      const ElemA* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
       // The next block's lines, shared out over this block's strips.
@@ -108,15 +123,25 @@ void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, con
         const int64_t s = t / MR, first = std::min(lines, s * share);
         const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k};
         if (resume)
-          panel_tile<V, R, NV, true, Load>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+          tile.template operator()<R, true>(kc, a + t * lda, block, c + t * ldc, pf);
         else
-          panel_tile<V, R, NV, false, Load>(kc, a + t * lda, lda, block, c + t * ldc, ldc, pf);
+          tile.template operator()<R, false>(kc, a + t * lda, block, c + t * ldc, pf);
       };
       int64_t t = 0;
       for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t);
       if (t < mb) with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t); });
     }
   }
+}
+
+template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>>
+void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
+                          float* C, int64_t ldc) {
+  panel_gemm_blocked<MR>(T, K, A, lda, P, C, ldc,
+                         [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block,
+                                                 float* c, PrefetchShare pf) {
+                           panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);
+                         });
 }
 
 // f32_gemm_nt_packed (contract in kernels.hpp) through the panel tile: B's rows [N][K] are

@@ -63,9 +63,18 @@ void f32_panel_gemm_avx2_6x16(int64_t T, int64_t K, const float* A, int64_t lda,
 void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                 int64_t ldc);
 
+// 16-bit panels. f16: [K][64] values, as f32 panels. bf16: k in pairs, the layout of
+// AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold weights k and k + 1 of one row —
+// element (k, j) at bf16_panel_index(k, j); K is padded to even with zero weights, so a
+// bf16 panel over K holds bf16_panel_rows(K) · 64 values.
+inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) {
+  return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1);
+}
+inline constexpr int64_t bf16_panel_rows(int64_t K) { return (K + 1) / 2 * 2; }
+
 // half_panel_gemm_<isa>_<tile>: C = A·widen(P), the contract of f32_panel_gemm (the same
 // tiles and chains, only the panel's loads differ) for a panel of binary16 (bf16 = false)
-// or bfloat16 (bf16 = true) weights, [K][64] uint16 values, each widened exactly to f32.
+// or bfloat16 (bf16 = true) weights in the layouts above, each widened exactly to f32.
 using HalfPanelGemm = void (*)(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                float* C, int64_t ldc);
 void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
@@ -74,6 +83,29 @@ void half_panel_gemm_avx2_6x16(bool bf16, int64_t T, int64_t K, const float* A, 
                                float* C, int64_t ldc);
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                  float* C, int64_t ldc);
+
+// bf16_dot_panel_gemm_<isa>_<tile> (AVX512_BF16 only): C[t][j] = Σ_k A[t][k] · P[k][j]
+// with A in bf16 too — the activations rounded to bf16 once per forward
+// (f32_to_bf16_rows) — by vdpbf16ps, which adds two exact bf16 products per 32-bit lane
+// to an f32 accumulator: twice the products per instruction of an f32 FMA.
+//   A: [T][bf16_panel_rows(K)] bf16 values, row stride lda (even), each row's padding value
+//   (odd K) zero;  P: one bf16 panel (layout above);  C: [T][64], row stride ldc.
+//   Determinism: every element is one chain over the pairs of k in order from 0, the same
+//   for any T and wherever a token falls in a tile (as f32_panel_gemm).
+//   Accuracy: error ≤ K·u·Σ|Ã·P| against the exact sum of the rounded operands Ã; bf16
+//   and f32 denormals are read as zero (DAZ/FTZ, as the instruction defines them).
+using Bf16DotPanelGemm = void (*)(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P, float* C,
+                                  int64_t ldc);
+void bf16_dot_panel_gemm_avx512bf16_6x64(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P,
+                                         float* C, int64_t ldc);
+// f32_to_bf16_rows_<isa>: out[t][k] = x[t][k] rounded to the nearest bf16 (ties to even;
+// denormals to zero), t < T, k < K; out rows ldo values apart (ldo ≥ bf16_panel_rows(K))
+// with out[t][K] = 0 where K is odd, the padding a bf16 panel's last pair reads.
+using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
+void f32_to_bf16_rows_avx512bf16(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
+// bf16_dot_roof_<isa>: the bf16 compute roof's loop, as f32_fma_roof with vdpbf16ps:
+// executes iterations · f32_roof_chains · f32_lanes · 4 FLOPs.
+float bf16_dot_roof_avx512bf16(int64_t iterations);
 
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
@@ -241,6 +273,11 @@ struct KernelTable {
   const char* q_panel_gemm_name;  // likewise
   QPanelGemm q_panel_gemm;
   WidenRows widen_rows;
+  // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
+  const char* bf16_dot_panel_gemm_name = nullptr;
+  Bf16DotPanelGemm bf16_dot_panel_gemm = nullptr;
+  F32ToBf16Rows f32_to_bf16_rows = nullptr;
+  F32FmaRoof bf16_dot_roof = nullptr;
 };
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights

@@ -26,6 +26,8 @@ enum class Scratch : int {
   hidden_grads,   // [T][2H] du, dg of a backward
   dy_transposed,  // [D][T]
   x_panels,       // x in 64-column panels
+  x_bf16,         // x rounded to bf16 (packed bf16 blocks on AVX512_BF16)
+  hidden_bf16,    // h rounded to bf16 (likewise)
   tile,           // per-thread tiles, tile … tile8
   tile2,
   tile3,

@@ -34,8 +34,11 @@ def _linear(x, w, b):
     return y, a
 
 
-def forward_and_bound(state, x, activation, gated):
+def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
     """state: name -> float64 array (gate/up/down .weight/.bias); x: [T, d] float64.
+    operand_rounding: relative rounding of the products' activation operands (x, and h
+    before the down projection) — 2**-8 for packed bf16 blocks on avx512_bf16, whose dot
+    products take bf16 activations (reference.cpp derives the terms).
     Returns (y_exact, bound), both [T, d]."""
     d = x.shape[1]
     hidden = state["up.weight"].shape[0]
@@ -45,13 +48,15 @@ def forward_and_bound(state, x, activation, gated):
     else:
         pre, pre_abs = up, up_abs
     a = ACTIVATIONS[activation](pre)
-    e_pre = (d + 1) * U * pre_abs
+    per_term = (d + 1) * U + operand_rounding  # of the sum of |terms|
+    e_pre = per_term * pre_abs
     e_a = LIPSCHITZ * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
     if gated:
         h = a * up
-        e_h = e_a * np.abs(up) + np.abs(a) * (d + 1) * U * up_abs + U * np.abs(h)
+        e_h = e_a * np.abs(up) + np.abs(a) * per_term * up_abs + U * np.abs(h)
     else:
         h, e_h = a, e_a
+    e_h = e_h + operand_rounding * np.abs(h)
     wd, bd = state["down.weight"], state.get("down.bias")
     y = h @ wd.T + (bd if bd is not None else 0.0)
     magnitude = np.abs(h) @ np.abs(wd).T + (np.abs(bd) if bd is not None else 0.0)

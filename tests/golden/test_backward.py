@@ -199,11 +199,11 @@ np.savez(sys.argv[3], **block.backward(case["x"], case["dy"]))
 """
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512", "avx512_bf16"])
 def test_every_isa_matches_autograd(tmp_path, ffn_module, isa):
     """The ISA is chosen once per process (FFN_ISA), so each runs in a child interpreter."""
     cpu = open("/proc/cpuinfo").read()
-    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"]}[isa]
+    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"], "avx512_bf16": ["avx512_bf16"]}[isa]
     if any(f" {flag}" not in cpu for flag in needs):
         pytest.skip(f"this CPU lacks {isa}")
     package_root = str(pathlib.Path(ffn_module.__file__).resolve().parents[1])

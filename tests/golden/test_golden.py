@@ -37,19 +37,22 @@ def make_block(variant, d, hidden, bias, seed=0):
     return cls(d, hidden=hidden, bias=bias), gated
 
 
-def check_against_module(tmp_path, run_ffn, module, gated, variant, x, dtype=torch.float32, env=None):
+def check_against_module(tmp_path, run_ffn, module, gated, variant, x, dtype=torch.float32, env=None, args=(),
+                         operand_rounding=0.0):
+    """`args`: more options for ffn forward; operand_rounding: as bound.forward_and_bound."""
     weights = tmp_path / "w.safetensors"
     files.write_safetensors(weights, {k: v.to(dtype) for k, v in module.state_dict().items()})
     files.write_npy(tmp_path / "x.npy", x.numpy())
     run_ffn("forward", "--variant", variant, "--weights", weights, "--input", tmp_path / "x.npy",
-            "--output", tmp_path / "y.npy", "--quiet", env=env)
+            "--output", tmp_path / "y.npy", "--quiet", *args, env=env)
     y_ffn = np.load(tmp_path / "y.npy")
     assert y_ffn.shape == tuple(x.shape) and y_ffn.dtype == np.float32
 
     # The module with the weights exactly as stored in the file (f16/bf16 rounding included).
     state = {k: v.to(dtype).to(torch.float64).numpy() for k, v in module.state_dict().items()}
     module.load_state_dict({k: torch.from_numpy(v).float() for k, v in state.items()})
-    y_exact, err_bound = bound.forward_and_bound(state, x.double().numpy(), ACTIVATION_OF[variant], gated)
+    y_exact, err_bound = bound.forward_and_bound(state, x.double().numpy(), ACTIVATION_OF[variant], gated,
+                                                 operand_rounding)
     with torch.no_grad():
         y_module64 = module.double()(x.double()).numpy()
         y_module32 = module.float()(x).numpy()
@@ -73,10 +76,10 @@ def test_forward_matches_module(tmp_path, run_ffn, variant, d, hidden, tokens, b
     check_against_module(tmp_path, run_ffn, module, gated, variant, x)
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512", "avx512_bf16"])
 def test_every_isa_matches_module(tmp_path, run_ffn, isa):
     cpu = open("/proc/cpuinfo").read()
-    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"]}[isa]
+    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"], "avx512_bf16": ["avx512_bf16"]}[isa]
     if any(f" {flag}" not in cpu for flag in needs):
         pytest.skip(f"this CPU lacks {isa}")
     for variant in ["swiglu", "gelu", "geglu"]:
@@ -92,6 +95,21 @@ def test_half_precision_files(tmp_path, run_ffn, dtype):
     module, gated = make_block("swiglu", 40, 72, True)
     x = torch.randn(9, 40)
     check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype)
+
+
+@pytest.mark.parametrize("isa,operand_rounding", [("avx512", 0.0), ("avx512_bf16", 2.0**-8)])
+def test_bf16_weights_read_as_stored(tmp_path, run_ffn, isa, operand_rounding):
+    """--dtype bf16 runs the packed bf16 panels: on avx512 widened exactly (the f32 bound);
+    on avx512_bf16 dotted with bf16 activations (the bound with their rounding, 2**-8 of
+    each term — a forward that rounded more, or read a pair's other half, lands outside)."""
+    flag = {"avx512": "avx512f", "avx512_bf16": "avx512_bf16"}[isa]
+    if f" {flag}" not in open("/proc/cpuinfo").read():
+        pytest.skip(f"this CPU lacks {isa}")
+    for variant, d, hidden in [("swiglu", 40, 72), ("gelu", 33, 171)]:
+        module, gated = make_block(variant, d, hidden, True)
+        x = torch.randn(13, d)
+        check_against_module(tmp_path, run_ffn, module, gated, variant, x, dtype=torch.bfloat16, env={"FFN_ISA": isa},
+                             args=("--dtype", "bf16"), operand_rounding=operand_rounding)
 
 
 def test_the_seeds_default_hidden_sizes(run_ffn):

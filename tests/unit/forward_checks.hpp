@@ -21,13 +21,14 @@ inline std::vector<Variant> all_variants() {
 
 // Largest |y − reference| / bound over all outputs of y = block(x), the reference and its
 // rigorous f32 bound computed from `reference_block`'s f32 weights (> 1: outside the bound;
-// NaN counts as infinitely far).
-inline double worst_bound_ratio(const Block& reference_block, const Matrix& x, const Matrix& y) {
+// NaN counts as infinitely far). operand_rounding: as reference_forward_token.
+inline double worst_bound_ratio(const Block& reference_block, const Matrix& x, const Matrix& y,
+                                double operand_rounding = 0.0) {
   const int64_t D = reference_block.config().d_model;
   std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
   double worst = 0;
   for (int64_t t = 0; t < x.rows(); ++t) {
-    reference_forward_token(reference_block, x.row(t), ref.data(), bound.data());
+    reference_forward_token(reference_block, x.row(t), ref.data(), bound.data(), operand_rounding);
     for (int64_t i = 0; i < D; ++i) {
       const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / bound[size_t(i)];
       worst = std::isnan(r) ? INFINITY : std::max(worst, r);

@@ -34,6 +34,18 @@ struct LoadF16 {
   static __m256 load_tail(const uint16_t* p, int64_t count) { return _mm256_cvtph_ps(load8_tail(p, count)); }
 };
 
+// A bf16 panel's row k (pair layout, kernels.hpp), columns c … c + 7: one load holds rows
+// k and k ^ 1 of those columns, row k's values in the low halves when k is even.
+struct PairedBf16Panel {
+  using Elem = uint16_t;
+  static __m256 at(const uint16_t* P, int64_t k, int64_t c) {
+    const __m256i pairs =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(P + bf16_panel_index(k & ~int64_t(1), c)));
+    return _mm256_castsi256_ps((k & 1) ? _mm256_and_si256(pairs, _mm256_set1_epi32(int32_t(0xFFFF0000u)))
+                                       : _mm256_slli_epi32(pairs, 16));
+  }
+};
+
 }  // namespace
 
 void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
@@ -49,9 +61,9 @@ void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const flo
 void half_panel_gemm_avx2_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                                int64_t ldc) {
   if (bf16)
-    f32_panel_gemm_tiled<Avx2Store, 6, 2, LoadBf16>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
   else
-    f32_panel_gemm_tiled<Avx2Store, 6, 2, LoadF16>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

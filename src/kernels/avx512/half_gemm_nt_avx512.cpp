@@ -35,6 +35,17 @@ struct LoadF16 {
   static __m512 load_tail(const uint16_t* p, int64_t count) { return _mm512_cvtph_ps(load16_tail(p, count)); }
 };
 
+// A bf16 panel's row k (pair layout, kernels.hpp), columns c … c + 15: one load holds
+// rows k and k ^ 1 of those columns, row k's values in the low halves when k is even.
+struct PairedBf16Panel {
+  using Elem = uint16_t;
+  static __m512 at(const uint16_t* P, int64_t k, int64_t c) {
+    const __m512i pairs = _mm512_loadu_si512(P + bf16_panel_index(k & ~int64_t(1), c));
+    return _mm512_castsi512_ps((k & 1) ? _mm512_and_si512(pairs, _mm512_set1_epi32(int32_t(0xFFFF0000u)))
+                                       : _mm512_slli_epi32(pairs, 16));
+  }
+};
+
 }  // namespace
 
 void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
@@ -50,9 +61,9 @@ void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const f
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                                  int64_t ldc) {
   if (bf16)
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, LoadBf16>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
   else
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, LoadF16>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

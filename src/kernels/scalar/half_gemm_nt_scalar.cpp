@@ -27,8 +27,8 @@ void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int
     for (int64_t j = 0; j < kPanelWidth; ++j) c[j] = 0.0f;
     for (int64_t k = 0; k < K; ++k) {
       const float a = A[t * lda + k];
-      const uint16_t* p = P + k * kPanelWidth;
-      for (int64_t j = 0; j < kPanelWidth; ++j) c[j] += a * (bf16 ? bf16_to_f32(p[j]) : f16_to_f32(p[j]));
+      for (int64_t j = 0; j < kPanelWidth; ++j)
+        c[j] += a * (bf16 ? bf16_to_f32(P[bf16_panel_index(k, j)]) : f16_to_f32(P[k * kPanelWidth + j]));
     }
   }
 }
