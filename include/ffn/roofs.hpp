@@ -12,6 +12,11 @@ namespace ffn {
 // ISA (enough chains to fill the FMA units) on every thread of the pool, best of `reps`.
 double measure_compute_roof_gflops(ThreadPool& pool, int reps = 5);
 
+// The compute roof of bf16 dot products (AVX512_BF16's vdpbf16ps, two multiply-adds per
+// lane, the same chains), which packed bf16 blocks run on such a CPU (Isa::avx512_bf16);
+// 0 where the active ISA has none.
+double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
+
 // Memory roof: GB/s (10⁹ bytes/s) of a streaming read of `bytes` bytes at `data` by every
 // thread of the pool, best of `reps`. The buffer must be far larger than the last-level
 // cache for this to measure DRAM.

@@ -10,26 +10,41 @@
 
 namespace ffn {
 
-double measure_compute_roof_gflops(ThreadPool& pool, int reps) {
-  const auto& k = kernels::active_kernels();
+namespace {
+
+// Best GFLOP/s of `loop` (one of the kernels' roof loops) on every thread of the pool,
+// which executes flops_per_iteration FLOPs per iteration on each thread.
+double best_roof_gflops(kernels::F32FmaRoof loop, double flops_per_iteration, ThreadPool& pool, int reps) {
   // Calibrate to at least 0.05 s per run so that start-up and wake-up costs vanish.
   int64_t iterations = 1 << 16;
   std::vector<float> sinks(static_cast<size_t>(pool.size()));
   auto run = [&](int64_t its) {
     const auto start = std::chrono::steady_clock::now();
-    pool.run([&](int ith, int) { sinks[static_cast<size_t>(ith)] = k.f32_fma_roof(its); });
+    pool.run([&](int ith, int) { sinks[static_cast<size_t>(ith)] = loop(its); });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   while (run(iterations) < 0.05 && iterations < (int64_t{1} << 34)) iterations *= 4;
   double best = 0.0;
   for (int r = 0; r < reps; ++r) {
     const double s = run(iterations);
-    const double flops = double(iterations) * double(k.f32_roof_chains) * double(k.f32_lanes) * 2.0 * pool.size();
-    best = std::max(best, flops / s / 1e9);
+    best = std::max(best, double(iterations) * flops_per_iteration * pool.size() / s / 1e9);
   }
   volatile float keep = 0;
   for (float v : sinks) keep = keep + v;
   return best;
+}
+
+}  // namespace
+
+double measure_compute_roof_gflops(ThreadPool& pool, int reps) {
+  const auto& k = kernels::active_kernels();
+  return best_roof_gflops(k.f32_fma_roof, double(k.f32_roof_chains) * double(k.f32_lanes) * 2.0, pool, reps);
+}
+
+double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps) {
+  const auto& k = kernels::active_kernels();
+  if (!k.bf16_dot_roof) return 0.0;
+  return best_roof_gflops(k.bf16_dot_roof, double(k.f32_roof_chains) * double(k.f32_lanes) * 4.0, pool, reps);
 }
 
 double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int reps) {

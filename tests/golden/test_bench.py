@@ -42,6 +42,30 @@ def test_gflops_are_the_blocks_useful_flops_over_the_time(bench_json, pass_name,
         assert r["gflops"] == pytest.approx(flops / (r["ms"] * 1e-3) / 1e9, rel=1e-9)
 
 
+@pytest.mark.parametrize("isa", ["avx512", "avx512_bf16"])
+def test_bf16_rows_are_judged_by_the_roof_of_the_instructions_they_run(run_ffn, tmp_path, isa):
+    """On avx512_bf16 packed bf16 blocks run vdpbf16ps (two multiply-adds a lane): their rows
+    use that instruction's roof, measured in the same run; elsewhere the FMA roof."""
+    flag = {"avx512": "avx512f", "avx512_bf16": "avx512_bf16"}[isa]
+    if f" {flag}" not in open("/proc/cpuinfo").read():
+        pytest.skip(f"this CPU lacks {isa}")
+    out = tmp_path / "bench.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
+                "--threads", "1", "--dtype", "f32,bf16", "--json", out, env={"FFN_ISA": isa})
+    result = json.loads(out.read_text())
+    roofs, rows = result["roofs"], result["rows"]
+    assert result["isa"] == isa
+    if isa == "avx512_bf16":
+        assert roofs["bf16_dot_gflops"] > 0, p.stdout
+        assert "vdpbf16ps" in p.stdout
+    else:
+        assert "bf16_dot_gflops" not in roofs
+    for r in rows:
+        dot = r["dtype"] == "bf16" and isa == "avx512_bf16"
+        assert r["compute_roof_gflops"] == (roofs["bf16_dot_gflops"] if dot else roofs["compute_gflops"]), r
+        assert ("vdpbf16ps" in r["path"]) == dot, r
+
+
 def test_backward_section_reports_memory_kept_per_token(bench_json):
     # saved mode keeps x and g, u: 4·(D + 2H) bytes; recompute mode x alone: 4·D.
     assert "1,024 bytes saved mode, 256 bytes recompute mode" in bench_json[1]
@@ -54,12 +78,17 @@ def test_peers_run_the_same_block(run_ffn, ffn_bin, tmp_path, variant):
     cheaper — e.g. relu as a leaky relu of slope 1 — would be flagged)."""
     out = tmp_path / "peers.json"
     p = run_ffn("bench", "--variant", variant, "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
-                "--threads", "1", "--peers", "--json", out)
+                "--threads", "1", "--dtype", "f32,bf16", "--peers", "--json", out)
     rows = json.loads(out.read_text())["rows"]
+    assert sorted({r["dtype"] for r in rows}) == ["bf16", "f32"], p.stdout
     onednn_built = os.path.exists(os.path.join(os.path.dirname(ffn_bin), "ffn-peer-onednn"))
     for r in rows:
+        # PyTorch in the row's own type (bf16: module and input cast to torch.bfloat16);
+        # oneDNN for f32 rows only.
         assert r["peers"]["pytorch_ms"] > 0, p.stdout
-        if onednn_built:
+        if r["dtype"] == "bf16":
+            assert r["peers"]["onednn_ms"] is None, p.stdout
+        elif onednn_built:
             assert r["peers"]["onednn_ms"] > 0, p.stdout
     if onednn_built:
         err = float(p.stdout.split("max relative error ")[1].split()[0])

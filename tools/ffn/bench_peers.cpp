@@ -76,7 +76,8 @@ PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>&
   return run_peer(cmd);
 }
 
-PeerTimes run_pytorch_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps) {
+PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, const std::vector<int64_t>& tokens,
+                           int threads, int reps) {
   const auto script = shipped_file("peers", "pytorch_peer.py");
   if (!std::filesystem::exists(script)) return not_run("pytorch_peer.py not found at " + script.string());
   const char* python = std::getenv("FFN_PYTHON");  // Debian's python3 has python3-torch
@@ -84,7 +85,7 @@ PeerTimes run_pytorch_peer(const BlockConfig& config, const std::vector<int64_t>
   std::string cmd = "OPENBLAS_CORETYPE=" + core;
   cmd += " OMP_NUM_THREADS=" + std::to_string(threads);
   cmd += " " + quoted(python && *python ? python : "/usr/bin/python3") + " " + quoted(script.string());
-  cmd += " --variant " + variant_name(config.variant);
+  cmd += " --variant " + variant_name(config.variant) + " --dtype " + quoted(dtype);
   cmd += " --d " + std::to_string(config.d_model) + " --hidden " + std::to_string(config.hidden);
   cmd += " --tokens " + joined(tokens) + " --threads " + std::to_string(threads) + " --reps " + std::to_string(reps);
   return run_peer(cmd);

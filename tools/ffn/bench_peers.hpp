@@ -4,7 +4,8 @@
 //             matmul primitive, three products with the activation fused as post-ops;
 //   PyTorch — pytorch_peer.py running the seeds' module code under Debian's python3 with
 //             OPENBLAS_CORETYPE set to the widest core type this CPU runs (SkylakeX with
-//             AVX-512, Haswell with AVX2), which OpenBLAS otherwise may not pick.
+//             AVX-512, Haswell with AVX2), which OpenBLAS otherwise may not pick; in f32,
+//             or in bf16 (module and input cast to torch.bfloat16) against bf16 rows.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@ struct PeerTimes {
 };
 
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps);
-PeerTimes run_pytorch_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps);
+// dtype: "f32" or "bf16".
+PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, const std::vector<int64_t>& tokens,
+                           int threads, int reps);
 
 }  // namespace ffn::cli

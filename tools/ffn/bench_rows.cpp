@@ -35,6 +35,7 @@ nlohmann::json print_bench_row(const BenchRow& r, const Roofs& roofs, const Bloc
           {"gbps", gbps},
           {"efficiency", roofline / r.ms},
           {"roofline_ms", roofline},
+          {"compute_roof_gflops", roofs.compute_gflops},  // the roof this row is judged by
           {"path", r.path},
           {"peers", nlohmann::json::object()}};
 }

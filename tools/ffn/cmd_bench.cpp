@@ -54,15 +54,18 @@ double rss_mb() {
 }
 
 // Which kernels the forward of a packed block of each type runs (src/block/forward_packed.cpp).
-const char* packed_path(WeightType type) {
+std::string packed_path(WeightType type, bool gated) {
+  const std::string fused = gated ? ", gate+up fused" : ", activation fused";
   switch (type) {
-    case WeightType::f32: return "f32 panels packed at load, gate+up fused";
+    case WeightType::f32: return "f32 panels packed at load" + fused;
     case WeightType::bf16:
-    case WeightType::f16: return "16-bit panels packed at load, widened in registers, gate+up fused";
+      if (active_isa() == Isa::avx512_bf16) return "bf16 panels packed at load, activations rounded to bf16, vdpbf16ps" + fused;
+      [[fallthrough]];
+    case WeightType::f16: return "16-bit panels packed at load, widened in registers" + fused;
     case WeightType::q8_0:
     case WeightType::q4_0: break;
   }
-  return "integer panels packed at load, activations as q8_0, gate+up fused";
+  return "integer panels packed at load, activations as q8_0" + fused;
 }
 
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
@@ -77,20 +80,30 @@ double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& poo
   return ms[ms.size() / 2];
 }
 
-// Times the peers on the same block at every token count, prints them beside ffn's f32
-// forward rows, and fills those rows' "peers" objects (null for a peer that did not run).
+// Times the peers on the same block at every token count and prints them beside ffn's
+// forward rows of the same weight type — f32 rows: oneDNN and PyTorch in f32; bf16 rows:
+// PyTorch in bf16 — filling those rows' "peers" objects (null for a peer that did not run
+// or has no such row).
 void report_peers(const BlockConfig& config, const std::vector<int64_t>& token_counts, const BenchOptions& o,
                   nlohmann::json& rows) {
-  std::printf("\npeers (same run, same block, f32, %d thread%s; each in its own process)\n", o.threads,
+  auto has_rows = [&](const char* dtype) {
+    return std::any_of(rows.begin(), rows.end(), [&](const nlohmann::json& r) { return r["dtype"] == dtype; });
+  };
+  std::printf("\npeers (same run, same block, same weight type, %d thread%s; each in its own process)\n", o.threads,
               o.threads == 1 ? "" : "s");
-  const PeerTimes onednn = run_onednn_peer(config, token_counts, o.threads, o.reps);
-  const PeerTimes torch = run_pytorch_peer(config, token_counts, o.threads, o.reps);
-  for (const PeerTimes* p : {&onednn, &torch})
-    if (!p->error.empty())
-      std::printf("  %s peer did not run: %s\n", p == &onednn ? "oneDNN" : "PyTorch", p->error.c_str());
-  std::printf("%6s %10s %12s %9s %12s %9s\n", "T", "ffn ms", "oneDNN ms", "speed-up", "PyTorch ms", "speed-up");
+  PeerTimes onednn, torch, torch_bf16;
+  if (has_rows("f32")) {
+    onednn = run_onednn_peer(config, token_counts, o.threads, o.reps);
+    torch = run_pytorch_peer(config, "f32", token_counts, o.threads, o.reps);
+  }
+  if (has_rows("bf16")) torch_bf16 = run_pytorch_peer(config, "bf16", token_counts, o.threads, o.reps);
+  for (const auto& [p, name] : {std::pair{&onednn, "oneDNN"}, {&torch, "PyTorch"}, {&torch_bf16, "PyTorch bf16"}})
+    if (!p->error.empty()) std::printf("  %s peer did not run: %s\n", name, p->error.c_str());
+  std::printf("%-6s %6s %10s %12s %9s %12s %9s\n", "dtype", "T", "ffn ms", "oneDNN ms", "speed-up", "PyTorch ms",
+              "speed-up");
   for (auto& row : rows) {
-    if (row["dtype"] != "f32" || row["pass"] != "forward") continue;
+    if (row["pass"] != "forward" || (row["dtype"] != "f32" && row["dtype"] != "bf16")) continue;
+    const bool f32 = row["dtype"] == "f32";
     const int64_t T = row["tokens"];
     const double ms = row["ms"];
     // (peer ms, ffn's speed-up over it) as table cells; "-" where the peer did not run.
@@ -102,13 +115,16 @@ void report_peers(const BlockConfig& config, const std::vector<int64_t>& token_c
       speed_up += "x";
       return {fixed(it->second, 3), speed_up};
     };
-    const auto [d_ms, d_up] = cell(onednn, "onednn_ms");
-    const auto [t_ms, t_up] = cell(torch, "pytorch_ms");
-    std::printf("%6lld %10s %12s %9s %12s %9s\n", static_cast<long long>(T), fixed(ms, 3).c_str(), d_ms.c_str(),
-                d_up.c_str(), t_ms.c_str(), t_up.c_str());
+    const auto [d_ms, d_up] = cell(f32 ? onednn : PeerTimes{}, "onednn_ms");
+    const auto [t_ms, t_up] = cell(f32 ? torch : torch_bf16, "pytorch_ms");
+    std::printf("%-6s %6lld %10s %12s %9s %12s %9s\n", f32 ? "f32" : "bf16", static_cast<long long>(T),
+                fixed(ms, 3).c_str(), d_ms.c_str(), d_up.c_str(), t_ms.c_str(), t_up.c_str());
   }
-  std::printf("  %s; %s\n", onednn.library.empty() ? "oneDNN: -" : onednn.library.c_str(),
-              torch.library.empty() ? "PyTorch: -" : torch.library.c_str());
+  std::string libraries;
+  for (const PeerTimes* p : {&onednn, &torch, &torch_bf16})
+    if (!p->library.empty() && libraries.find(p->library) == std::string::npos)
+      libraries += (libraries.empty() ? "" : "; ") + p->library;
+  std::printf("  %s\n", libraries.empty() ? "no peer ran" : libraries.c_str());
   if (onednn.check_rel_err >= 0) {
     std::printf("  oneDNN's output checked against double precision: max relative error %.2g\n", onednn.check_rel_err);
     if (!(onednn.check_rel_err < 1e-3)) std::printf("  WARNING: the oneDNN peer does not compute this block\n");
@@ -160,6 +176,14 @@ void run_bench(const BenchOptions& o) {
       "(streaming read of 1 GiB, best of 5)\n\n",
       fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
   const Roofs roofs{compute, memory};
+  // Packed bf16 blocks on AVX512_BF16 run bf16 dot products: their rows are judged against
+  // that instruction's roof (twice the FMA's FLOPs per instruction), measured likewise.
+  const bool bf16_rows = std::find(types.begin(), types.end(), WeightType::bf16) != types.end();
+  const double bf16_compute = bf16_rows ? measure_bf16_dot_roof_gflops(pool, 5) : 0.0;
+  if (bf16_compute > 0)
+    std::printf("bf16 rows: activations rounded to bf16 and dotted by vdpbf16ps (AVX512_BF16; FFN_ISA=avx512 keeps "
+                "them f32), judged against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
+                fixed(bf16_compute, 1).c_str());
   print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
@@ -190,8 +214,9 @@ void run_bench(const BenchOptions& o) {
       r.flops = double(acc.matmul_flops_forward) * double(T);
       r.weight_bytes = double(*bytes);
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
-      r.path = packed_path(type);
-      rows.push_back(print_bench_row(r, roofs, config, o.threads));
+      r.path = packed_path(type, config.variant.gated);
+      const bool dot = type == WeightType::bf16 && bf16_compute > 0;
+      rows.push_back(print_bench_row(r, dot ? Roofs{bf16_compute, memory} : roofs, config, o.threads));
       rows.back()["rss_mb"] = rss_mb();
     }
   }
@@ -214,7 +239,9 @@ void run_bench(const BenchOptions& o) {
       fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max),
       fixed(4.0 * double(t_max) * double(config.hidden + 64 * o.threads + 2 * config.d_model) / 1e6, 1).c_str());
   if (!o.json_path.empty()) {
-    nlohmann::json out{{"roofs", {{"compute_gflops", compute}, {"memory_gbps", memory}}},
+    nlohmann::json roofs_json{{"compute_gflops", compute}, {"memory_gbps", memory}};
+    if (bf16_compute > 0) roofs_json["bf16_dot_gflops"] = bf16_compute;
+    nlohmann::json out{{"roofs", roofs_json},
                        {"isa", std::string(isa_name(active_isa()))},
                        {"rows", rows}};
     std::ofstream(o.json_path) << out.dump(2) << "\n";
@@ -238,7 +265,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--peers", o->peers,
-                "also time the same block with oneDNN's matmul and PyTorch (the seeds' module), f32");
+                "also time the same block with oneDNN's matmul (f32 rows) and PyTorch (the seeds' module; f32 and bf16 rows)");
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
