@@ -47,24 +47,35 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     const Q8Buffer& q8;
     const uint16_t* bf16;  // [T][bf16_panel_rows(K)]
   };
-  // C [T][64] = A·panel (K = D with x, K = H with h), with the panel kernel of the type.
-  auto panel_product = [&](const std::byte* panel, int64_t K, const Operand& a, float* C) {
+  // C [n][64] = A[t0 … t0 + n)·panel (K = D with x, K = H with h), with the panel kernel of
+  // the type. Every kernel gives a token the same bits in any batch, so the token blocks
+  // below change no result.
+  auto panel_product = [&](const std::byte* panel, int64_t K, const Operand& a, int64_t t0, int64_t n, float* C) {
     switch (w.type) {
       case WeightType::f32:
-        return k.f32_panel_gemm(T, K, a.f32.data, a.f32.stride, reinterpret_cast<const float*>(panel), C, kW);
+        return k.f32_panel_gemm(n, K, a.f32.row(t0), a.f32.stride, reinterpret_cast<const float*>(panel), C, kW);
       case WeightType::bf16:
-        if (bf16_dot)
-          return k.bf16_dot_panel_gemm(T, K, a.bf16, kernels::bf16_panel_rows(K),
-                                       reinterpret_cast<const uint16_t*>(panel), C, kW);
+        if (bf16_dot) {
+          const int64_t ld = kernels::bf16_panel_rows(K);
+          return k.bf16_dot_panel_gemm(n, K, a.bf16 + t0 * ld, ld, reinterpret_cast<const uint16_t*>(panel), C, kW);
+        }
         [[fallthrough]];
       case WeightType::f16:
-        return k.half_panel_gemm(w.type == WeightType::bf16, T, K, a.f32.data, a.f32.stride,
+        return k.half_panel_gemm(w.type == WeightType::bf16, n, K, a.f32.row(t0), a.f32.stride,
                                  reinterpret_cast<const uint16_t*>(panel), C, kW);
       case WeightType::q8_0:
-      case WeightType::q4_0:
-        return k.q_panel_gemm(w.type, T, K, a.q8.rows(), panel, C, kW);
+      case WeightType::q4_0: {
+        const kernels::Q8Rows q = a.q8.rows();
+        return k.q_panel_gemm(w.type, n, K, {q.qs + t0 * K, q.d + t0 * K / kQuantBlock, q.corr + t0 * K / 4}, panel, C,
+                              kW);
+      }
     }
   };
+  // Tokens in blocks of the kernels' own token block, outermost in both stages: a thread
+  // sweeps its panels over one block of activations (x: 4 MB, h: 11 MB at 256 tokens of the
+  // 7B shape) while it is still in cache, rather than streaming all T rows of them from
+  // memory again for every panel.
+  constexpr int64_t kTokenBlock = kernels::kPanelTokenBlock;
   const Activation act = config_.variant.activation;
   const bool gated = config_.variant.gated;
   if (integer)
@@ -85,25 +96,27 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   p.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(w.first_panels, ith, nth);
     if (p1 <= p0) return;
-    const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
-    for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.first_panel(panel), D, x_operand, tile.data);
-      const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
-      for (int64_t t = 0; t < T; ++t) {
-        float* c = tile.row(t);
-        float* ht = h.row(t) + u0;
-        // Gated: columns 0–31 are the gate's, 32–63 the up projection's.
-        const float* up = gated ? c + kW / 2 : c;
-        for (int64_t i = 0; i < nu; ++i) ht[i] = config_.bias ? up[i] + w.up_bias.data()[u0 + i] : up[i];
-        if (gated) {
-          if (config_.bias)
-            for (int64_t i = 0; i < nu; ++i) c[i] += w.gate_bias.data()[u0 + i];
-          kernels::f32_gated_activation(act, c, ht, nu);
-        } else {
-          kernels::f32_activation(act, ht, nu);
+    const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);
+    for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock)
+      for (int64_t panel = p0; panel < p1; ++panel) {
+        const int64_t n = std::min(kTokenBlock, T - t0);
+        panel_product(w.first_panel(panel), D, x_operand, t0, n, tile.data);
+        const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
+        for (int64_t t = 0; t < n; ++t) {
+          float* c = tile.row(t);
+          float* ht = h.row(t0 + t) + u0;
+          // Gated: columns 0–31 are the gate's, 32–63 the up projection's.
+          const float* up = gated ? c + kW / 2 : c;
+          for (int64_t i = 0; i < nu; ++i) ht[i] = config_.bias ? up[i] + w.up_bias.data()[u0 + i] : up[i];
+          if (gated) {
+            if (config_.bias)
+              for (int64_t i = 0; i < nu; ++i) c[i] += w.gate_bias.data()[u0 + i];
+            kernels::f32_gated_activation(act, c, ht, nu);
+          } else {
+            kernels::f32_activation(act, ht, nu);
+          }
         }
       }
-    }
     const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
     if (integer) kernels::quantize_q8_rows(w.type, T, H, u0, u1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());
     // u0 is even (whole panels), so this thread's pairs of h are its own; the last range
@@ -117,16 +130,18 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   p.run([&](int ith, int nth) {
     const auto [p0, p1] = split_range(w.down_panels, ith, nth);
     if (p1 <= p0) return;
-    const MatrixView tile = scratch_matrix(Scratch::tile, T, kW);
-    for (int64_t panel = p0; panel < p1; ++panel) {
-      panel_product(w.down_panel(panel), H, h_operand, tile.data);
-      const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
-      for (int64_t t = 0; t < T; ++t) {
-        const float* c = tile.row(t);
-        float* yt = y.row(t) + d0;
-        for (int64_t i = 0; i < nd; ++i) yt[i] = config_.bias ? c[i] + w.down_bias.data()[d0 + i] : c[i];
+    const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);
+    for (int64_t t0 = 0; t0 < T; t0 += kTokenBlock)
+      for (int64_t panel = p0; panel < p1; ++panel) {
+        const int64_t n = std::min(kTokenBlock, T - t0);
+        panel_product(w.down_panel(panel), H, h_operand, t0, n, tile.data);
+        const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
+        for (int64_t t = 0; t < n; ++t) {
+          const float* c = tile.row(t);
+          float* yt = y.row(t0 + t) + d0;
+          for (int64_t i = 0; i < nd; ++i) yt[i] = config_.bias ? c[i] + w.down_bias.data()[d0 + i] : c[i];
+        }
       }
-    }
   });
 }
 

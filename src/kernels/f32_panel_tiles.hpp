@@ -27,7 +27,6 @@
 
 namespace ffn::kernels {
 
-inline constexpr int64_t kPanelTokenBlock = 256;
 inline constexpr int64_t kPanelKBlock = 512;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most

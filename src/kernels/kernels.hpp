@@ -45,6 +45,9 @@ void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float
 // each panel holds the k-th values of kPanelWidth weight rows side by side, [K][64] floats,
 // 64-byte aligned, panels consecutive in memory.
 inline constexpr int64_t kPanelWidth = 64;
+// The panel kernels take tokens in blocks of this many (each block's activations stay in
+// cache while the panel's rows stream); the forward sweeps its panels block by block too.
+inline constexpr int64_t kPanelTokenBlock = 256;
 
 // f32_panel_gemm_<isa>_<tile>: C[t][j] = Σ_k A[t][k] · P[k][j]   for t < T, j < 64.
 //   A: [T][K], row stride lda (activations);  P: one panel, [K][64] contiguous, 64-byte
