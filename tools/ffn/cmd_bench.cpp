@@ -230,14 +230,24 @@ void run_bench(const BenchOptions& o) {
     bench_backward(Block::random(config, 1, &pool), token_counts, roofs, pool, o.reps, rows);
     peak_rss = std::max(peak_rss, rss_mb());
   }
-  // Forward keeps the hidden values [T][H] and a [T][64] tile per thread beyond the
-  // weights: O(T·(D+H)) with x and y.
+  // Forward keeps the hidden values [T][H] and a [min(T, 256)][64] tile per thread beyond
+  // the weights, with x and y; bf16 rows on avx512_bf16 add x and h rounded to bf16, integer
+  // rows x and h quantised to q8_0 (1 byte a value, a scale per 32, a 32-bit correction per
+  // 4). All O(T·(D+H)).
   const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
-  std::printf(
-      "\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s MB (hidden [T][H] + "
-      "[T][64] tiles per thread + x, y)\n",
-      fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max),
-      fixed(4.0 * double(t_max) * double(config.hidden + 64 * o.threads + 2 * config.d_model) / 1e6, 1).c_str());
+  const double T = double(t_max), D = double(config.d_model), H = double(config.hidden);
+  const double base = 4.0 * T * H + 4.0 * double(std::min<int64_t>(t_max, 256)) * 64.0 * o.threads + 8.0 * T * D;
+  std::string workspace = fixed(base / 1e6, 1) + " MB (hidden [T][H], a [T][64] tile per thread, x, y)";
+  for (WeightType type : types) {
+    double extra = 0;
+    if (type == WeightType::bf16 && active_isa() == Isa::avx512_bf16) extra = 2.0 * T * (D + H);
+    if (type == WeightType::q8_0 || type == WeightType::q4_0) extra = (1.0 + 4.0 / 32 + 1.0) * T * (D + H);
+    if (extra > 0)
+      workspace += "; " + std::string(weight_type_info(type).name) + " rows " + fixed((base + extra) / 1e6, 1) +
+                   " MB (" + (type == WeightType::bf16 ? "x and h as bf16" : "x and h as q8_0") + " too)";
+  }
+  std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n", fixed(peak_rss, 0).c_str(),
+              static_cast<long long>(t_max), workspace.c_str());
   if (!o.json_path.empty()) {
     nlohmann::json roofs_json{{"compute_gflops", compute}, {"memory_gbps", memory}};
     if (bf16_compute > 0) roofs_json["bf16_dot_gflops"] = bf16_compute;

@@ -110,7 +110,7 @@ void add_forward_command(CLI::App& app) {
   cmd->footer(
       "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
       "layers.N.feed_forward.w1/w3/w2, GPT-2 h.N.mlp.c_fc/c_proj (Conv1D), GGUF blk.N.ffn_*.\n"
-      "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx512 forces one.");
+      "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx512|avx512_bf16 forces one.");
   cmd->callback([o] { run_forward(*o); });
 }
 
