@@ -69,11 +69,15 @@ void run_forward(const ForwardOptions& o) {
   if (!o.quiet)
     std::printf(
         "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s: %lld token%s in %.3f ms "
-        "(%d threads, %s) → %s\n",
+        "(%d threads, %s%s) → %s\n",
         variant_name(variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
         activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
         block.config().bias ? " bias" : "", static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
-        std::string(isa_name(active_isa())).c_str(), o.output.c_str());
+        std::string(isa_name(active_isa())).c_str(),
+        block.weight_type() == WeightType::bf16 && active_isa() == Isa::avx512_bf16
+            ? "; bf16 weights dotted with activations rounded to bf16"
+            : "",
+        o.output.c_str());
 }
 
 }  // namespace
