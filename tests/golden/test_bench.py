@@ -17,8 +17,12 @@ def bench_json(run_ffn, tmp_path_factory):
 
 
 def test_roofs_are_measured(bench_json):
+    """At the start, and again at the end (a machine busier at the start than later would
+    make every efficiency of the run too high; the bench then says so)."""
     roofs = bench_json[0]["roofs"]
     assert roofs["compute_gflops"] > 0 and roofs["memory_gbps"] > 0
+    assert roofs["at_end"]["compute_gflops"] > 0 and roofs["at_end"]["memory_gbps"] > 0
+    assert "roofs at the end of the run: compute" in bench_json[1]
 
 
 def test_rows_cover_every_pass_and_token_count(bench_json):

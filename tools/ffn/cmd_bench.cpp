@@ -68,6 +68,25 @@ std::string packed_path(WeightType type, bool gated) {
   return "integer panels packed at load, activations as q8_0" + fused;
 }
 
+struct MeasuredRoofs {
+  double compute = 0;   // GFLOP/s of f32 FMA chains
+  double memory = 0;    // GB/s of a streaming read
+  double bf16_dot = 0;  // GFLOP/s of vdpbf16ps chains; 0 unless asked for and present
+};
+
+// The roofs of this machine now: the compute loops, then a 1 GiB streaming read (far beyond
+// any last-level cache), each best of 5.
+MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
+  MeasuredRoofs r;
+  r.compute = measure_compute_roof_gflops(pool, 5);
+  {
+    const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
+    r.memory = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
+  }
+  if (bf16_dot) r.bf16_dot = measure_bf16_dot_roof_gflops(pool, 5);
+  return r;
+}
+
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
   block.forward(x.view(), y.view(), &pool);  // warm-up
   std::vector<double> ms;
@@ -164,22 +183,16 @@ void run_bench(const BenchOptions& o) {
               std::string(isa_name(active_isa())).c_str());
   std::fflush(stdout);
 
-  // Roofs: the compute loop, then a 1 GiB streaming read (far beyond any last-level cache).
-  const double compute = measure_compute_roof_gflops(pool, 5);
-  double memory = 0;
-  {
-    const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
-    memory = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
-  }
+  // Packed bf16 blocks on AVX512_BF16 run bf16 dot products: their rows are judged against
+  // that instruction's roof (twice the FMA's FLOPs per instruction), measured likewise.
+  const bool bf16_rows = std::find(types.begin(), types.end(), WeightType::bf16) != types.end();
+  const MeasuredRoofs start = measure_roofs(pool, bf16_rows);
+  const double compute = start.compute, memory = start.memory, bf16_compute = start.bf16_dot;
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
       "(streaming read of 1 GiB, best of 5)\n\n",
       fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
   const Roofs roofs{compute, memory};
-  // Packed bf16 blocks on AVX512_BF16 run bf16 dot products: their rows are judged against
-  // that instruction's roof (twice the FMA's FLOPs per instruction), measured likewise.
-  const bool bf16_rows = std::find(types.begin(), types.end(), WeightType::bf16) != types.end();
-  const double bf16_compute = bf16_rows ? measure_bf16_dot_roof_gflops(pool, 5) : 0.0;
   if (bf16_compute > 0)
     std::printf("bf16 rows: activations rounded to bf16 and dotted by vdpbf16ps (AVX512_BF16; FFN_ISA=avx512 keeps "
                 "them f32), judged against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
@@ -248,9 +261,24 @@ void run_bench(const BenchOptions& o) {
   }
   std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n", fixed(peak_rss, 0).c_str(),
               static_cast<long long>(t_max), workspace.c_str());
+  // The roofs again: a machine that was busier at the start than later (others share it)
+  // measured roofs too low there, and every efficiency of the run is overstated.
+  const MeasuredRoofs end = measure_roofs(pool, bf16_rows);
+  std::printf("roofs at the end of the run: compute %s GFLOP/s, memory %s GB/s", fixed(end.compute, 1).c_str(),
+              fixed(end.memory, 1).c_str());
+  if (end.bf16_dot > 0) std::printf(", bf16 dot %s GFLOP/s", fixed(end.bf16_dot, 1).c_str());
+  std::printf("\n");
+  const double drift =
+      std::max({end.compute / compute, end.memory / memory, bf16_compute > 0 ? end.bf16_dot / bf16_compute : 0.0});
+  if (drift > 1.1)
+    std::printf("WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
+                "this run's efficiencies are overstated; run it again when the machine is quiet\n",
+                fixed(100.0 * (drift - 1.0), 0).c_str());
   if (!o.json_path.empty()) {
     nlohmann::json roofs_json{{"compute_gflops", compute}, {"memory_gbps", memory}};
     if (bf16_compute > 0) roofs_json["bf16_dot_gflops"] = bf16_compute;
+    roofs_json["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
+    if (end.bf16_dot > 0) roofs_json["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
     nlohmann::json out{{"roofs", roofs_json},
                        {"isa", std::string(isa_name(active_isa()))},
                        {"rows", rows}};
