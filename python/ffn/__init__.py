@@ -56,11 +56,13 @@ class Block:
         return type(self)._wrap(self._core.stored_as(dtype))
 
     def packed(self):
-        """A new float32 block for inference: the same weights laid out once in the panels the
-        forward kernels read (gate and up of the same hidden units side by side), the fastest
-        float32 forward. Its outputs are bit-identical for any thread count and whatever else
-        is in the batch. It keeps no row-major copy: parameters() and backward() are not
-        available on it."""
+        """A new block for inference: the same weights, in this block's type (float32, or the
+        bf16/f16/q8_0/q4_0 of stored_as), laid out once in the panels the forward kernels
+        read (gate and up of the same hidden units side by side) — the fastest forward of
+        that type. Its outputs are bit-identical for any thread count and whatever else is in
+        the batch. bf16 blocks on an avx512_bf16 CPU (see active_isa()) round the activations
+        to bf16 for the dot products, as torch's bf16 modules do. It keeps no row-major copy:
+        parameters() and backward() are not available on it."""
         return type(self)._wrap(self._core.packed())
 
     is_packed = property(lambda self: self._core.is_packed)
