@@ -12,12 +12,12 @@
 //   output (H products + a bias):  e_y ≤ Σ_j |W_down[i][j]|·e_h_j
 //                                        + (H+1)·u·(Σ_j |W_down[i][j]·h_j| + |b_down[i]|)
 // (H+1)·u·Σ|terms| bounds the rounding of any order of summation, so the bound holds for
-// every kernel and for PyTorch alike.
-// A forward that rounds its products' activation operands with relative error r (x before
-// the gate/up products, h before the down projection) adds r·G_j to e_g (r·U_j to e_u) and
-// r·|h_j| to e_h; the products of r with u are higher order (covered by the doubling). A real bug — a wrong index, activation, bias or
+// every kernel and for PyTorch alike. A real bug — a wrong index, activation, bias or
 // operand — changes outputs by a sizeable fraction of Σ|terms|, far above this bound at the
 // tested sizes.
+// A forward that rounds its products' activation operands with relative error r (x before
+// the gate/up products, h before the down projection) adds r·G_j to e_g (r·U_j to e_u) and
+// r·|h_j| to e_h; the products of r with u are higher order (covered by the doubling).
 #include <cmath>
 #include <vector>
 

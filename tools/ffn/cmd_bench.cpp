@@ -59,7 +59,8 @@ std::string packed_path(WeightType type, bool gated) {
   switch (type) {
     case WeightType::f32: return "f32 panels packed at load" + fused;
     case WeightType::bf16:
-      if (active_isa() == Isa::avx512_bf16) return "bf16 panels packed at load, activations rounded to bf16, vdpbf16ps" + fused;
+      if (active_isa() == Isa::avx512_bf16)
+        return "bf16 panels packed at load, activations rounded to bf16, vdpbf16ps" + fused;
       [[fallthrough]];
     case WeightType::f16: return "16-bit panels packed at load, widened in registers" + fused;
     case WeightType::q8_0:
@@ -259,8 +260,8 @@ void run_bench(const BenchOptions& o) {
       workspace += "; " + std::string(weight_type_info(type).name) + " rows " + fixed((base + extra) / 1e6, 1) +
                    " MB (" + (type == WeightType::bf16 ? "x and h as bf16" : "x and h as q8_0") + " too)";
   }
-  std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n", fixed(peak_rss, 0).c_str(),
-              static_cast<long long>(t_max), workspace.c_str());
+  std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n",
+              fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max), workspace.c_str());
   // The roofs again: a machine that was busier at the start than later (others share it)
   // measured roofs too low there, and every efficiency of the run is overstated.
   const MeasuredRoofs end = measure_roofs(pool, bf16_rows);
@@ -303,7 +304,8 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_flag("--peers", o->peers,
-                "also time the same block with oneDNN's matmul (f32 rows) and PyTorch (the seeds' module; f32 and bf16 rows)");
+                "also time the same block with oneDNN's matmul (f32 rows) and PyTorch (the seeds' module; f32 "
+                "and bf16 rows)");
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
