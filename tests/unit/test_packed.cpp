@@ -117,7 +117,9 @@ TEST(Bf16DotPanel, MatchesDoubleSumOfRoundedOperands) {
       Matrix C(T, kW);
       k.bf16_dot_panel_gemm(T, K, Ab.data(), lda, P.data(), C.data(), kW);
       for (int64_t t = 0; t < T; ++t) {
-        if (K % 2) ASSERT_EQ(Ab[size_t(t * lda + K)], 0) << "padding of token " << t << ", K=" << K;
+        if (K % 2) {
+          ASSERT_EQ(Ab[size_t(t * lda + K)], 0) << "padding of token " << t << ", K=" << K;
+        }
         for (int64_t j = 0; j < kW; ++j) {
           double exact = 0, magnitude = 0;
           for (int64_t kk = 0; kk < K; ++kk) {
