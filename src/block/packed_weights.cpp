@@ -27,9 +27,9 @@ int64_t panel_bytes(WeightType t, int64_t K) {
   return K / kQuantBlock * kernels::q_panel_block_bytes(t);
 }
 
-template <class Elem>
+template <class Elem, class Layout = panels::RowMajorPanel>
 void fill_elements(const Elem* data, int64_t ld, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
-  panels::transpose_rows_into(data + r0 * ld, ld, rows, K, reinterpret_cast<Elem*>(panel), j0);
+  panels::transpose_rows_into<Elem, Layout>(data + r0 * ld, ld, rows, K, reinterpret_cast<Elem*>(panel), j0);
 }
 
 // The three matrices' panels; `fill(m, r0, rows, K, panel, j0)` lays rows of matrix m
@@ -94,13 +94,11 @@ PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, Thr
   PackedWeights out = pack(
       config, t,
       [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
+        const auto* stored16 = reinterpret_cast<const uint16_t*>(m[i]->bytes.data());
         if (t == WeightType::bf16)
-          panels::transpose_rows_into_bf16_pairs(reinterpret_cast<const uint16_t*>(m[i]->bytes.data()) +
-                                                     r0 * (m[i]->row_bytes / 2),
-                                                 m[i]->row_bytes / 2, rows, K, reinterpret_cast<uint16_t*>(panel), j0);
+          fill_elements<uint16_t, panels::Bf16PairPanel>(stored16, m[i]->row_bytes / 2, r0, rows, K, panel, j0);
         else if (t == WeightType::f16)
-          fill_elements(reinterpret_cast<const uint16_t*>(m[i]->bytes.data()), m[i]->row_bytes / 2, r0, rows, K,
-                        panel, j0);
+          fill_elements(stored16, m[i]->row_bytes / 2, r0, rows, K, panel, j0);
         else
           panels::q_rows_into(t, m[i]->bytes.data(), m[i]->row_bytes, r0, rows, K, panel, j0);
       },

@@ -24,10 +24,20 @@ inline void copy_columns(const float* src, int64_t ld, int64_t rows, int64_t col
   }
 }
 
-// panel[k][j0 + r] = src[r·ld + k] for r < rows, k < K: `rows` matrix rows laid into
-// columns j0 … j0 + rows − 1 (other columns untouched). nn.Linear weight rows, for x·Wᵀ;
-// Elem is float, or uint16_t for bf16 / f16 weights (copied as stored).
-template <class Elem>
+// Where element (k, j) of a panel lies: [K][64] for f32 and f16 panels; bf16 panels hold k
+// in pairs (kernels::bf16_panel_index).
+struct RowMajorPanel {
+  static constexpr int64_t index(int64_t k, int64_t j) { return k * kW + j; }
+};
+struct Bf16PairPanel {
+  static constexpr int64_t index(int64_t k, int64_t j) { return kernels::bf16_panel_index(k, j); }
+};
+
+// panel[(k, j0 + r)] = src[r·ld + k] for r < rows, k < K, in the Layout's places: `rows`
+// matrix rows laid into columns j0 … j0 + rows − 1 (other columns, and an odd K's bf16
+// padding, untouched: zero in a fresh panel). nn.Linear weight rows, for x·Wᵀ; Elem is
+// float, or uint16_t for bf16 / f16 weights (copied as stored).
+template <class Elem, class Layout = RowMajorPanel>
 inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64_t K, Elem* panel, int64_t j0) {
   // 64 values of k at a time: the source rows are read front to back while the scattered
   // writes stay within a few KiB of the panel.
@@ -36,23 +46,7 @@ inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64
     const int64_t kn = std::min(kStep, K - k0);
     for (int64_t r = 0; r < rows; ++r) {
       const Elem* s = src + r * ld + k0;
-      Elem* d = panel + k0 * kW + j0 + r;
-      for (int64_t k = 0; k < kn; ++k) d[k * kW] = s[k];
-    }
-  }
-}
-
-// The bf16 pair layout (kernels.hpp): panel[bf16_panel_index(k, j0 + r)] = src[r·ld + k]
-// for r < rows, k < K; each row's weights k, k + 1 stay adjacent, so they move as one
-// 32-bit pair. The padding of an odd K (k = K) is left as it is: zero in a fresh panel.
-inline void transpose_rows_into_bf16_pairs(const uint16_t* src, int64_t ld, int64_t rows, int64_t K,
-                                           uint16_t* panel, int64_t j0) {
-  constexpr int64_t kStep = 64;  // values of k at a time, as transpose_rows_into
-  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
-    const int64_t kn = std::min(kStep, K - k0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint16_t* s = src + r * ld + k0;
-      for (int64_t k = 0; k < kn; ++k) panel[kernels::bf16_panel_index(k0 + k, j0 + r)] = s[k];
+      for (int64_t k = 0; k < kn; ++k) panel[Layout::index(k0 + k, j0 + r)] = s[k];
     }
   }
 }
