@@ -174,4 +174,7 @@ const KernelTable& kernel_table(Isa isa) {
 const KernelTable& active_kernels() { return kernel_table(active_isa()); }
 
 }  // namespace kernels
+
+bool bf16_dot_products_active() { return kernels::active_kernels().bf16_dot_panel_gemm != nullptr; }
+
 }  // namespace ffn

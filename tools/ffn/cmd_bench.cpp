@@ -59,7 +59,7 @@ std::string packed_path(WeightType type, bool gated) {
   switch (type) {
     case WeightType::f32: return "f32 panels packed at load" + fused;
     case WeightType::bf16:
-      if (active_isa() == Isa::avx512_bf16)
+      if (bf16_dot_products_active())
         return "bf16 panels packed at load, activations rounded to bf16, vdpbf16ps" + fused;
       [[fallthrough]];
     case WeightType::f16: return "16-bit panels packed at load, widened in registers" + fused;
@@ -254,7 +254,7 @@ void run_bench(const BenchOptions& o) {
   std::string workspace = fixed(base / 1e6, 1) + " MB (hidden [T][H], a [T][64] tile per thread, x, y)";
   for (WeightType type : types) {
     double extra = 0;
-    if (type == WeightType::bf16 && active_isa() == Isa::avx512_bf16) extra = 2.0 * T * (D + H);
+    if (type == WeightType::bf16 && bf16_dot_products_active()) extra = 2.0 * T * (D + H);
     if (type == WeightType::q8_0 || type == WeightType::q4_0) extra = (1.0 + 4.0 / 32 + 1.0) * T * (D + H);
     if (extra > 0)
       workspace += "; " + std::string(weight_type_info(type).name) + " rows " + fixed((base + extra) / 1e6, 1) +

@@ -74,7 +74,7 @@ void run_forward(const ForwardOptions& o) {
         activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
         block.config().bias ? " bias" : "", static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
         std::string(isa_name(active_isa())).c_str(),
-        block.weight_type() == WeightType::bf16 && active_isa() == Isa::avx512_bf16
+        block.weight_type() == WeightType::bf16 && bf16_dot_products_active()
             ? "; bf16 weights dotted with activations rounded to bf16"
             : "",
         o.output.c_str());
