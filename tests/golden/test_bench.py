@@ -97,4 +97,6 @@ def test_peers_run_the_same_block(run_ffn, ffn_bin, tmp_path, variant):
     if onednn_built:
         err = float(p.stdout.split("max relative error ")[1].split()[0])
         assert err < 1e-5, p.stdout  # f32 sums of 64 and 96 products: ~1e-7 expected
-        assert "WARNING" not in p.stdout
+        # The bench's verdict on oneDNN's output. (Its other warning, roofs that rose during
+        # the run, depends on how busy the machine is, not on ffn or oneDNN.)
+        assert "the oneDNN peer does not compute this block" not in p.stdout, p.stdout
