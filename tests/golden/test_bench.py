@@ -88,15 +88,30 @@ def test_peers_run_the_same_block(run_ffn, ffn_bin, tmp_path, variant):
     onednn_built = os.path.exists(os.path.join(os.path.dirname(ffn_bin), "ffn-peer-onednn"))
     for r in rows:
         # PyTorch in the row's own type (bf16: module and input cast to torch.bfloat16);
-        # oneDNN for f32 rows only.
-        assert r["peers"]["pytorch_ms"] > 0, p.stdout
+        # oneDNN for f32 rows only. Beside each peer's time, ffn's own timed around it.
+        peers = r["peers"]
+        assert peers["pytorch_ms"] > 0 and peers["ffn_ms_beside_pytorch"] > 0, p.stdout
         if r["dtype"] == "bf16":
-            assert r["peers"]["onednn_ms"] is None, p.stdout
+            assert peers["onednn_ms"] is None and peers["ffn_ms_beside_onednn"] is None, p.stdout
         elif onednn_built:
-            assert r["peers"]["onednn_ms"] > 0, p.stdout
+            assert peers["onednn_ms"] > 0 and peers["ffn_ms_beside_onednn"] > 0, p.stdout
     if onednn_built:
         err = float(p.stdout.split("max relative error ")[1].split()[0])
         assert err < 1e-5, p.stdout  # f32 sums of 64 and 96 products: ~1e-7 expected
         # The bench's verdict on oneDNN's output. (Its other warning, roofs that rose during
         # the run, depends on how busy the machine is, not on ffn or oneDNN.)
         assert "the oneDNN peer does not compute this block" not in p.stdout, p.stdout
+
+
+def test_a_peer_that_fails_is_reported_once_and_the_table_goes_on(run_ffn, tmp_path):
+    """PyTorch under a python that does not exist: the bench says why, once, gives its
+    cells as "-" and null, and still finishes every row (oneDNN's included, when built)."""
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,2,3", "--reps", "1",
+                "--threads", "1", "--dtype", "f32", "--peers", "--json", out,
+                env={"FFN_PYTHON": str(tmp_path / "no-such-python")})
+    assert p.stdout.count("PyTorch peer did not run") == 1, p.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["tokens"] for r in rows] == [1, 2, 3]
+    for r in rows:
+        assert r["peers"]["pytorch_ms"] is None and r["peers"]["ffn_ms_beside_pytorch"] is None, p.stdout

@@ -6,10 +6,15 @@
 //             OPENBLAS_CORETYPE set to the widest core type this CPU runs (SkylakeX with
 //             AVX-512, Haswell with AVX2), which OpenBLAS otherwise may not pick; in f32,
 //             or in bf16 (module and input cast to torch.bfloat16) against bf16 rows.
+// This machine is shared, so its speed drifts within a run: each peer runs one token count
+// per process, and ffn's same row is timed again just before and just after it; the
+// speed-up is over the mean of those two ffn times, not over ffn's row minutes earlier.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,5 +33,16 @@ PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>&
 // dtype: "f32" or "bf16".
 PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, const std::vector<int64_t>& tokens,
                            int threads, int reps);
+
+// ffn's forward of the bench's block in weight type `dtype` ("f32" or "bf16") at T tokens,
+// timed now: median ms of the bench's repetitions.
+using TimeFfn = std::function<double(const std::string& dtype, int64_t T)>;
+
+// Times the peers beside ffn's forward rows of the same weight type — f32 rows: oneDNN and
+// PyTorch in f32; bf16 rows: PyTorch in bf16 — and prints the table a row at a time.
+// Fills each such row's "peers" object: onednn_ms, pytorch_ms (null where the peer did not
+// run or has no such row) and ffn_ms_beside_onednn, ffn_ms_beside_pytorch (the mean of ffn's
+// times either side of that peer). A peer that fails is reported once and not run again.
+void report_peers(const BlockConfig& config, int threads, int reps, nlohmann::json& rows, const TimeFfn& time_ffn);
 
 }  // namespace ffn::cli

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -100,55 +101,13 @@ double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& poo
   return ms[ms.size() / 2];
 }
 
-// Times the peers on the same block at every token count and prints them beside ffn's
-// forward rows of the same weight type — f32 rows: oneDNN and PyTorch in f32; bf16 rows:
-// PyTorch in bf16 — filling those rows' "peers" objects (null for a peer that did not run
-// or has no such row).
-void report_peers(const BlockConfig& config, const std::vector<int64_t>& token_counts, const BenchOptions& o,
-                  nlohmann::json& rows) {
-  auto has_rows = [&](const char* dtype) {
-    return std::any_of(rows.begin(), rows.end(), [&](const nlohmann::json& r) { return r["dtype"] == dtype; });
-  };
-  std::printf("\npeers (same run, same block, same weight type, %d thread%s; each in its own process)\n", o.threads,
-              o.threads == 1 ? "" : "s");
-  PeerTimes onednn, torch, torch_bf16;
-  if (has_rows("f32")) {
-    onednn = run_onednn_peer(config, token_counts, o.threads, o.reps);
-    torch = run_pytorch_peer(config, "f32", token_counts, o.threads, o.reps);
-  }
-  if (has_rows("bf16")) torch_bf16 = run_pytorch_peer(config, "bf16", token_counts, o.threads, o.reps);
-  for (const auto& [p, name] : {std::pair{&onednn, "oneDNN"}, {&torch, "PyTorch"}, {&torch_bf16, "PyTorch bf16"}})
-    if (!p->error.empty()) std::printf("  %s peer did not run: %s\n", name, p->error.c_str());
-  std::printf("%-6s %6s %10s %12s %9s %12s %9s\n", "dtype", "T", "ffn ms", "oneDNN ms", "speed-up", "PyTorch ms",
-              "speed-up");
-  for (auto& row : rows) {
-    if (row["pass"] != "forward" || (row["dtype"] != "f32" && row["dtype"] != "bf16")) continue;
-    const bool f32 = row["dtype"] == "f32";
-    const int64_t T = row["tokens"];
-    const double ms = row["ms"];
-    // (peer ms, ffn's speed-up over it) as table cells; "-" where the peer did not run.
-    auto cell = [&](const PeerTimes& p, const char* key) -> std::pair<std::string, std::string> {
-      const auto it = p.ms.find(T);
-      row["peers"][key] = it == p.ms.end() ? nlohmann::json(nullptr) : nlohmann::json(it->second);
-      if (it == p.ms.end()) return {"-", "-"};
-      std::string speed_up = fixed(it->second / ms, 2);
-      speed_up += "x";
-      return {fixed(it->second, 3), speed_up};
-    };
-    const auto [d_ms, d_up] = cell(f32 ? onednn : PeerTimes{}, "onednn_ms");
-    const auto [t_ms, t_up] = cell(f32 ? torch : torch_bf16, "pytorch_ms");
-    std::printf("%-6s %6lld %10s %12s %9s %12s %9s\n", f32 ? "f32" : "bf16", static_cast<long long>(T),
-                fixed(ms, 3).c_str(), d_ms.c_str(), d_up.c_str(), t_ms.c_str(), t_up.c_str());
-  }
-  std::string libraries;
-  for (const PeerTimes* p : {&onednn, &torch, &torch_bf16})
-    if (!p->library.empty() && libraries.find(p->library) == std::string::npos)
-      libraries += (libraries.empty() ? "" : "; ") + p->library;
-  std::printf("  %s\n", libraries.empty() ? "no peer ran" : libraries.c_str());
-  if (onednn.check_rel_err >= 0) {
-    std::printf("  oneDNN's output checked against double precision: max relative error %.2g\n", onednn.check_rel_err);
-    if (!(onednn.check_rel_err < 1e-3)) std::printf("  WARNING: the oneDNN peer does not compute this block\n");
-  }
+// The input of every row at T tokens: uniform in [-1, 1), the same for every type and run.
+Matrix bench_input(int64_t T, int64_t D) {
+  Matrix x(T, D);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
+  return x;
 }
 
 void run_bench(const BenchOptions& o) {
@@ -201,6 +160,8 @@ void run_bench(const BenchOptions& o) {
   print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
+  // The f32 and bf16 blocks, timed again beside the peers (report_peers).
+  std::map<std::string, Block> kept_for_peers;
   double peak_rss = 0;  // sampled after every row: the roofs' 1 GiB buffer is gone by then
   for (WeightType type : types) {
     const auto bytes = weight_bytes(config, type);
@@ -212,12 +173,10 @@ void run_bench(const BenchOptions& o) {
     }
     // Packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
     const Block base = Block::random(config, 1, &pool);
-    const Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
+    Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
     for (int64_t T : token_counts) {
-      Matrix x(T, config.d_model), y(T, config.d_model);
-      std::mt19937 rng(7);
-      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-      for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
+      const Matrix x = bench_input(T, config.d_model);
+      Matrix y(T, config.d_model);
       const double ms = median_ms(typed, x, y, pool, o.reps);
       peak_rss = std::max(peak_rss, rss_mb());
       BenchRow r;
@@ -233,8 +192,16 @@ void run_bench(const BenchOptions& o) {
       rows.push_back(print_bench_row(r, dot ? Roofs{bf16_compute, memory} : roofs, config, o.threads));
       rows.back()["rss_mb"] = rss_mb();
     }
+    if (o.peers && (type == WeightType::f32 || type == WeightType::bf16))
+      kept_for_peers.emplace(std::string(weight_type_info(type).name), std::move(typed));
   }
-  if (o.peers) report_peers(config, token_counts, o, rows);
+  if (o.peers)
+    report_peers(config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
+      const Matrix x = bench_input(T, config.d_model);
+      Matrix y(T, config.d_model);
+      return median_ms(kept_for_peers.at(dtype), x, y, pool, o.reps);
+    });
+  kept_for_peers.clear();
   if (o.backward) {
     std::printf(
         "\ntraining step (forward_train + backward), f32; useful FLOPs 6·W per token; kept for backward per "
@@ -305,7 +272,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--peers", o->peers,
                 "also time the same block with oneDNN's matmul (f32 rows) and PyTorch (the seeds' module; f32 "
-                "and bf16 rows)");
+                "and bf16 rows), each between two fresh timings of ffn's row");
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
