@@ -11,7 +11,11 @@
 // the panel (128 KiB). While a block's strips run they prefetch the next block — the next
 // rows of the same linear array — into L2, its lines shared out evenly over the strips, so
 // that memory streams at an even pace while the FMAs run (all of it in the first strip
-// would ask for far more than memory gives in that time, and stall that strip).
+// would ask for far more than memory gives in that time, and stall that strip). A token
+// block of one strip (decode) prefetches nothing: it reads the panel once, in order, and
+// the hardware prefetcher alone streams that fastest — measured on the 7B shape, 1.11–1.15×
+// faster at T = 1 and 4 than with the software prefetch at any distance from 2 to 128 KiB,
+// while from two strips on the prefetch is level or ahead (1.09× at T = 12, 1.03× at 64).
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token
@@ -115,8 +119,8 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       const ElemA* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
-      // The next block's lines, shared out over this block's strips.
-      const int64_t strips = (mb + MR - 1) / MR, lines = kc * kLinesPerRow;
+      // The next block's lines, shared out over this block's strips (none for one strip).
+      const int64_t strips = (mb + MR - 1) / MR, lines = strips > 1 ? kc * kLinesPerRow : 0;
       const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
       auto strip = [&]<int R>(int64_t t) {
         const int64_t s = t / MR, first = std::min(lines, s * share);
