@@ -6,16 +6,20 @@
 // l of accumulator (i, v) is C[i][v·lanes + l] itself. The panel's 64 columns are covered
 // in kPanelWidth / (NV·lanes) passes (one on AVX-512, four on AVX2).
 //
-// Blocking: tokens in blocks of kTokenBlock (their K-block of A stays in L2 while every
-// strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of kKBlock rows of
-// the panel (128 KiB). While a block's strips run they prefetch the next block — the next
-// rows of the same linear array — into L2, its lines shared out evenly over the strips, so
+// Blocking: tokens in blocks of kPanelTokenBlock (their K-block of A stays in L2 while
+// every strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of
+// kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock).
+// While a block's strips run they prefetch the next block — the next rows of the same
+// linear array — into L2, its lines shared out evenly over the strips, so
 // that memory streams at an even pace while the FMAs run (all of it in the first strip
 // would ask for far more than memory gives in that time, and stall that strip). A token
-// block of one strip (decode) prefetches nothing: it reads the panel once, in order, and
-// the hardware prefetcher alone streams that fastest — measured on the 7B shape, 1.11–1.15×
-// faster at T = 1 and 4 than with the software prefetch at any distance from 2 to 128 KiB,
-// while from two strips on the prefetch is level or ahead (1.09× at T = 12, 1.03× at 64).
+// block of one strip (decode) of a one-pass tile prefetches nothing: it reads the panel
+// once, in order, and the hardware prefetcher alone streams that fastest — measured on the
+// 7B shape with AVX-512, 1.11–1.15× faster at T = 1 and 4 than with the software prefetch
+// at any distance from 2 to 128 KiB, while from two strips on the prefetch is level or
+// ahead (1.09× at T = 12, 1.03× at 64). A tile of several passes (AVX2's, 16 of the 64
+// columns a pass) reads each row's lines a pass apart and keeps the prefetch (without it:
+// 1.2× slower at T = 1, 1.8× at 4).
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token
@@ -32,6 +36,14 @@
 namespace ffn::kernels {
 
 inline constexpr int64_t kPanelKBlock = 512;
+// Token blocks of exactly kBalancedStrips strips (13–18 tokens with MR = 6) — where the
+// panel's bytes and the strips' FMAs take about the same time — step K by this much
+// instead: the strips share a 16 KiB piece of the panel from L1 and the next piece is
+// prefetched close ahead. Measured on the 7B shape, alternating in one process: f32
+// 1.05–1.15× faster at T = 13…18, bf16 (vdpbf16ps) 1.07–1.32×, f16 level (1.01–1.03×).
+// With two strips (memory-bound) or four and more (FMA-bound) it was level or slower.
+inline constexpr int64_t kBalancedKBlock = 64;
+inline constexpr int64_t kBalancedStrips = 3;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k.
@@ -96,11 +108,13 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
 // The blocking of every panel kernel: tokens in blocks of kPanelTokenBlock, K in blocks of
 // kPanelKBlock rows (even, so a block starts on a pair of the bf16 layout, whose rows take
 // on average the same 64 elements as [K][64] layouts), strips of MR tokens, and the next
-// block's prefetch shared over the strips. The tile computes one strip over one K block:
+// block's prefetch shared over the strips (none for one strip when OnePass: the tile reads
+// each row of the panel once, all 64 columns together). The tile computes one strip over
+// one K block:
 //   tile.template operator()<R, Resume>(kc, a, block, c, pf)
 // for R ≤ MR tokens from a = A + t·lda + k0, the panel's rows from `block` = P + k0·64,
 // C rows from c (chains resumed from C when Resume).
-template <int MR, class ElemA, class ElemP, class Tile>
+template <int MR, bool OnePass, class ElemA, class ElemP, class Tile>
 void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const ElemP* P, float* C, int64_t ldc,
                         Tile tile) {
   constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
@@ -110,8 +124,9 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   }
   for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
-    for (int64_t k0 = 0; k0 < K; k0 += kPanelKBlock) {
-      const int64_t kc = std::min(kPanelKBlock, K - k0);
+    const int64_t kblock = (mb + MR - 1) / MR == kBalancedStrips ? kBalancedKBlock : kPanelKBlock;
+    for (int64_t k0 = 0; k0 < K; k0 += kblock) {
+      const int64_t kc = std::min(kblock, K - k0);
       const ElemP* block = P + k0 * kPanelWidth;
       // The next block in memory: this panel's next K block, or the next panel's first
       // (panels are consecutive). Prefetching past the end of the array never faults.
@@ -119,8 +134,8 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       const ElemA* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
-      // The next block's lines, shared out over this block's strips (none for one strip).
-      const int64_t strips = (mb + MR - 1) / MR, lines = strips > 1 ? kc * kLinesPerRow : 0;
+      // The next block's lines, shared out over this block's strips.
+      const int64_t strips = (mb + MR - 1) / MR, lines = strips > 1 || !OnePass ? kc * kLinesPerRow : 0;
       const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
       auto strip = [&]<int R>(int64_t t) {
         const int64_t s = t / MR, first = std::min(lines, s * share);
@@ -140,7 +155,8 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
 template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>>
 void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
                           float* C, int64_t ldc) {
-  panel_gemm_blocked<MR>(T, K, A, lda, P, C, ldc,
+  constexpr bool one_pass = NV * V::lanes == kPanelWidth;
+  panel_gemm_blocked<MR, one_pass>(T, K, A, lda, P, C, ldc,
                          [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block,
                                                  float* c, PrefetchShare pf) {
                            panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);

@@ -63,7 +63,7 @@ TEST_P(PanelKernel, HalfPanelsMatchDoubleSumWithinBound) {
   const auto& k = kernels::kernel_table(GetParam());
   for (const bool bf16 : {true, false})
     for (int64_t K : {0, 5, 512, 700})
-      for (int64_t T : {1, 6, 7, 257}) {
+      for (int64_t T : {1, 6, 7, 13, 18, 257}) {
         const Matrix A = random_matrix(T, K, uint32_t(T + K));
         const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
         // bf16: k in pairs (kernels.hpp), an odd K padded with zeros; f16: [K][64].
@@ -253,9 +253,10 @@ TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
         packed.forward(x.view(), y.view(), &pool);
         ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
       }
-      // A token alone, and a window of 9 tokens starting anywhere, give the batch's bits.
-      for (int64_t t0 : {0, 5, 100, 261}) {
-        for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0)}) {
+      // A token alone, and a window of 9 or 16 tokens (16: three strips of the AVX-512
+      // tile, which step K in 64s) starting anywhere, give the batch's bits.
+      for (int64_t t0 : {0, 5, 100, 254, 261}) {
+        for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0), std::min<int64_t>(16, T - t0)}) {
           Matrix y(n, 96);
           packed.forward({x.row(t0), n, 96, 96}, y.view(), &one);
           for (int64_t t = 0; t < n; ++t)
