@@ -18,8 +18,10 @@ double measure_compute_roof_gflops(ThreadPool& pool, int reps = 5);
 double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
 
 // Memory roof: GB/s (10⁹ bytes/s) of a streaming read of `bytes` bytes at `data` by every
-// thread of the pool, best of `reps`. The buffer must be far larger than the last-level
-// cache for this to measure DRAM.
+// thread of the pool — each thread's share as 4 sequential streams at once with the active
+// ISA's widest loads (one stream per thread reads well short of what memory delivers) —
+// best of `reps`. The buffer must be far larger than the last-level cache for this to
+// measure DRAM.
 double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int reps = 5);
 
 }  // namespace ffn

@@ -117,6 +117,13 @@ float f32_fma_roof_scalar(int64_t iterations);
 float f32_fma_roof_avx2(int64_t iterations);
 float f32_fma_roof_avx512(int64_t iterations);
 
+// stream_read_<isa>: the memory roof's loop (stream_read.hpp): reads the `floats` floats at
+// p, any alignment, as several streams at once; returns a value depending on all of them.
+using StreamRead = float (*)(const float* p, int64_t floats);
+float stream_read_scalar(const float* p, int64_t floats);
+float stream_read_avx2(const float* p, int64_t floats);
+float stream_read_avx512(const float* p, int64_t floats);
+
 // f32_gemm_nn_<isa>_<tile>: C[t][n] = C₀ + Σ_k A[t][k] · B[k][n]   for t < T, n < N,
 //   C₀ = C[t][n] if accumulate, else 0.
 //   A: [T][K], row stride lda (upstream gradients dY, dU, dG);  B: [K][N], row stride ldb
@@ -276,6 +283,7 @@ struct KernelTable {
   const char* q_panel_gemm_name;  // likewise
   QPanelGemm q_panel_gemm;
   WidenRows widen_rows;
+  StreamRead stream_read;
   // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
   const char* bf16_dot_panel_gemm_name = nullptr;
   Bf16DotPanelGemm bf16_dot_panel_gemm = nullptr;

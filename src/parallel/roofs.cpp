@@ -48,32 +48,24 @@ double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps) {
 }
 
 double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int reps) {
-  const size_t words = bytes / sizeof(uint64_t);
-  const auto* w = static_cast<const uint64_t*>(data);
-  std::vector<uint64_t> sinks(static_cast<size_t>(pool.size()));
+  // Read as floats (the bytes' values do not matter: sums of any bit patterns never trap).
+  const int64_t floats = static_cast<int64_t>(bytes / sizeof(float));
+  const auto* f = static_cast<const float*>(data);
+  const kernels::StreamRead read = kernels::active_kernels().stream_read;
+  std::vector<float> sinks(static_cast<size_t>(pool.size()));
   double best = 0.0;
   for (int r = 0; r < reps; ++r) {
     const auto start = std::chrono::steady_clock::now();
     pool.run([&](int ith, int nth) {
-      const auto [i0, i1] = split_range(static_cast<int64_t>(words), ith, nth, 64);
-      // Integer sums vectorise without reassociating floating point; 4 independent chains.
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        s0 += w[i];
-        s1 += w[i + 1];
-        s2 += w[i + 2];
-        s3 += w[i + 3];
-      }
-      for (; i < i1; ++i) s0 += w[i];
-      sinks[static_cast<size_t>(ith)] = s0 + s1 + s2 + s3;
+      const auto [i0, i1] = split_range(floats, ith, nth, 1024);
+      sinks[static_cast<size_t>(ith)] = i1 > i0 ? read(f + i0, i1 - i0) : 0.0f;
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, static_cast<double>(words * sizeof(uint64_t)) / s / 1e9);
+    best = std::max(best, static_cast<double>(floats) * sizeof(float) / s / 1e9);
   }
   // Keep the sums observable so the reads cannot be optimised away.
-  volatile uint64_t keep = 0;
-  for (uint64_t s : sinks) keep = keep + s;
+  volatile float keep = 0;
+  for (float s : sinks) keep = keep + s;
   return best;
 }
 

@@ -1,10 +1,14 @@
-// The compute-roof loop on ymm registers (12 chains × 8 lanes: 12 of the 16 registers). Compiled with -mavx2 -mfma.
+// The roofs' loops on ymm registers: compute, 12 FMA chains × 8 lanes (12 of the 16
+// registers); memory, 4 streams of 32-byte loads. Compiled with -mavx2 -mfma.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/stream_read.hpp"
 
 namespace ffn::kernels {
 
 float f32_fma_roof_avx2(int64_t iterations) { return f32_fma_roof<Avx2, 12>(iterations); }
+
+float stream_read_avx2(const float* p, int64_t floats) { return stream_read<Avx2Store, 4>(p, floats); }
 
 }  // namespace ffn::kernels
