@@ -40,8 +40,9 @@ inline constexpr int64_t kPanelKBlock = 512;
 // panel's bytes and the strips' FMAs take about the same time — step K by this much
 // instead: the strips share a 16 KiB piece of the panel from L1 and the next piece is
 // prefetched close ahead. Measured on the 7B shape, alternating in one process: f32
-// 1.05–1.15× faster at T = 13…18, bf16 (vdpbf16ps) 1.07–1.32×, f16 level (1.01–1.03×).
-// With two strips (memory-bound) or four and more (FMA-bound) it was level or slower.
+// 1.05–1.15× faster at T = 13…18, bf16 (vdpbf16ps) 1.07–1.32×, f16 level (1.01–1.03×);
+// AVX2 f32 1.17–1.19× at T = 16. With two strips (memory-bound) or four and more
+// (FMA-bound) it was level or slower.
 inline constexpr int64_t kBalancedKBlock = 64;
 inline constexpr int64_t kBalancedStrips = 3;
 
