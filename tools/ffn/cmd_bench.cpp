@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "across_processes.hpp"
@@ -160,8 +160,11 @@ void run_bench(const BenchOptions& o) {
   print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
-  // The f32 and bf16 blocks, timed again beside the peers (report_peers).
-  std::map<std::string, Block> kept_for_peers;
+  // Packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
+  auto typed_block = [&](WeightType type) {
+    const Block base = Block::random(config, 1, &pool);
+    return type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
+  };
   double peak_rss = 0;  // sampled after every row: the roofs' 1 GiB buffer is gone by then
   for (WeightType type : types) {
     const auto bytes = weight_bytes(config, type);
@@ -171,9 +174,7 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    // Packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
-    const Block base = Block::random(config, 1, &pool);
-    Block typed = type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
+    const Block typed = typed_block(type);
     for (int64_t T : token_counts) {
       const Matrix x = bench_input(T, config.d_model);
       Matrix y(T, config.d_model);
@@ -192,16 +193,23 @@ void run_bench(const BenchOptions& o) {
       rows.push_back(print_bench_row(r, dot ? Roofs{bf16_compute, memory} : roofs, config, o.threads));
       rows.back()["rss_mb"] = rss_mb();
     }
-    if (o.peers && (type == WeightType::f32 || type == WeightType::bf16))
-      kept_for_peers.emplace(std::string(weight_type_info(type).name), std::move(typed));
   }
-  if (o.peers)
+  if (o.peers) {
+    // The row's block again (the same seed), one type at a time, so that no block is kept
+    // through the other types' rows (peak RSS stays theirs).
+    std::optional<Block> block;
+    std::string block_type;
     report_peers(config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
+      if (dtype != block_type) {
+        block.reset();
+        block = typed_block(parse_weight_type(dtype));
+        block_type = dtype;
+      }
       const Matrix x = bench_input(T, config.d_model);
       Matrix y(T, config.d_model);
-      return median_ms(kept_for_peers.at(dtype), x, y, pool, o.reps);
+      return median_ms(*block, x, y, pool, o.reps);
     });
-  kept_for_peers.clear();
+  }
   if (o.backward) {
     std::printf(
         "\ntraining step (forward_train + backward), f32; useful FLOPs 6·W per token; kept for backward per "
