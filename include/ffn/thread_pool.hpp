@@ -1,6 +1,14 @@
 // A persistent pool of worker threads running one job at a time in the ggml shape:
 // fn(ith, nth) is called once for every ith in [0, nth), the calling thread taking ith = 0.
 // run() returns when every call has returned, rethrowing the first exception thrown.
+// Hand-over: a forward is a few jobs of tens of microseconds each, so waking a sleeping
+// worker (a futex call and a trip through the scheduler: 10–40 µs on a virtual machine)
+// would cost as much as the work. So a worker that finishes a job, and a caller waiting for
+// its workers, first spin on an atomic for up to kSpinMicroseconds and only then sleep on
+// a condition variable; a job that follows within that time starts without a system call.
+// The price is up to that much CPU time per worker after each job. A pool with more
+// threads than the process has cores never spins (a spinning thread would take the core
+// a worker needs).
 // Thread safety: run() may be called from several threads at once; the calls are
 // serialised (one job at a time per pool), so threads may share a pool — the default pool
 // included — and for parallel throughput each thread gives its own. fn must not call run()
@@ -8,6 +16,7 @@
 // (tests/unit/test_concurrency.cpp); see docs/security.md.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -27,6 +36,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  static constexpr int kSpinMicroseconds = 100;
+
   int size() const { return n_threads_; }
   void run(const std::function<void(int ith, int nth)>& fn);
 
@@ -35,17 +46,24 @@ class ThreadPool {
 
  private:
   void worker_loop(int ith);
+  // Spins (when spin_) until done() holds or the spin time is over; returns done().
+  template <class Done>
+  bool spin_until(Done done) const;
 
   int n_threads_;
+  bool spin_;  // n_threads_ ≤ the cores this process may use
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;  // serialises run()
+  // Guards the sleeping side of the hand-over and error_: a thread sleeps on a condition
+  // variable only after checking, under mutex_, the atomic it waits for, and every change
+  // of those atomics is followed by taking mutex_ and notifying, so no wake-up is lost.
   std::mutex mutex_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
-  const std::function<void(int, int)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stopping_ = false;
+  const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
+  std::atomic<uint64_t> generation_{0};                 // one more for every job
+  std::atomic<int> pending_{0};                         // workers still in the job
+  std::atomic<bool> stopping_{false};
   std::exception_ptr error_;
 };
 

@@ -3,13 +3,30 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 
 #include "ffn/error.hpp"
 
 namespace ffn {
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
+namespace {
+
+// One step of a spin-wait: tells the core that this thread is waiting, so that it yields
+// the pipeline to the other hardware thread and draws less power.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads), spin_(n_threads <= default_threads()) {
   if (n_threads < 1 || n_threads > 4096)
     throw Error("threads = " + std::to_string(n_threads) + ": must be in [1, 4096]");
   workers_.reserve(static_cast<size_t>(n_threads - 1));
@@ -19,7 +36,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true, std::memory_order_release);
   }
   start_cv_.notify_all();
   for (auto& w : workers_) w.join();
@@ -31,6 +48,22 @@ int ThreadPool::default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+template <class Done>
+bool ThreadPool::spin_until(Done done) const {
+  if (done()) return true;
+  if (!spin_) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+  for (;;) {
+    // The clock is read once every 64 polls: a poll takes tens of nanoseconds.
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::yield();
+  }
+}
+
 void ThreadPool::run(const std::function<void(int, int)>& fn) {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (n_threads_ == 1) {
@@ -40,19 +73,22 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
-    pending_ = n_threads_ - 1;
     error_ = nullptr;
-    ++generation_;
+    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);  // publishes job_ and pending_
   }
-  start_cv_.notify_all();
+  start_cv_.notify_all();  // only the workers that stopped spinning sleep on it
   std::exception_ptr own_error;
   try {
     fn(0, n_threads_);
   } catch (...) {
     own_error = std::current_exception();
   }
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  const auto all_done = [this] { return pending_.load(std::memory_order_acquire) == 0; };
+  if (!spin_until(all_done)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, all_done);
+  }
   job_ = nullptr;
   if (own_error) std::rethrow_exception(own_error);
   if (error_) std::rethrow_exception(error_);
@@ -61,23 +97,33 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
 void ThreadPool::worker_loop(int ith) {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int, int)>* job;
-    {
+    const auto ready = [&] {
+      return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
+    if (!spin_until(ready)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      start_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      job = job_;
+      start_cv_.wait(lock, ready);
     }
+    if (stopping_.load(std::memory_order_acquire)) return;
+    // No job can follow this one before this worker has finished it, so this is the
+    // generation that ready() saw.
+    seen = generation_.load(std::memory_order_acquire);
     std::exception_ptr err;
     try {
-      (*job)(ith, n_threads_);
+      (*job_)(ith, n_threads_);
     } catch (...) {
       err = std::current_exception();
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (err && !error_) error_ = err;
-    if (--pending_ == 0) done_cv_.notify_one();
+    if (err) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = err;
+    }
+    // The last worker out wakes a caller that stopped spinning; taking mutex_ first means
+    // the caller is either asleep on done_cv_ or will see pending_ = 0 before it sleeps.
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_cv_.notify_one();
+    }
   }
 }
 

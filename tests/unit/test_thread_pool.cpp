@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -69,6 +70,66 @@ TEST(ThreadPool, ConcurrentCallersAreSerialised) {
     });
   for (auto& t : callers) t.join();
   EXPECT_EQ(total.load(), 4 * 50 * 2);
+}
+
+// Jobs back to back: the workers are still spinning when the next job is published, so
+// this is the hand-over without a system call. Every job must run once on every index and
+// see what the caller wrote before run().
+TEST(ThreadPool, BackToBackJobsRunOnceAndSeeTheCallersWrites) {
+  ThreadPool pool(2);
+  constexpr int kJobs = 20000;
+  std::vector<int> runs(2, 0);  // each index writes only its own element
+  int published = -1;
+  int mismatches = 0;  // written by index 1 only
+  for (int job = 0; job < kJobs; ++job) {
+    published = job;
+    pool.run([&](int ith, int) {
+      runs[size_t(ith)]++;
+      if (ith == 1 && published != job) mismatches++;
+    });
+  }
+  EXPECT_EQ(runs[0], kJobs);
+  EXPECT_EQ(runs[1], kJobs);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// Jobs further apart than the spin time: the workers have gone to sleep on the condition
+// variable and must be woken (a lost wake-up would hang here).
+TEST(ThreadPool, WakesWorkersThatStoppedSpinning) {
+  ThreadPool pool(2);
+  std::atomic<int> calls{0};
+  for (int job = 0; job < 20; ++job) {
+    std::this_thread::sleep_for(std::chrono::microseconds(5 * ThreadPool::kSpinMicroseconds));
+    pool.run([&](int, int) { calls++; });
+  }
+  EXPECT_EQ(calls.load(), 40);
+}
+
+// A caller whose workers take longer than the spin time sleeps until the last one is done.
+TEST(ThreadPool, CallerWaitsForASlowWorker) {
+  ThreadPool pool(3);
+  std::atomic<int> finished{0};
+  pool.run([&](int ith, int) {
+    if (ith == 2) std::this_thread::sleep_for(std::chrono::microseconds(20 * ThreadPool::kSpinMicroseconds));
+    finished++;
+  });
+  EXPECT_EQ(finished.load(), 3);
+}
+
+// More threads than cores (the pool does not spin then) and pools destroyed while their
+// workers may still be spinning after a job.
+TEST(ThreadPool, OversubscribedAndShortLivedPools) {
+  const int n = ThreadPool::default_threads() + 2;
+  ThreadPool big(n);
+  std::atomic<int> calls{0};
+  for (int job = 0; job < 100; ++job) big.run([&](int, int) { calls++; });
+  EXPECT_EQ(calls.load(), 100 * n);
+  for (int i = 0; i < 200; ++i) {
+    ThreadPool pool(2);
+    std::atomic<int> c{0};
+    pool.run([&](int, int) { c++; });
+    ASSERT_EQ(c.load(), 2);
+  }
 }
 
 TEST(ThreadPool, RejectsAbsurdSizes) {

@@ -89,8 +89,17 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
   return r;
 }
 
+// Warm-up: at least one forward and at least kWarmUpMs of them. After another process
+// has had the cores (a peer), the scheduler may leave two of the pool's threads on one
+// core for a few tens of ms (measured: 20–32 ms at d = 256), which the first timings
+// would otherwise carry.
+constexpr double kWarmUpMs = 100;
+
 double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
-  block.forward(x.view(), y.view(), &pool);  // warm-up
+  const auto warm_up_start = std::chrono::steady_clock::now();
+  do block.forward(x.view(), y.view(), &pool);
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_up_start).count() <
+         kWarmUpMs);
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     const auto start = std::chrono::steady_clock::now();
