@@ -1,7 +1,10 @@
 // One row of ffn bench's table: a timed pass judged against the roofline of this run,
 //   roofline time = max(bytes moved / memory roof, FLOPs / compute roof)
 //   efficiency    = roofline time / measured time
-// printed as a table line and returned as the JSON row.
+// printed as a table line and returned as the JSON row. With `beside`, the row is also
+// judged against roofs measured beside it (column "beside", JSON efficiency_beside and
+// roofs_beside): on a shared machine whose memory bandwidth drifts by tens of per cent
+// within minutes, the roofs of the run's start can be far from those the row met.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,7 @@ struct BenchRow {
 };
 
 void print_bench_header();
-nlohmann::json print_bench_row(const BenchRow& row, const Roofs& roofs, const BlockConfig& config, int threads);
+nlohmann::json print_bench_row(const BenchRow& row, const Roofs& roofs, const BlockConfig& config, int threads,
+                               const Roofs* beside = nullptr);
 
 }  // namespace ffn::cli

@@ -78,16 +78,25 @@ struct MeasuredRoofs {
 
 // The roofs of this machine now: the compute loops, then a 1 GiB streaming read (far beyond
 // any last-level cache), each best of 5.
+double measure_memory_roof(ThreadPool& pool, int reps) {
+  const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
+  return measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, reps);
+}
+
 MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
   MeasuredRoofs r;
   r.compute = measure_compute_roof_gflops(pool, 5);
-  {
-    const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
-    r.memory = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
-  }
+  r.memory = measure_memory_roof(pool, 5);
   if (bf16_dot) r.bf16_dot = measure_bf16_dot_roof_gflops(pool, 5);
   return r;
 }
+
+// The memory roof beside each forward row: measured again just after the row (best of 3),
+// and the row judged against the mean of that and the one just before it (the previous
+// row's, or the run's first). Memory bandwidth is what drifts on this shared machine (28–84
+// GB/s within an hour) while the FMA roof stays within a few per cent, so the compute roof
+// stays the run's: measuring it takes 0.1 s a repetition.
+constexpr int kBesideReps = 3;
 
 // Warm-up: at least one forward and at least kWarmUpMs of them. After another process
 // has had the cores (a peer), the scheduler may leave two of the pool's threads on one
@@ -159,7 +168,9 @@ void run_bench(const BenchOptions& o) {
   const double compute = start.compute, memory = start.memory, bf16_compute = start.bf16_dot;
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
-      "(streaming read of 1 GiB, best of 5)\n\n",
+      "(streaming read of 1 GiB, best of 5)\n"
+      "efficiency: against these roofs; beside: against the memory roof measured again just before and just "
+      "after the row (mean of the two, best of 3 each)\n\n",
       fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
   const Roofs roofs{compute, memory};
   if (bf16_compute > 0)
@@ -174,7 +185,8 @@ void run_bench(const BenchOptions& o) {
     const Block base = Block::random(config, 1, &pool);
     return type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
   };
-  double peak_rss = 0;  // sampled after every row: the roofs' 1 GiB buffer is gone by then
+  double peak_rss = 0;  // sampled after every row, before the memory roof's 1 GiB buffer exists
+  double memory_before = memory;
   for (WeightType type : types) {
     const auto bytes = weight_bytes(config, type);
     if (!bytes) {
@@ -189,6 +201,10 @@ void run_bench(const BenchOptions& o) {
       Matrix y(T, config.d_model);
       const double ms = median_ms(typed, x, y, pool, o.reps);
       peak_rss = std::max(peak_rss, rss_mb());
+      const double row_rss = rss_mb();
+      const double memory_after = measure_memory_roof(pool, kBesideReps);
+      const double memory_beside = 0.5 * (memory_before + memory_after);
+      memory_before = memory_after;
       BenchRow r;
       r.dtype = std::string(weight_type_info(type).name);
       r.pass = "forward";
@@ -199,8 +215,10 @@ void run_bench(const BenchOptions& o) {
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
       r.path = packed_path(type, config.variant.gated);
       const bool dot = type == WeightType::bf16 && bf16_compute > 0;
-      rows.push_back(print_bench_row(r, dot ? Roofs{bf16_compute, memory} : roofs, config, o.threads));
-      rows.back()["rss_mb"] = rss_mb();
+      const double row_compute = dot ? bf16_compute : compute;
+      const Roofs beside{row_compute, memory_beside};
+      rows.push_back(print_bench_row(r, Roofs{row_compute, memory}, config, o.threads, &beside));
+      rows.back()["rss_mb"] = row_rss;
     }
   }
   if (o.peers) {
