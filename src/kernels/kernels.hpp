@@ -117,12 +117,15 @@ float f32_fma_roof_scalar(int64_t iterations);
 float f32_fma_roof_avx2(int64_t iterations);
 float f32_fma_roof_avx512(int64_t iterations);
 
-// stream_read_<isa>: the memory roof's loop (stream_read.hpp): reads the `floats` floats at
-// p, any alignment, as several streams at once; returns a value depending on all of them.
-using StreamRead = float (*)(const float* p, int64_t floats);
-float stream_read_scalar(const float* p, int64_t floats);
-float stream_read_avx2(const float* p, int64_t floats);
-float stream_read_avx512(const float* p, int64_t floats);
+// stream_read_<isa>: the memory roof's loops (stream_read.hpp): reads the `floats` floats
+// at p, any alignment, in read pattern `pattern` < kReadPatterns (4 streams × 4 lines a
+// round, 2 × 1, 1 × 1; the scalar loop has one pattern and ignores it); returns a value
+// depending on all of them.
+inline constexpr int kReadPatterns = 3;
+using StreamRead = float (*)(const float* p, int64_t floats, int pattern);
+float stream_read_scalar(const float* p, int64_t floats, int pattern);
+float stream_read_avx2(const float* p, int64_t floats, int pattern);
+float stream_read_avx512(const float* p, int64_t floats, int pattern);
 
 // f32_gemm_nn_<isa>_<tile>: C[t][n] = C₀ + Σ_k A[t][k] · B[k][n]   for t < T, n < N,
 //   C₀ = C[t][n] if accumulate, else 0.

@@ -1,10 +1,12 @@
-// The memory roof's read loop (contract in kernels.hpp): a thread's share of the buffer
+// The memory roof's read loops (contract in kernels.hpp): a thread's share of the buffer
 // read as Streams sequential streams at once — the share cut into Streams contiguous parts,
-// each advanced by one 256-byte step (four cache lines) per round — with full-width loads.
+// each advanced by Lines cache lines per round — with full-width loads, summed in at most 4
+// chains per stream.
 //
-// Why several streams: one stream per core leaves this machine's memory well short of what
-// it delivers to the panel kernels (measured on 2 threads: 49 GB/s with one stream each,
-// 73 with four, 66 with eight, 33 with sixteen; the f32 decode forward reads at 68–73).
+// Why several patterns: this machine's memory delivers very different rates to patterns
+// that read the same bytes (2 threads, GB/s, one run: 1 stream × 1 line 72–78, 2 × 1
+// 77–79, 4 × 4 65–68, 1 × 4 61–63, 8 × 1 62–63, 16 × 1 48–49) — a single pattern would
+// judge the kernels against less than the machine gives. The roof is the best of them.
 //   Returns a value depending on every load, so the reads cannot be optimised away.
 #pragma once
 
@@ -12,9 +14,9 @@
 
 namespace ffn::kernels {
 
-template <class V, int Streams>
+template <class V, int Streams, int Lines>
 float stream_read(const float* p, int64_t floats) {
-  constexpr int64_t kStep = 64;                   // floats a stream advances per round
+  constexpr int64_t kStep = 16 * Lines;            // floats a stream advances per round
   constexpr int kVectors = int(kStep / V::lanes);  // loads per stream per round
   constexpr int kChains = kVectors < 4 ? kVectors : 4;
   typename V::Vec acc[Streams][kChains];
@@ -35,6 +37,16 @@ float stream_read(const float* p, int64_t floats) {
     for (int c = 0; c < kChains; ++c) sum += V::reduce(acc[s][c]);
   for (int64_t i = Streams * part; i < floats; ++i) sum += p[i];  // what no full round covers
   return sum;
+}
+
+// The patterns the roof tries (kernels.hpp: kReadPatterns), as stream_read<V, S, L>.
+template <class V>
+float stream_read_pattern(const float* p, int64_t floats, int pattern) {
+  switch (pattern) {
+    case 1: return stream_read<V, 2, 1>(p, floats);
+    case 2: return stream_read<V, 1, 1>(p, floats);
+    default: return stream_read<V, 4, 4>(p, floats);
+  }
 }
 
 }  // namespace ffn::kernels

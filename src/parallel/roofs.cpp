@@ -54,15 +54,16 @@ double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int r
   const kernels::StreamRead read = kernels::active_kernels().stream_read;
   std::vector<float> sinks(static_cast<size_t>(pool.size()));
   double best = 0.0;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    pool.run([&](int ith, int nth) {
-      const auto [i0, i1] = split_range(floats, ith, nth, 1024);
-      sinks[static_cast<size_t>(ith)] = i1 > i0 ? read(f + i0, i1 - i0) : 0.0f;
-    });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, static_cast<double>(floats) * sizeof(float) / s / 1e9);
-  }
+  for (int r = 0; r < reps; ++r)
+    for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern) {
+      const auto start = std::chrono::steady_clock::now();
+      pool.run([&](int ith, int nth) {
+        const auto [i0, i1] = split_range(floats, ith, nth, 1024);
+        sinks[static_cast<size_t>(ith)] = i1 > i0 ? read(f + i0, i1 - i0, pattern) : 0.0f;
+      });
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      best = std::max(best, static_cast<double>(floats) * sizeof(float) / s / 1e9);
+    }
   // Keep the sums observable so the reads cannot be optimised away.
   volatile float keep = 0;
   for (float s : sinks) keep = keep + s;

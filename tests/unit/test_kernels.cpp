@@ -82,24 +82,27 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(GemmKernel);
 
 // The memory roof's read loop reads every float it is given and nothing beyond: a change to
 // any one (the first, the last, each stream's part, the tail no full round covers) changes
-// its result, at sizes around its rounds of 4 streams × 64 floats and from unaligned
+// its result, in every read pattern, at sizes around their rounds (4 streams × 64 floats,
+// 2 × 16, 1 × 16) and from unaligned
 // starts; the buffer ends where the range does (ASan runs this too). Sums of ones are exact.
 class RoofLoop : public testing::TestWithParam<Isa> {};
 
 TEST_P(RoofLoop, StreamReadReadsEveryFloat) {
   const auto& k = kernel_table(GetParam());
-  for (int64_t n : {1, 7, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
-    for (int64_t offset : {0, 1, 3}) {
-      std::vector<float> buf(size_t(offset + n), 1.0f);
-      const float* p = buf.data() + offset;
-      const float base = k.stream_read(p, n);
-      for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
-        if (i < 0) continue;
-        buf[size_t(offset + i)] = 2.0f;
-        EXPECT_NE(k.stream_read(p, n), base) << "n=" << n << " offset=" << offset << " float " << i;
-        buf[size_t(offset + i)] = 1.0f;
+  for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern)
+    for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
+      for (int64_t offset : {0, 1, 3}) {
+        std::vector<float> buf(size_t(offset + n), 1.0f);
+        const float* p = buf.data() + offset;
+        const float base = k.stream_read(p, n, pattern);
+        for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
+          if (i < 0) continue;
+          buf[size_t(offset + i)] = 2.0f;
+          EXPECT_NE(k.stream_read(p, n, pattern), base)
+              << "pattern " << pattern << " n=" << n << " offset=" << offset << " float " << i;
+          buf[size_t(offset + i)] = 1.0f;
+        }
       }
-    }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);

@@ -168,9 +168,9 @@ void run_bench(const BenchOptions& o) {
   const double compute = start.compute, memory = start.memory, bf16_compute = start.bf16_dot;
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
-      "(streaming read of 1 GiB, best of 5)\n"
+      "(streaming read of 1 GiB, best of 5 rounds of 3 read patterns)\n"
       "efficiency: against these roofs; beside: against the memory roof measured again just before and just "
-      "after the row (mean of the two, best of 3 each)\n\n",
+      "after the row (mean of the two, best of 3 rounds each)\n\n",
       fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
   const Roofs roofs{compute, memory};
   if (bf16_compute > 0)

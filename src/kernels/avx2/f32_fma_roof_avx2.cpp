@@ -9,6 +9,8 @@ namespace ffn::kernels {
 
 float f32_fma_roof_avx2(int64_t iterations) { return f32_fma_roof<Avx2, 12>(iterations); }
 
-float stream_read_avx2(const float* p, int64_t floats) { return stream_read<Avx2Store, 4>(p, floats); }
+float stream_read_avx2(const float* p, int64_t floats, int pattern) {
+  return stream_read_pattern<Avx2Store>(p, floats, pattern);
+}
 
 }  // namespace ffn::kernels

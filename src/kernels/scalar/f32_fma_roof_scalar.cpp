@@ -22,7 +22,7 @@ struct Scalar {
 
 float f32_fma_roof_scalar(int64_t iterations) { return f32_fma_roof<Scalar, 12>(iterations); }
 
-float stream_read_scalar(const float* p, int64_t floats) {
+float stream_read_scalar(const float* p, int64_t floats, int /*pattern*/) {
   uint64_t s[4] = {};
   int64_t i = 0;
   for (; i + 8 <= floats; i += 8)  // 4 independent chains of two floats' bits each
