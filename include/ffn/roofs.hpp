@@ -20,8 +20,9 @@ double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
 // Memory roof: GB/s (10⁹ bytes/s) of a streaming read of `bytes` bytes at `data` by every
 // thread of the pool — each thread's share read in each of the active ISA's read patterns
 // (kernels::stream_read_pattern: 4 streams × 4 lines a round, 2 × 1, 1 × 1, widest loads;
-// memory serves them at rates 1.2× apart here) — best over `reps` rounds of all patterns. The buffer must be far larger than the last-level cache for this to
-// measure DRAM.
+// this machine serves them at rates up to 1.25× apart) — best over `reps` rounds of all
+// patterns. The buffer must be far larger than the last-level cache for this to measure
+// DRAM.
 double measure_read_gbps(const void* data, size_t bytes, ThreadPool& pool, int reps = 5);
 
 }  // namespace ffn

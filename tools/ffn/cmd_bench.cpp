@@ -76,13 +76,14 @@ struct MeasuredRoofs {
   double bf16_dot = 0;  // GFLOP/s of vdpbf16ps chains; 0 unless asked for and present
 };
 
-// The roofs of this machine now: the compute loops, then a 1 GiB streaming read (far beyond
-// any last-level cache), each best of 5.
+// The memory roof now: a 1 GiB streaming read (far beyond any last-level cache), best of
+// `reps` rounds.
 double measure_memory_roof(ThreadPool& pool, int reps) {
   const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
   return measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, reps);
 }
 
+// The roofs of this machine now: the compute loops, then the memory roof, each best of 5.
 MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
   MeasuredRoofs r;
   r.compute = measure_compute_roof_gflops(pool, 5);
@@ -200,8 +201,8 @@ void run_bench(const BenchOptions& o) {
       const Matrix x = bench_input(T, config.d_model);
       Matrix y(T, config.d_model);
       const double ms = median_ms(typed, x, y, pool, o.reps);
-      peak_rss = std::max(peak_rss, rss_mb());
       const double row_rss = rss_mb();
+      peak_rss = std::max(peak_rss, row_rss);
       const double memory_after = measure_memory_roof(pool, kBesideReps);
       const double memory_beside = 0.5 * (memory_before + memory_after);
       memory_before = memory_after;

@@ -1,5 +1,6 @@
 // The roofs' loops on ymm registers: compute, 12 FMA chains × 8 lanes (12 of the 16
-// registers); memory, 4 streams of 32-byte loads. Compiled with -mavx2 -mfma.
+// registers); memory, the read patterns of stream_read.hpp with 32-byte loads.
+// Compiled with -mavx2 -mfma.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/kernels.hpp"
