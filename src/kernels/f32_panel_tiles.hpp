@@ -13,13 +13,14 @@
 // linear array — into L2, its lines shared out evenly over the strips, so
 // that memory streams at an even pace while the FMAs run (all of it in the first strip
 // would ask for far more than memory gives in that time, and stall that strip). A token
-// block of one strip (decode) of a one-pass tile prefetches nothing: it reads the panel
-// once, in order, and the hardware prefetcher alone streams that fastest — measured on the
-// 7B shape with AVX-512, 1.11–1.15× faster at T = 1 and 4 than with the software prefetch
-// at any distance from 2 to 128 KiB, while from two strips on the prefetch is level or
-// ahead (1.09× at T = 12, 1.03× at 64). A tile of several passes (AVX2's, 16 of the 64
-// columns a pass) reads each row's lines a pass apart and keeps the prefetch (without it:
-// 1.2× slower at T = 1, 1.8× at 4).
+// block of a one-pass tile up to its StreamedTokens prefetches nothing: its first strip
+// reads the panel once, in order, and the hardware prefetcher alone streams that fastest —
+// the block's FMAs take less time than its bytes, so there is nothing for a prefetch to
+// hide them behind, and its instructions only cost issue slots (decode on the 7B shape
+// with AVX-512: 1.11–1.15× faster at T = 1 and 4 than with the prefetch at any distance
+// from 2 to 128 KiB; larger blocks in kStreamedTokensPerLineOp). A tile of several passes
+// (AVX2's, 16 of the 64 columns a pass) reads each row's lines a pass apart and always
+// keeps the prefetch (without it: 1.2× slower at T = 1, 1.8× at 4).
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token
@@ -45,6 +46,15 @@ inline constexpr int64_t kPanelKBlock = 512;
 // (FMA-bound) it was level or slower.
 inline constexpr int64_t kBalancedKBlock = 64;
 inline constexpr int64_t kBalancedStrips = 3;
+// The StreamedTokens of one-pass tiles that dot a 64-byte line with one instruction per
+// token: the AVX-512 f32 tile (16 weights of 4 bytes) and the vdpbf16ps tile (32 of 2).
+// Up to 10 tokens their FMAs finish before memory delivers the block (the balance of this
+// machine's roofs is ≈ 12 f32 tokens). Measured on the 7B shape, alternating in one
+// process, against prefetching from the second strip on: f32 1.03–1.16× faster at
+// T = 7…10, 0.95–0.97× at 11 and 12; bf16 (vdpbf16ps) 1.04–1.13× at 7…12. The f16 tile
+// widens each half-line with a conversion as well and keeps one strip (level at 7 and 8,
+// 0.94–0.97× at 10 and 12 without the prefetch).
+inline constexpr int kStreamedTokensPerLineOp = 10;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k.
@@ -109,13 +119,14 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
 // The blocking of every panel kernel: tokens in blocks of kPanelTokenBlock, K in blocks of
 // kPanelKBlock rows (even, so a block starts on a pair of the bf16 layout, whose rows take
 // on average the same 64 elements as [K][64] layouts), strips of MR tokens, and the next
-// block's prefetch shared over the strips (none for one strip when OnePass: the tile reads
-// each row of the panel once, all 64 columns together). The tile computes one strip over
-// one K block:
+// block's prefetch shared over the strips — none for a block of at most StreamedTokens
+// tokens, which one-pass tiles (reading each row of the panel once, all 64 columns
+// together) set to at least MR and tiles of several passes to 0. The tile computes one
+// strip over one K block:
 //   tile.template operator()<R, Resume>(kc, a, block, c, pf)
 // for R ≤ MR tokens from a = A + t·lda + k0, the panel's rows from `block` = P + k0·64,
 // C rows from c (chains resumed from C when Resume).
-template <int MR, bool OnePass, class ElemA, class ElemP, class Tile>
+template <int MR, int StreamedTokens, class ElemA, class ElemP, class Tile>
 void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const ElemP* P, float* C, int64_t ldc,
                         Tile tile) {
   constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
@@ -136,7 +147,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
       // The next block's lines, shared out over this block's strips.
-      const int64_t strips = (mb + MR - 1) / MR, lines = strips > 1 || !OnePass ? kc * kLinesPerRow : 0;
+      const int64_t strips = (mb + MR - 1) / MR, lines = mb > StreamedTokens ? kc * kLinesPerRow : 0;
       const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
       auto strip = [&]<int R>(int64_t t) {
         const int64_t s = t / MR, first = std::min(lines, s * share);
@@ -153,11 +164,13 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   }
 }
 
-template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>>
+// StreamedTokens: see panel_gemm_blocked; by default one strip for a one-pass tile.
+template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>,
+          int StreamedTokens = NV * V::lanes == kPanelWidth ? MR : 0>
 void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
                           float* C, int64_t ldc) {
-  constexpr bool one_pass = NV * V::lanes == kPanelWidth;
-  panel_gemm_blocked<MR, one_pass>(T, K, A, lda, P, C, ldc,
+  static_assert(StreamedTokens == 0 || NV * V::lanes == kPanelWidth, "a tile of several passes needs the prefetch");
+  panel_gemm_blocked<MR, StreamedTokens>(T, K, A, lda, P, C, ldc,
                          [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block,
                                                  float* c, PrefetchShare pf) {
                            panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);

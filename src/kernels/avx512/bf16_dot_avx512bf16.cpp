@@ -74,7 +74,7 @@ struct Bf16DotChains {
 
 void bf16_dot_panel_gemm_avx512bf16_6x64(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P,
                                          float* C, int64_t ldc) {
-  panel_gemm_blocked<kTileTokens, /*OnePass=*/true>(T, K, A, lda, P, C, ldc,
+  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp>(T, K, A, lda, P, C, ldc,
                                   [&]<int R, bool Resume>(int64_t kc, const uint16_t* a, const uint16_t* block,
                                                           float* c, PrefetchShare pf) {
                                     dot_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);

@@ -10,7 +10,8 @@ namespace ffn::kernels {
 
 void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                 int64_t ldc) {
-  f32_panel_gemm_tiled<Avx512Store, 6, 4>(T, K, A, lda, P, C, ldc);
+  using Panel = RowPanel<LoadF32<Avx512Store>>;
+  f32_panel_gemm_tiled<Avx512Store, 6, 4, Panel, kStreamedTokensPerLineOp>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels
