@@ -10,9 +10,10 @@
 // every strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of
 // kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock).
 // While a block's strips run they prefetch the next block — the next rows of the same
-// linear array — into L2, its lines shared out evenly over the strips, so
-// that memory streams at an even pace while the FMAs run (all of it in the first strip
-// would ask for far more than memory gives in that time, and stall that strip). A token
+// linear array — into L2, its lines shared out evenly over the strips (in a block of
+// three strips over the last two, see kBalancedKBlock), so that memory streams at an even
+// pace while the FMAs run (all of it in the first strip would ask for far more than
+// memory gives in that time, and stall that strip). A token
 // block of a one-pass tile up to its StreamedTokens prefetches nothing: its first strip
 // reads the panel once, in order, and the hardware prefetcher alone streams that fastest —
 // the block's FMAs take less time than its bytes, so there is nothing for a prefetch to
@@ -44,6 +45,10 @@ inline constexpr int64_t kPanelKBlock = 512;
 // 1.05–1.15× faster at T = 13…18, bf16 (vdpbf16ps) 1.07–1.32×, f16 level (1.01–1.03×);
 // AVX2 f32 1.17–1.19× at T = 16. With two strips (memory-bound) or four and more
 // (FMA-bound) it was level or slower.
+// In such a block the first strip, which reads the piece first, issues no prefetch and the
+// other strips share the next piece: f32 1.09–1.14× faster at T = 13…18, AVX2 f32
+// 1.07–1.08×, f16 1.03–1.04×, bf16 (vdpbf16ps) level (0.97–1.05×). Blocks of four strips
+// and more lost by it (f32 0.88× at T = 24).
 inline constexpr int64_t kBalancedKBlock = 64;
 inline constexpr int64_t kBalancedStrips = 3;
 // The StreamedTokens of one-pass tiles that dot a 64-byte line with one instruction per
@@ -136,7 +141,11 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   }
   for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
-    const int64_t kblock = (mb + MR - 1) / MR == kBalancedStrips ? kBalancedKBlock : kPanelKBlock;
+    const int64_t strips = (mb + MR - 1) / MR;
+    const bool balanced = strips == kBalancedStrips;
+    const int64_t kblock = balanced ? kBalancedKBlock : kPanelKBlock;
+    // The strips that share the next block's prefetch: [first_sharer, strips).
+    const int64_t first_sharer = balanced ? 1 : 0, sharers = strips - first_sharer;
     for (int64_t k0 = 0; k0 < K; k0 += kblock) {
       const int64_t kc = std::min(kblock, K - k0);
       const ElemP* block = P + k0 * kPanelWidth;
@@ -146,11 +155,12 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       const ElemA* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
-      // The next block's lines, shared out over this block's strips.
-      const int64_t strips = (mb + MR - 1) / MR, lines = mb > StreamedTokens ? kc * kLinesPerRow : 0;
-      const int64_t share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
+      // The next block's lines, shared out over the sharing strips.
+      const int64_t lines = mb > StreamedTokens ? kc * kLinesPerRow : 0;
+      const int64_t share = (lines + sharers - 1) / sharers, per_k = (share + kc - 1) / kc;
       auto strip = [&]<int R>(int64_t t) {
-        const int64_t s = t / MR, first = std::min(lines, s * share);
+        const int64_t s = t / MR - first_sharer;
+        const int64_t first = s < 0 ? lines : std::min(lines, s * share);
         const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k};
         if (resume)
           tile.template operator()<R, true>(kc, a + t * lda, block, c + t * ldc, pf);
