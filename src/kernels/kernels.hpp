@@ -61,8 +61,8 @@ inline constexpr int64_t kPanelTokenBlock = 256;
 using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                               int64_t ldc);
 void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
-void f32_panel_gemm_avx2_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                              int64_t ldc);
+void f32_panel_gemm_avx2_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                                        int64_t ldc);
 void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                 int64_t ldc);
 
@@ -82,8 +82,8 @@ using HalfPanelGemm = void (*)(bool bf16, int64_t T, int64_t K, const float* A, 
                                float* C, int64_t ldc);
 void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                             int64_t ldc);
-void half_panel_gemm_avx2_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
-                               float* C, int64_t ldc);
+void half_panel_gemm_avx2_1x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+                                    float* C, int64_t ldc);
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                  float* C, int64_t ldc);
 
@@ -243,7 +243,7 @@ inline int64_t q_panel_block_bytes(WeightType type) {
 using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                             int64_t ldc);
 void q_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
-void q_panel_gemm_avx2_1x32(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                             int64_t ldc);
 void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                                   int64_t ldc);

@@ -36,7 +36,8 @@ class PanelKernel : public testing::TestWithParam<Isa> {};
 TEST_P(PanelKernel, MatchesDoubleSumWithinBound) {
   const auto& k = kernels::kernel_table(GetParam());
   for (int64_t K : {0, 1, 7, 511, 512, 513, 1100})
-    for (int64_t T : {1, 5, 6, 7, 13, 256, 257, 263}) {
+    // T: each tile of every ISA and its edges (AVX2 changes tile at 4 and 10 tokens).
+    for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 9, 10, 13, 256, 257, 263}) {
       const Matrix A = random_matrix(T, K + 3, uint32_t(T * 31 + K));  // lda = K + 3
       const Matrix P = random_matrix(K, kW, uint32_t(K + 5));
       Matrix C(T, kW + 2);                                       // ldc = 66
@@ -63,7 +64,7 @@ TEST_P(PanelKernel, HalfPanelsMatchDoubleSumWithinBound) {
   const auto& k = kernels::kernel_table(GetParam());
   for (const bool bf16 : {true, false})
     for (int64_t K : {0, 5, 512, 700})
-      for (int64_t T : {1, 6, 7, 13, 18, 257}) {
+      for (int64_t T : {1, 2, 3, 4, 6, 7, 13, 18, 257}) {
         const Matrix A = random_matrix(T, K, uint32_t(T + K));
         const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
         // bf16: k in pairs (kernels.hpp), an odd K padded with zeros; f16: [K][64].
@@ -240,7 +241,7 @@ TEST_P(PackedForward, IntegerBlocksAgreeWithTheStoredBlock) {
 TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
   test::ScopedIsa isa(GetParam());
   for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
-    for (const WeightType type : {WeightType::f32, WeightType::bf16, WeightType::q4_0}) {
+    for (const WeightType type : {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q4_0}) {
       const Block packed = Block::random({v, 96, 224, true}, 3).stored_as(type).packed();
       const int64_t T = 270;
       const Matrix x = random_matrix(T, 96, 5, 2.0f);
@@ -253,10 +254,12 @@ TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
         packed.forward(x.view(), y.view(), &pool);
         ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
       }
-      // A token alone, and a window of 9 or 16 tokens (16: three strips of the AVX-512
-      // tile, which step K in 64s) starting anywhere, give the batch's bits.
+      // A token alone, and a window of 3, 4, 9 or 16 tokens (AVX2 takes other tiles up to
+      // 3 and up to 9 tokens; 16: three strips of the AVX-512 tile, which step K in 64s)
+      // starting anywhere, give the batch's bits.
       for (int64_t t0 : {0, 5, 100, 254, 261}) {
-        for (int64_t n : {int64_t(1), std::min<int64_t>(9, T - t0), std::min<int64_t>(16, T - t0)}) {
+        for (int64_t n : {int64_t(1), std::min<int64_t>(3, T - t0), std::min<int64_t>(4, T - t0),
+                          std::min<int64_t>(9, T - t0), std::min<int64_t>(16, T - t0)}) {
           Matrix y(n, 96);
           packed.forward({x.row(t0), n, 96, 96}, y.view(), &one);
           for (int64_t t = 0; t < n; ++t)

@@ -1,6 +1,16 @@
-// AVX2+FMA f32 product with a weight panel packed at load (C = A·P), 6×16 register tile:
-// 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1 broadcast of the 16
-// registers), the 64-column panel in four passes.
+// AVX2+FMA f32 product with a weight panel packed at load (C = A·P). 16 ymm registers
+// cannot hold a tile of 6 tokens × the panel's 64 columns, so the tile depends on T:
+//   T ≤ 3:  1×64, one token × 8 ymm: each row of the panel read once, all 64 columns
+//           together, so the panel streams as one linear array (decode);
+//   T ≤ 9:  3×32, 3 tokens × 4 ymm = 12 accumulators, the panel in two passes;
+//   more:   6×16, 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1
+//           broadcast), the panel in four passes — the most FMAs per load.
+// Measured on the 7B shape (FFN_ISA=avx2), each alternated with the 6×16 tile in one
+// process: 1×64 1.44–1.46× faster at T = 1, 1.11–1.41× at 2, 1.08–1.31× at 3 (at 4 to 10
+// slower than 3×32); 3×32 1.10× at T = 4, 1.06× at 5, 1.12× at 6, 1.23–1.25× at 8, level
+// at 10 to 12 (0.98–1.01×) and 0.97× at 256.
+// Every tile computes each element by the same chain (f32_panel_tiles.hpp), so the choice
+// changes no bit: a token gets the same result alone or in any batch.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx2.hpp.
 // Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
 #include "kernels/avx2/vec_avx2.hpp"
@@ -8,9 +18,14 @@
 
 namespace ffn::kernels {
 
-void f32_panel_gemm_avx2_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                              int64_t ldc) {
-  f32_panel_gemm_tiled<Avx2Store, 6, 2>(T, K, A, lda, P, C, ldc);
+void f32_panel_gemm_avx2_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                                        int64_t ldc) {
+  if (T <= 3)
+    f32_panel_gemm_tiled<Avx2Store, 1, 8>(T, K, A, lda, P, C, ldc);
+  else if (T <= 9)
+    f32_panel_gemm_tiled<Avx2Store, 3, 4>(T, K, A, lda, P, C, ldc);
+  else
+    f32_panel_gemm_tiled<Avx2Store, 6, 2>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels
