@@ -132,8 +132,8 @@ const KernelTable& kernel_table(Isa isa) {
                                   stream_read_scalar};
   static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3,
                                 "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16,
-                                "f32_panel_gemm_avx2_1x64_3x32_6x16", f32_panel_gemm_avx2_1x64_3x32_6x16,
-                                "half_panel_gemm_avx2_1x64_6x16", half_panel_gemm_avx2_1x64_6x16, f32_fma_roof_avx2,
+                                "f32_panel_gemm_avx2_2x64_3x32_6x16", f32_panel_gemm_avx2_2x64_3x32_6x16,
+                                "half_panel_gemm_avx2_2x64_6x16", half_panel_gemm_avx2_2x64_6x16, f32_fma_roof_avx2,
                                 "f32_gemm_nn_avx2_6x16", f32_gemm_nn_avx2_6x16,
                                 "f32_gemm_tn_add_avx2_6x16", f32_gemm_tn_add_avx2_6x16,
                                 "half_gemm_nt_avx2_3x3", half_gemm_nt_avx2_3x3,

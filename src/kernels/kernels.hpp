@@ -61,7 +61,7 @@ inline constexpr int64_t kPanelTokenBlock = 256;
 using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                               int64_t ldc);
 void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
-void f32_panel_gemm_avx2_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                         int64_t ldc);
 void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                 int64_t ldc);
@@ -82,7 +82,7 @@ using HalfPanelGemm = void (*)(bool bf16, int64_t T, int64_t K, const float* A, 
                                float* C, int64_t ldc);
 void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                             int64_t ldc);
-void half_panel_gemm_avx2_1x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+void half_panel_gemm_avx2_2x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                     float* C, int64_t ldc);
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                  float* C, int64_t ldc);

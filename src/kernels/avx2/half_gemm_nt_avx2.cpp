@@ -57,24 +57,23 @@ void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const flo
 }
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
-// out at load (Block::packed). Few tokens take the one-pass 1×64 tile (one token × 8 ymm),
-// which reads each row of the panel once — f16 up to 3 tokens, bf16 (whose pair layout
-// the tile reads at k and again at k + 1) for one — and the rest the four-pass 6×16 tile,
-// as f32_panel_gemm_avx2_1x64_3x32_6x16. Measured on the 7B shape, alternating with 6×16
-// in one process: f16 1.81× faster at T = 1, 1.22–1.39× at 2, 1.25× at 3, 0.97× at 4;
-// bf16 1.78× at T = 1, 0.91× at 2. The 3×32 tile of f32's middle gained less or lost:
-// f16 1.16–1.30× at T = 2, 0.81× at 4; bf16 1.10× at 2, 0.77× at 4. Either tile gives
-// every element the same bits.
-void half_panel_gemm_avx2_1x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
+// out at load (Block::packed). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
+// each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
+// tokens, bf16 (whose pair layout the tile reads at k and again at k + 1) up to 2 — and
+// the rest the four-pass 6×16 tile. Measured on the 7B shape, alternating in one process:
+// one token × 64 columns against 6×16 at T = 1, f16 1.81×, bf16 1.78×; 2×64 against the
+// tiles before it, f16 1.35× at T = 2, 1.06× at 3, 1.04× at 4, 0.91× at 5; bf16 1.53× at
+// T = 2, 0.90–0.95× at 3 and 4. Either tile gives every element the same bits.
+void half_panel_gemm_avx2_2x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
                                     float* C, int64_t ldc) {
   if (bf16) {
-    if (T == 1)
-      f32_panel_gemm_tiled<Avx2Store, 1, 8, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
+    if (T <= 2)
+      f32_panel_gemm_tiled<Avx2Store, 2, 8, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
     else
       f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
   } else {
-    if (T <= 3)
-      f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
+    if (T <= 4)
+      f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
     else
       f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
   }
