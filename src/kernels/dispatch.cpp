@@ -142,7 +142,7 @@ const KernelTable& kernel_table(Isa isa) {
                                 stream_read_avx2};
   static const KernelTable avx512{Isa::avx512, 16, 24, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4,
                                   "f32_gemm_nt_packed_avx512_6x64", f32_gemm_nt_packed_avx512_6x64,
-                                  "f32_panel_gemm_avx512_6x64", f32_panel_gemm_avx512_6x64,
+                                  "f32_panel_gemm_avx512_8x64_6x64", f32_panel_gemm_avx512_8x64_6x64,
                                   "half_panel_gemm_avx512_6x64", half_panel_gemm_avx512_6x64, f32_fma_roof_avx512,
                                   "f32_gemm_nn_avx512_8x32", f32_gemm_nn_avx512_8x32,
                                   "f32_gemm_tn_add_avx512_8x32", f32_gemm_tn_add_avx512_8x32,

@@ -63,8 +63,8 @@ using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda,
 void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
 void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                         int64_t ldc);
-void f32_panel_gemm_avx512_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                                int64_t ldc);
+void f32_panel_gemm_avx512_8x64_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+                                     int64_t ldc);
 
 // 16-bit panels. f16: [K][64] values, as f32 panels. bf16: k in pairs, the layout of
 // AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold weights k and k + 1 of one row —

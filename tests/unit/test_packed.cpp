@@ -36,8 +36,9 @@ class PanelKernel : public testing::TestWithParam<Isa> {};
 TEST_P(PanelKernel, MatchesDoubleSumWithinBound) {
   const auto& k = kernels::kernel_table(GetParam());
   for (int64_t K : {0, 1, 7, 511, 512, 513, 1100})
-    // T: each tile of every ISA and its edges (AVX2 changes tile at 6 and 10 tokens).
-    for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 9, 10, 13, 256, 257, 263}) {
+    // T: each tile of every ISA and its edges (AVX2 changes tile at 6 and 10 tokens,
+    // AVX-512 at 7 and 9).
+    for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 256, 257, 263}) {
       const Matrix A = random_matrix(T, K + 3, uint32_t(T * 31 + K));  // lda = K + 3
       const Matrix P = random_matrix(K, kW, uint32_t(K + 5));
       Matrix C(T, kW + 2);                                       // ldc = 66
@@ -254,13 +255,13 @@ TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
         packed.forward(x.view(), y.view(), &pool);
         ASSERT_TRUE(test::same_bits(first, y)) << variant_name(v) << " threads=" << threads;
       }
-      // A token alone, and a window of 3, 4, 9 or 16 tokens (AVX2 takes other tiles up to
-      // 2, 4, 5 and 9 tokens, by type; 16: three strips of the AVX-512 tile, which step K
-      // in 64s)
-      // starting anywhere, give the batch's bits.
+      // A token alone, and a window of 3, 4, 8, 9 or 16 tokens (AVX2 takes other tiles up
+      // to 2, 4, 5 and 9 tokens, by type, AVX-512 f32 for 7 and 8; 16: three strips of the
+      // AVX-512 tile, which step K in 64s) starting anywhere, give the batch's bits.
       for (int64_t t0 : {0, 5, 100, 254, 261}) {
         for (int64_t n : {int64_t(1), std::min<int64_t>(3, T - t0), std::min<int64_t>(4, T - t0),
-                          std::min<int64_t>(9, T - t0), std::min<int64_t>(16, T - t0)}) {
+                          std::min<int64_t>(8, T - t0), std::min<int64_t>(9, T - t0),
+                          std::min<int64_t>(16, T - t0)}) {
           Matrix y(n, 96);
           packed.forward({x.row(t0), n, 96, 96}, y.view(), &one);
           for (int64_t t = 0; t < n; ++t)
