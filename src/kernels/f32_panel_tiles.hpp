@@ -13,15 +13,15 @@
 // linear array — into L2, its lines shared out evenly over the strips (in a block of
 // three strips over the last two, see kBalancedKBlock), so that memory streams at an even
 // pace while the FMAs run (all of it in the first strip would ask for far more than
-// memory gives in that time, and stall that strip). A token
-// block of a one-pass tile up to its StreamedTokens prefetches nothing: its first strip
-// reads the panel once, in order, and the hardware prefetcher alone streams that fastest —
-// the block's FMAs take less time than its bytes, so there is nothing for a prefetch to
-// hide them behind, and its instructions only cost issue slots (decode on the 7B shape
-// with AVX-512: 1.11–1.15× faster at T = 1 and 4 than with the prefetch at any distance
-// from 2 to 128 KiB; larger blocks in kStreamedTokensPerLineOp). A tile of several passes
-// (AVX2's, 16 of the 64 columns a pass) reads each row's lines a pass apart and always
-// keeps the prefetch (without it: 1.2× slower at T = 1, 1.8× at 4).
+// memory gives in that time, and stall that strip). A token block of a one-pass tile up to
+// its StreamedTokens prefetches nothing: its first strip reads the panel once, in order,
+// and the hardware prefetcher alone streams that fastest — the block's FMAs take less time
+// than its bytes, so there is nothing for a prefetch to hide them behind, and its
+// instructions only cost issue slots (decode on the 7B shape with AVX-512: 1.11–1.15×
+// faster at T = 1 and 4 than with the prefetch at any distance from 2 to 128 KiB; larger
+// blocks in kStreamedTokensPerLineOp). A tile of several passes (AVX2's 6×16 and 3×32)
+// reads each row's lines a pass apart and always keeps the prefetch (6×16 without it:
+// 1.2× slower at T = 1, 1.8× at 4).
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token

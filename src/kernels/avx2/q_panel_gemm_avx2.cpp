@@ -2,10 +2,9 @@
 // kernels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, block after block in one pass, so
 // the panel streams from memory as the linear array it is (the hardware prefetcher alone
 // serves it: a software prefetch 8 blocks ahead was 0.89–0.94× at T = 1, level at 4).
-// Against a 1×32 tile
-// that read each block's two halves in two passes over a K block, on the 7B shape, alternating
-// in one process: q8_0 1.35× faster at T = 1, 1.11× at 4, 1.02–1.03× at 16 and 64; q4_0
-// 1.65× at T = 1, 1.12–1.15× at 4…64.
+// Against a 1×32 tile that read each block's two halves in two passes over a K block, on
+// the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
+// 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
 // A group's 4 weights of 8 rows are one vector: vpmaddubsw multiplies unsigned by signed
 // bytes into pairs of int16, vpmaddwd adds the pairs into int32 lanes — each lane the exact
 // Σ of its row's 4 products. q4_0's nibbles (w + 8, at most 15) stay unsigned and the sum
