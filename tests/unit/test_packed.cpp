@@ -216,13 +216,15 @@ TEST_P(PackedForward, SixteenBitBlocksMatchReferenceOnRoundedWeights) {
 // the stored block's kernel from the same quantised activations; only the f32 summation
 // of the scaled block sums differs (and, rarely, a requantised hidden value's rounding).
 // Relative RMS difference measured ≈ 1e-7 here; a regrouping mistake (a nibble, a row, a
-// scale) gives O(1).
+// scale) gives O(1). 263 tokens: the hidden values of the second token block are quantised
+// at their own rows.
 TEST_P(PackedForward, IntegerBlocksAgreeWithTheStoredBlock) {
   test::ScopedIsa isa(GetParam());
   ThreadPool pool(2);
   for (const WeightType type : {WeightType::q8_0, WeightType::q4_0})
     for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
-      for (const Shape& s : {Shape{64, 96, 7, true}, Shape{96, 160, 20, false}, Shape{32, 64, 1, true}}) {
+      for (const Shape& s :
+           {Shape{64, 96, 7, true}, Shape{96, 160, 20, false}, Shape{32, 64, 1, true}, Shape{64, 96, 263, false}}) {
         const Block stored = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool).stored_as(type, &pool);
         const Block packed = stored.packed(&pool);
         const Matrix x = random_matrix(s.tokens, s.d, 12, 2.0f);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "ffn/error.hpp"
 #include "ffn/thread_pool.hpp"
+#include "parallel/guided_chunks.hpp"
 
 namespace ffn {
 namespace {
@@ -32,6 +34,55 @@ TEST(SplitRange, CoversInOrderWithAlignedBoundaries) {
   // Evenness: 100 units over 3 threads → 34, 33, 33.
   EXPECT_EQ(split_range(100, 0, 3).second, 34);
   EXPECT_EQ(split_range(100, 2, 3).first, 67);
+}
+
+// One thread: the chunks are the guided sequence itself — remaining / (2 · threads), at
+// least min_chunk, cut at segment ends — covering [0, n) in order.
+TEST(GuidedChunks, ShrinkAsWorkRunsOutAndStopAtSegmentEnds) {
+  GuidedChunks chunks(100, 2, 60, 1);
+  std::vector<std::pair<int64_t, int64_t>> got;
+  for (auto c = chunks.claim(); c.first < c.second; c = chunks.claim()) got.push_back(c);
+  // 100 / 4 = 25, 75 / 4 = 18, 57 / 4 = 14, 43 / 4 = 10 cut to 3 at the segment end (60),
+  // 40 / 4 = 10, …
+  ASSERT_GE(got.size(), 5u);
+  const std::pair<int64_t, int64_t> first[] = {{0, 25}, {25, 43}, {43, 57}, {57, 60}, {60, 70}};
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(got[i], first[i]) << "chunk " << i;
+  int64_t expected_begin = 0;
+  for (const auto& [b, e] : got) {
+    ASSERT_EQ(b, expected_begin);
+    ASSERT_LT(b, e);
+    ASSERT_EQ(b / 60, (e - 1) / 60) << "a chunk crosses a segment end";
+    expected_begin = e;
+  }
+  EXPECT_EQ(expected_begin, 100);
+  EXPECT_EQ(chunks.claim(), std::make_pair(int64_t(100), int64_t(100)));
+
+  GuidedChunks none(0, 4, 1);
+  EXPECT_EQ(none.claim().first, none.claim().second);
+  // A minimum chunk holds until the segment's end does.
+  GuidedChunks at_least(10, 8, 7, 4);
+  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(0), int64_t(4)));
+  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(4), int64_t(7)));
+  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(7), int64_t(10)));
+}
+
+// Threads claiming at once (an oversubscribed pool, so that claims interleave): every item
+// is taken exactly once, whichever thread takes it.
+TEST(GuidedChunks, EveryItemOnceAcrossThreads) {
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 7, 1000, 20000}) {
+      GuidedChunks chunks(n, threads, 257, 3);
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      pool.run([&](int, int) {
+        for (auto c = chunks.claim(); c.first < c.second; c = chunks.claim()) {
+          ASSERT_EQ(c.first / 257, (c.second - 1) / 257);
+          for (int64_t i = c.first; i < c.second; ++i) hits[size_t(i)].fetch_add(1);
+        }
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "item " << i << " of " << n;
+    }
+  }
 }
 
 TEST(ThreadPool, RunsEveryIndexOnceOnDistinctThreads) {
