@@ -41,14 +41,9 @@ void sweep_panels(ThreadPool& p, int64_t T, int64_t panels, int64_t panel_bytes,
   constexpr int64_t kTokenBlock = kernels::kPanelTokenBlock;
   const int64_t token_blocks = (T + kTokenBlock - 1) / kTokenBlock;
   const int64_t min_chunk = std::max<int64_t>(1, kMinChunkBytes / std::max<int64_t>(panel_bytes, 1));
-  GuidedChunks chunks(token_blocks * panels, p.size(), panels, min_chunk);
-  p.run([&](int, int) {
-    for (;;) {
-      const auto [i0, i1] = chunks.claim();
-      if (i0 == i1) return;
-      const int64_t t0 = i0 / panels * kTokenBlock, p0 = i0 % panels;
-      body(t0, std::min(kTokenBlock, T - t0), p0, p0 + (i1 - i0));
-    }
+  run_in_guided_chunks(p, token_blocks * panels, panels, min_chunk, [&](int64_t i0, int64_t i1) {
+    const int64_t t0 = i0 / panels * kTokenBlock, p0 = i0 % panels;
+    body(t0, std::min(kTokenBlock, T - t0), p0, p0 + (i1 - i0));
   });
 }
 

@@ -6,9 +6,9 @@
 // speed — the forward's panel sweeps ended 3–23 % of the job's time apart — so the faster
 // thread idled for that long. Here a thread that finishes a chunk takes the next one, and
 // chunks shrink as the work runs out (guided self-scheduling: the remaining items /
-// (2 · threads), at least one), so the threads end within about one item of each other,
-// while the first chunks stay long runs of consecutive items (a thread's panels stream
-// from memory as one array, as in a static split).
+// (2 · threads), at least a minimum the caller sets), so the threads end within about one
+// such chunk of each other, while the first chunks stay long runs of consecutive items (a
+// thread's panels stream from memory as one array, as in a static split).
 //
 // A chunk never crosses a multiple of `segment`: a caller whose items are (token block,
 // panel) pairs gets chunks of one token block.
@@ -23,17 +23,22 @@
 #include <cstdint>
 #include <utility>
 
+#include "ffn/thread_pool.hpp"
+
 namespace ffn {
 
 class GuidedChunks {
  public:
-  // n ≥ 0 items, `threads` ≥ 1 claiming them, chunks of at least `min_chunk` items (but
-  // for the last of a segment) within segments of `segment` ≥ 1.
+  // n ≥ 0 items, `threads` ≥ 1 claiming them, within segments of `segment` ≥ 1 items;
+  // chunks of at least `min_chunk` items (but for the last of a segment), a minimum never
+  // above an even share, n / threads: a job too small for chunks of min_chunk is split
+  // evenly, one chunk a thread, with no more claims (each is a cache line passed between
+  // cores) than that.
   GuidedChunks(int64_t n, int threads, int64_t segment, int64_t min_chunk = 1)
       : n_(n),
         divisor_(2 * int64_t(std::max(threads, 1))),
         segment_(std::max<int64_t>(segment, 1)),
-        min_chunk_(std::max<int64_t>(min_chunk, 1)) {}
+        min_chunk_(std::max<int64_t>(1, std::min(min_chunk, 2 * n / divisor_))) {}
   GuidedChunks(const GuidedChunks&) = delete;
   GuidedChunks& operator=(const GuidedChunks&) = delete;
 
@@ -54,5 +59,20 @@ class GuidedChunks {
   const int64_t n_, divisor_, segment_, min_chunk_;
   std::atomic<int64_t> next_{0};
 };
+
+// One job on the pool: its threads claim chunks of [0, n) (as GuidedChunks, with every
+// thread of the pool claiming, segment and min_chunk as there) and call body(begin, end)
+// on each until none is left.
+template <class Body>
+void run_in_guided_chunks(ThreadPool& pool, int64_t n, int64_t segment, int64_t min_chunk, Body body) {
+  GuidedChunks chunks(n, pool.size(), segment, min_chunk);
+  pool.run([&](int, int) {
+    for (;;) {
+      const auto [begin, end] = chunks.claim();
+      if (begin == end) return;
+      body(begin, end);
+    }
+  });
+}
 
 }  // namespace ffn

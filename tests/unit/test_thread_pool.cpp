@@ -59,27 +59,30 @@ TEST(GuidedChunks, ShrinkAsWorkRunsOutAndStopAtSegmentEnds) {
 
   GuidedChunks none(0, 4, 1);
   EXPECT_EQ(none.claim().first, none.claim().second);
-  // A minimum chunk holds until the segment's end does.
-  GuidedChunks at_least(10, 8, 7, 4);
-  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(0), int64_t(4)));
-  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(4), int64_t(7)));
-  EXPECT_EQ(at_least.claim(), std::make_pair(int64_t(7), int64_t(10)));
+  // A minimum chunk holds but for a segment's end: 25, then 18 → 20 cut at 30, 20, …
+  GuidedChunks at_least(100, 2, 30, 20);
+  const std::pair<int64_t, int64_t> minimum[] = {{0, 25}, {25, 30}, {30, 50}, {50, 60}, {60, 80}};
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(at_least.claim(), minimum[i]) << "chunk " << i;
+  // … and is never above an even share (12 / 2 = 6): too few items for it, one chunk a thread.
+  GuidedChunks few(12, 2, 12, 100);
+  EXPECT_EQ(few.claim(), std::make_pair(int64_t(0), int64_t(6)));
+  EXPECT_EQ(few.claim(), std::make_pair(int64_t(6), int64_t(12)));
+  EXPECT_EQ(few.claim().first, 12);
 }
 
-// Threads claiming at once (an oversubscribed pool, so that claims interleave): every item
-// is taken exactly once, whichever thread takes it.
+// Threads claiming at once (run_in_guided_chunks; an oversubscribed pool, so that claims
+// interleave): every item is taken exactly once, whichever thread takes it.
 TEST(GuidedChunks, EveryItemOnceAcrossThreads) {
   for (int threads : {2, 3, 8}) {
     ThreadPool pool(threads);
     for (int64_t n : {1, 7, 1000, 20000}) {
-      GuidedChunks chunks(n, threads, 257, 3);
       std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
-      pool.run([&](int, int) {
-        for (auto c = chunks.claim(); c.first < c.second; c = chunks.claim()) {
-          ASSERT_EQ(c.first / 257, (c.second - 1) / 257);
-          for (int64_t i = c.first; i < c.second; ++i) hits[size_t(i)].fetch_add(1);
-        }
+      std::atomic<bool> crossed{false};
+      run_in_guided_chunks(pool, n, 257, 3, [&](int64_t begin, int64_t end) {
+        if (begin / 257 != (end - 1) / 257) crossed = true;
+        for (int64_t i = begin; i < end; ++i) hits[size_t(i)].fetch_add(1);
       });
+      EXPECT_FALSE(crossed) << "a chunk crossed a segment end, n = " << n;
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[size_t(i)].load(), 1) << "item " << i << " of " << n;
     }
   }
