@@ -83,6 +83,11 @@ class GgufFile {
   // The tensor's values as f32: F32 copied, F16/BF16 converted, Q8_0/Q4_0 dequantised. out
   // must hold tensor(name).elements floats.
   void read_f32(const std::string& name, float* out) const;
+  // Rows [r0, r1) and columns [c0, c1) of the tensor seen as [rows][ne[0]] into out
+  // ([r1 − r0][c1 − c0] floats), converting only the blocks the window touches (a process's
+  // slice of a block reads its slice, not the whole tensor). Throws ffn::Error when the
+  // window is not within the tensor.
+  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) const;
 
  private:
   struct Value {

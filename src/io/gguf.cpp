@@ -12,6 +12,7 @@
 #include <cstring>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
@@ -441,28 +442,66 @@ std::optional<std::vector<std::string>> GgufFile::metadata_string_array(const st
   return out;
 }
 
-void GgufFile::read_f32(const std::string& name, float* out) const {
-  const GgufTensorInfo& t = tensor(name);
-  // Copy bytes before use: with a small alignment the data need not be aligned for its type.
+namespace {
+
+// Values [first, first + n) of a tensor of `type` whose data starts at `data`, as f32; first
+// and n are whole blocks of the type. Blocks are copied before use: with a small alignment
+// the data need not be aligned for its type.
+void decode_values(GgmlType type, const std::byte* data, int64_t first, int64_t n, float* out) {
+  if (n <= 0) return;
   // The switch is complete: open() admits no other type.
-  switch (t.type) {
+  switch (type) {
     case GgmlType::f32:
-      if (t.bytes > 0) std::memcpy(out, t.data, static_cast<size_t>(t.bytes));
+      std::memcpy(out, data + first * 4, sizeof(float) * static_cast<size_t>(n));
       return;
-    case GgmlType::f16: return f16_bytes_to_f32(t.data, out, t.elements);
-    case GgmlType::bf16: return bf16_bytes_to_f32(t.data, out, t.elements);
+    case GgmlType::f16:
+      return f16_bytes_to_f32(data + first * 2, out, n);
+    case GgmlType::bf16:
+      return bf16_bytes_to_f32(data + first * 2, out, n);
     case GgmlType::q8_0:
-      for (int64_t b = 0; b < t.elements / kQuantBlock; ++b) {
-        const auto block = load<BlockQ8_0>(t.data + b * int64_t(sizeof(BlockQ8_0)));
+      for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const auto block = load<BlockQ8_0>(data + (first / kQuantBlock + b) * int64_t(sizeof(BlockQ8_0)));
         dequantize_row_q8_0(&block, out + b * kQuantBlock, kQuantBlock);
       }
       return;
     case GgmlType::q4_0:
-      for (int64_t b = 0; b < t.elements / kQuantBlock; ++b) {
-        const auto block = load<BlockQ4_0>(t.data + b * int64_t(sizeof(BlockQ4_0)));
+      for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+        const auto block = load<BlockQ4_0>(data + (first / kQuantBlock + b) * int64_t(sizeof(BlockQ4_0)));
         dequantize_row_q4_0(&block, out + b * kQuantBlock, kQuantBlock);
       }
       return;
+  }
+}
+
+}  // namespace
+
+void GgufFile::read_f32(const std::string& name, float* out) const {
+  const GgufTensorInfo& t = tensor(name);
+  decode_values(t.type, t.data, 0, t.elements, out);
+}
+
+void GgufFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                               float* out) const {
+  const GgufTensorInfo& t = tensor(name);
+  const int64_t cols = t.ne.empty() ? 1 : t.ne[0], rows = cols == 0 ? 0 : t.elements / cols;
+  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
+    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+                "; rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") and columns [" + std::to_string(c0) +
+                ", " + std::to_string(c1) + ") are not within it");
+  const int64_t width = c1 - c0;
+  if (width == 0) return;
+  // The whole blocks that cover [c0, c1) of a row (rows are whole blocks: checked at open).
+  const int64_t block = layout(static_cast<uint32_t>(t.type))->block;
+  const int64_t b0 = c0 / block * block, b1 = (c1 + block - 1) / block * block;
+  std::vector<float> covered(b0 == c0 && b1 == c1 ? 0 : static_cast<size_t>(b1 - b0));
+  for (int64_t r = r0; r < r1; ++r) {
+    float* to = out + (r - r0) * width;
+    if (covered.empty()) {
+      decode_values(t.type, t.data, r * cols + c0, width, to);
+    } else {
+      decode_values(t.type, t.data, r * cols + b0, b1 - b0, covered.data());
+      std::memcpy(to, covered.data() + (c0 - b0), sizeof(float) * static_cast<size_t>(width));
+    }
   }
 }
 

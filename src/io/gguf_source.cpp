@@ -14,6 +14,10 @@ class GgufSource final : public TensorSource {
   }
   const std::map<std::string, SourceTensor>& tensors() const override { return tensors_; }
   void read_f32(const std::string& name, float* out) const override { file_.read_f32(name, out); }
+  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                       float* out) const override {
+    file_.read_f32_window(name, r0, r1, c0, c1, out);
+  }
   const std::string& path() const override { return file_.path(); }
   std::optional<Stored> stored(const std::string& name) const override {
     const GgufTensorInfo& t = file_.tensor(name);

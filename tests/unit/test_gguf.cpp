@@ -148,6 +148,48 @@ TEST(GgufRoundTrip, EveryTypeThroughTheWriter) {
   EXPECT_EQ(read_bytes(p.str()).size() % 32, 0u);  // every tensor padded, the last one too
 }
 
+// A window of rows and columns equals that window of the whole tensor, for every type:
+// block-aligned columns are decoded straight into the window, others through the blocks that
+// cover them; a window outside the tensor is an error naming it.
+TEST(GgufRoundTrip, WindowsMatchTheWholeTensor) {
+  TempPath p("windows.gguf");
+  const GgmlType types[] = {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q8_0, GgmlType::q4_0};
+  const int64_t rows = 5, cols = 96;
+  const auto x = random_floats(rows * cols, 4);
+  GgufWriter w;
+  for (GgmlType t : types) w.add_tensor(std::string(ggml_type_name(t)), t, {cols, rows}, x.data());
+  w.write(p.str());
+  GgufFile f(p.str());
+  struct Window {
+    int64_t r0, r1, c0, c1;
+  };
+  const Window windows[] = {{0, 5, 0, 96},  {1, 4, 32, 64}, {2, 3, 5, 70}, {0, 5, 31, 33},
+                            {4, 5, 95, 96}, {3, 3, 0, 96},  {0, 5, 40, 40}};
+  for (GgmlType t : types) {
+    const std::string name(ggml_type_name(t));
+    std::vector<float> whole(size_t(rows * cols));
+    f.read_f32(name, whole.data());
+    for (const Window& v : windows) {
+      const int64_t width = v.c1 - v.c0;
+      std::vector<float> got(size_t(std::max<int64_t>(1, (v.r1 - v.r0) * width)), -7.0f);
+      f.read_f32_window(name, v.r0, v.r1, v.c0, v.c1, got.data());
+      for (int64_t r = v.r0; r < v.r1; ++r)
+        for (int64_t c = v.c0; c < v.c1; ++c)
+          ASSERT_EQ(got[size_t((r - v.r0) * width + c - v.c0)], whole[size_t(r * cols + c)])
+              << name << " row " << r << " column " << c << " of window [" << v.r0 << ", " << v.r1 << ") × [" << v.c0
+              << ", " << v.c1 << ")";
+      if (width == 0 || v.r1 == v.r0) {
+        EXPECT_EQ(got[0], -7.0f) << name << ": an empty window writes nothing";
+      }
+    }
+    std::vector<float> sink(size_t(rows * cols + 32));
+    for (const Window& bad :
+         {Window{0, 6, 0, 96}, Window{0, 5, 0, 97}, Window{-1, 2, 0, 4}, Window{0, 2, 9, 8}, Window{3, 2, 0, 4}})
+      expect_error([&] { f.read_f32_window(name, bad.r0, bad.r1, bad.c0, bad.c1, sink.data()); },
+                   {"has 5 rows of 96", "are not within it"});
+  }
+}
+
 TEST(GgufRoundTrip, WriterMetadataAndAlignment) {
   TempPath p("meta.gguf");
   GgufWriter w;
