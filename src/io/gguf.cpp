@@ -17,6 +17,7 @@
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 #include "io/atomic_file.hpp"
+#include "io/window_check.hpp"
 
 namespace ffn {
 namespace {
@@ -484,10 +485,7 @@ void GgufFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, 
                                float* out) const {
   const GgufTensorInfo& t = tensor(name);
   const int64_t cols = t.ne.empty() ? 1 : t.ne[0], rows = cols == 0 ? 0 : t.elements / cols;
-  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
-    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
-                "; rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") and columns [" + std::to_string(c0) +
-                ", " + std::to_string(c1) + ") are not within it");
+  io::check_window(path(), name, rows, cols, r0, r1, c0, c1);
   const int64_t width = c1 - c0;
   if (width == 0) return;
   // The whole blocks that cover [c0, c1) of a row (rows are whole blocks: checked at open).

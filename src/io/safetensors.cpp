@@ -12,6 +12,7 @@
 
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
+#include "io/window_check.hpp"
 
 namespace ffn {
 namespace {
@@ -164,10 +165,7 @@ void SafetensorsFile::read_f32_window(const std::string& name, int64_t r0, int64
   const TensorInfo& t = tensor(name);
   const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
   const int64_t rows = cols == 0 ? 0 : t.elements / cols;
-  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
-    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
-                "; rows [" + std::to_string(r0) + ", " + std::to_string(r1) + ") and columns [" + std::to_string(c0) +
-                ", " + std::to_string(c1) + ") are not within it");
+  io::check_window(path(), name, rows, cols, r0, r1, c0, c1);
   const int64_t width = c1 - c0;
   for (int64_t r = r0; r < r1; ++r) {
     float* to = out + (r - r0) * width;

@@ -8,6 +8,7 @@
 
 #include "ffn/error.hpp"
 #include "io/source_factories.hpp"
+#include "io/window_check.hpp"
 
 namespace ffn::io {
 namespace {
@@ -44,9 +45,7 @@ void TensorSource::read_f32_window(const std::string& name, int64_t r0, int64_t 
   int64_t elements = 1;
   for (int64_t n : shape) elements *= n;
   const int64_t cols = shape.empty() ? 1 : shape.back(), rows = cols == 0 ? 0 : elements / cols;
-  if (r0 < 0 || r0 > r1 || r1 > rows || c0 < 0 || c0 > c1 || c1 > cols)
-    throw Error(path() + ": tensor '" + name + "' has " + std::to_string(rows) + " rows of " + std::to_string(cols) +
-                "; the window asked for is not within it");
+  check_window(path(), name, rows, cols, r0, r1, c0, c1);
   if (r0 == 0 && r1 == rows && c0 == 0 && c1 == cols) return read_f32(name, out);
   std::vector<float> whole(static_cast<size_t>(elements));
   read_f32(name, whole.data());
