@@ -230,7 +230,7 @@ inline int32_t q8_block_corr(const int32_t* corr) {
   for (int g = 0; g < 8; ++g) s += corr[g];
   return s;
 }
-inline int64_t q_panel_block_bytes(WeightType type) {
+inline constexpr int64_t q_panel_block_bytes(WeightType type) {
   return kQPanelScaleBytes + (type == WeightType::q8_0 ? 8 : 4) * 256;
 }
 
