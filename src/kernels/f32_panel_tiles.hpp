@@ -62,11 +62,30 @@ inline constexpr int64_t kBalancedStrips = 3;
 inline constexpr int kStreamedTokensPerLineOp = 10;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
-// `per_k` of them per step of k.
+// `per_k` of them per step of k. In a streamed block (no share), a tile may instead
+// prefetch each row of the panel `ahead_bytes` before it reads it, into L1 (0: none; see
+// StreamAhead).
 struct PrefetchShare {
   const char* first = nullptr;
   int64_t lines = 0;
   int64_t per_k = 0;
+  int64_t ahead_bytes = 0;
+};
+
+// Which streamed token blocks (at most StreamedTokens, which rely on the hardware
+// prefetcher) still prefetch ahead of the row they read: those of at least `min_tokens`,
+// `bytes` ahead, into L1. Measured on the 7B shape, alternating in one process, against
+// none:
+// - f16, and bf16 widened in registers, 16 KiB at every T: 1.00–1.06× at T = 1 (widened
+//   bf16 1.15×), 1.09–1.20× at 2, 1.21–1.24× at 4. Each half-line widens by a conversion
+//   before its FMA, so the loop does more work per byte than f32's and the out-of-order
+//   window alone no longer runs far enough ahead of the loads (likewise the q8_0 / q4_0 kernel).
+// - bf16 with vdpbf16ps, 8 KiB from 7 tokens (two strips, the second rereading the block):
+//   1.03–1.20× at T = 7…10; at 1…6 tokens 0.93–1.05×, so none there.
+// - f32, none: 0.90× at T = 1 with 8 or 16 KiB, level at 9 and 10.
+struct StreamAhead {
+  int64_t bytes = 0;
+  int64_t min_tokens = 1;
 };
 
 // How a tile reads a panel: PanelLoad::at(P, k, c) is the f32 vector of row k's values in
@@ -100,9 +119,14 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
         acc[i][v] = !Resume || valid[v] == 0 ? V::zero() : valid[v] == V::lanes ? V::load(c) : V::load_tail(c, valid[v]);
       }
     int64_t issued = j0 == 0 ? 0 : pf.lines;
+    // Row k of the panel starts k·kRowBytes into it (on average, in the bf16 pair layout).
+    constexpr int64_t kRowBytes = kPanelWidth * int64_t(sizeof(*P));
+    const char* ahead = reinterpret_cast<const char*>(P) + pf.ahead_bytes;
     for (int64_t k = 0; k < kc; ++k) {
       for (int64_t n = 0; n < pf.per_k && issued < pf.lines; ++n, ++issued)
         __builtin_prefetch(pf.first + 64 * issued, 0, 2);
+      if (pf.ahead_bytes > 0)
+        for (int64_t line = 0; line < kRowBytes; line += 64) __builtin_prefetch(ahead + k * kRowBytes + line, 0, 3);
       Vec b[NV];
       for (int v = 0; v < NV; ++v) b[v] = PanelLoad::at(P, k, j0 + v * V::lanes);
       for (int i = 0; i < MR; ++i) {
@@ -131,7 +155,7 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
 //   tile.template operator()<R, Resume>(kc, a, block, c, pf)
 // for R ≤ MR tokens from a = A + t·lda + k0, the panel's rows from `block` = P + k0·64,
 // C rows from c (chains resumed from C when Resume).
-template <int MR, int StreamedTokens, class ElemA, class ElemP, class Tile>
+template <int MR, int StreamedTokens, StreamAhead Ahead, class ElemA, class ElemP, class Tile>
 void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const ElemP* P, float* C, int64_t ldc,
                         Tile tile) {
   constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
@@ -158,10 +182,12 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       // The next block's lines, shared out over the sharing strips.
       const int64_t lines = mb > StreamedTokens ? kc * kLinesPerRow : 0;
       const int64_t share = (lines + sharers - 1) / sharers, per_k = (share + kc - 1) / kc;
+      const int64_t ahead_bytes = lines == 0 && mb >= Ahead.min_tokens ? Ahead.bytes : 0;
       auto strip = [&]<int R>(int64_t t) {
         const int64_t s = t / MR - first_sharer;
         const int64_t first = s < 0 ? lines : std::min(lines, s * share);
-        const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k};
+        const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k,
+                               ahead_bytes};
         if (resume)
           tile.template operator()<R, true>(kc, a + t * lda, block, c + t * ldc, pf);
         else
@@ -176,11 +202,11 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
 
 // StreamedTokens: see panel_gemm_blocked; by default one strip for a one-pass tile.
 template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>,
-          int StreamedTokens = NV * V::lanes == kPanelWidth ? MR : 0>
+          int StreamedTokens = NV * V::lanes == kPanelWidth ? MR : 0, StreamAhead Ahead = StreamAhead{}>
 void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
                           float* C, int64_t ldc) {
   static_assert(StreamedTokens == 0 || NV * V::lanes == kPanelWidth, "a tile of several passes needs the prefetch");
-  panel_gemm_blocked<MR, StreamedTokens>(T, K, A, lda, P, C, ldc,
+  panel_gemm_blocked<MR, StreamedTokens, Ahead>(T, K, A, lda, P, C, ldc,
                          [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block,
                                                  float* c, PrefetchShare pf) {
                            panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);

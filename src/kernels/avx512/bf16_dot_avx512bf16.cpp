@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kTileTokens = 6;
 constexpr int kTileVectors = 4;  // 64 columns of 16 lanes
+constexpr int64_t kPairRowBytes = 2 * kPanelWidth * 2;  // weights k, k + 1 of 64 rows
 
 __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
   return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
@@ -47,6 +48,9 @@ void dot_tile(int64_t kc, const uint16_t* A, int64_t lda, const uint16_t* P, flo
     for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
       __builtin_prefetch(pf.first + 64 * issued, 0, 2);
     const uint16_t* p = P + bf16_panel_index(2 * q, 0);
+    if (pf.ahead_bytes > 0)
+      for (int64_t line = 0; line < kPairRowBytes; line += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(p) + pf.ahead_bytes + line, 0, 3);
     __m512i b[kTileVectors];
     for (int v = 0; v < kTileVectors; ++v) b[v] = _mm512_loadu_si512(p + 32 * v);
     for (int i = 0; i < MR; ++i) {
@@ -74,7 +78,9 @@ struct Bf16DotChains {
 
 void bf16_dot_panel_gemm_avx512bf16_6x64(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P,
                                          float* C, int64_t ldc) {
-  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp>(T, K, A, lda, P, C, ldc,
+  // Streamed blocks of two strips prefetch 8 KiB ahead (f32_panel_tiles.hpp, StreamAhead).
+  constexpr StreamAhead kAhead{8192, kTileTokens + 1};
+  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp, kAhead>(T, K, A, lda, P, C, ldc,
                                   [&]<int R, bool Resume>(int64_t kc, const uint16_t* a, const uint16_t* block,
                                                           float* c, PrefetchShare pf) {
                                     dot_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);

@@ -60,10 +60,12 @@ void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const f
 // out at load (Block::packed).
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                                  int64_t ldc) {
+  // One strip streams a block (the default StreamedTokens), prefetching 16 KiB ahead.
+  constexpr StreamAhead kAhead{16384};
   if (bf16)
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel, 6, kAhead>(T, K, A, lda, P, C, ldc);
   else
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<LoadF16>, 6, kAhead>(T, K, A, lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels
