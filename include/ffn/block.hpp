@@ -135,9 +135,10 @@ class Block {
 // need D and H to be multiples of 32 (ffn::Error otherwise, naming the size).
 void round_weights_to(Block& block, WeightType t);
 
-// The first token count at which the forward of a block stored as t widens panels of
-// weight rows to f32 for the packed f32 GEMM instead of reading them as stored per token
-// (chosen by T alone, so results never depend on the thread count).
+// The first token count at which the forward of a block stored as t lays its weight rows
+// into panels, 64 rows at a time — widened to f32 for the packed f32 GEMM, or bf16 rows as
+// bf16 pair panels for vdpbf16ps where the CPU has AVX512_BF16 — instead of reading them as
+// stored per token (chosen by T alone, so results never depend on the thread count).
 int64_t stored_packed_min_tokens(WeightType t);
 
 // The process-wide pool used when none is given (created on first use).
@@ -157,7 +158,8 @@ void release_scratch();
 // evaluates the activation within a few ulps — see reference.cpp for its derivation.
 // operand_rounding: the relative error r with which a forward rounds the activations that
 // enter its products (x, and h before the down projection) — 2⁻⁸ for the bf16 dot product
-// of packed bf16 blocks on AVX512_BF16 (Isa::avx512_bf16); 0 where they stay f32.
+// of bf16 blocks on AVX512_BF16 (Isa::avx512_bf16): packed, or as stored from
+// stored_packed_min_tokens; 0 where they stay f32.
 void reference_forward_token(const Block& block, const float* x, double* y_out,
                              double* error_bound_out = nullptr, double operand_rounding = 0.0);
 

@@ -2,7 +2,9 @@
 // double-precision reference on the same (rounded / dequantised) weights. The accuracy
 // contract, as in the README:
 //   bf16 / f16: the weights are exact f32 values and every product and sum is f32, so the
-//     f32 bound of reference_forward_token holds unchanged.
+//     f32 bound of reference_forward_token holds unchanged — except bf16 on AVX512_BF16
+//     from stored_packed_min_tokens, whose products take x and h rounded to bf16: that
+//     bound plus the rounding (operand_rounding 2⁻⁸).
 //   q8_0 / q4_0: that bound plus the activations' quantisation to q8_0 (few-token path): an
 //     activation of a block with largest magnitude a is off by at most
 //     e(a) = a/254 + 127·max(2⁻¹¹·a/127, 2⁻²⁵)   (half a step, plus the binary16 rounding
@@ -16,11 +18,14 @@
 // A wrong nibble order or a doubled block scale falls outside it (checked below).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "block/reference_math.hpp"
+#include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 #include "expect_error.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
@@ -89,13 +94,14 @@ std::vector<double> quantisation_bound(const Block& block, const float* x) {
 }
 
 // Largest |y − reference| / bound over all outputs, the reference being `f32` (the block's
-// rounded weights); the bound includes the quantisation term when `quantised`.
-double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quantised) {
+// rounded weights); the bound includes the quantisation term when `quantised`, and the
+// activations' rounding (as reference_forward_token) when operand_rounding > 0.
+double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quantised, double operand_rounding = 0.0) {
   const int64_t D = f32.config().d_model;
   std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
   double worst = 0;
   for (int64_t t = 0; t < x.rows(); ++t) {
-    reference_forward_token(f32, x.row(t), ref.data(), bound.data());
+    reference_forward_token(f32, x.row(t), ref.data(), bound.data(), operand_rounding);
     const auto dq = quantised ? quantisation_bound(f32, x.row(t)) : std::vector<double>(size_t(D));
     for (int64_t i = 0; i < D; ++i) {
       const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / (bound[size_t(i)] + dq[size_t(i)]);
@@ -113,13 +119,20 @@ struct Shape {
   int64_t d, hidden, tokens;
   bool bias;
 };
-// Few-token (integer / widened-in-register) and many-token (widened panel) paths — 100
-// tokens take panels for bf16/f16, 515 for every type (stored_packed_min_tokens); D and H
-// multiples of 32, one not a multiple of 64, with and without bias.
+// Few-token (integer / widened-in-register) and many-token (panel) paths — 100 tokens take
+// panels for bf16/f16, 515 for every type (stored_packed_min_tokens); D and H multiples of
+// 32, one not a multiple of 64, with and without bias.
 const Shape kShapes[] = {{32, 64, 1, false}, {64, 96, 3, true},    {96, 160, 7, false},
                          {64, 96, 100, true}, {32, 224, 2, true}, {32, 64, 515, false}};
 
 class TypedForward : public testing::TestWithParam<Isa> {};
+
+// The activations' rounding to bf16 (relative 2⁻⁸) of a bf16 block's panel path where the
+// ISA dots bf16 pairs; 0 for every other path.
+double bf16_operand_rounding(Isa isa, WeightType t, int64_t tokens) {
+  const bool bf16_dot = kernels::kernel_table(isa).bf16_dot_panel_gemm != nullptr;
+  return t == WeightType::bf16 && bf16_dot && tokens >= stored_packed_min_tokens(t) ? 0x1p-8 : 0.0;
+}
 
 TEST_P(TypedForward, EveryVariantAndTypeWithinItsContract) {
   test::ScopedIsa isa(GetParam());
@@ -134,11 +147,36 @@ TEST_P(TypedForward, EveryVariantAndTypeWithinItsContract) {
         round_weights_to(rounded, t);
         Matrix y(s.tokens, s.d);
         stored.forward(x.view(), y.view(), &pool);
-        EXPECT_LE(worst_ratio(rounded, x, y, is_integer(t)), 1.0)
+        EXPECT_LE(worst_ratio(rounded, x, y, is_integer(t), bf16_operand_rounding(GetParam(), t, s.tokens)), 1.0)
             << variant_name(v) << " " << weight_type_info(t).name << " d=" << s.d << " hidden=" << s.hidden
             << " T=" << s.tokens << " bias=" << s.bias;
       }
     }
+}
+
+// 16-bit rows at odd D and H on the panel path: a bf16 pair panel over an odd K ends in a
+// padding weight that meets the activations' zero padding. The thread's scratch is filled
+// with NaNs first, so a padding left stale turns outputs into NaN.
+TEST_P(TypedForward, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool one(1);  // the calling thread runs the forward: its scratch is the one poisoned
+  for (const WeightType t : {WeightType::bf16, WeightType::f16}) {
+    const int64_t T = stored_packed_min_tokens(t) + 3;
+    const BlockConfig c{{true, Activation::swish}, 33, 171, true};
+    const Block f32 = Block::random(c, 9);
+    const Block stored = f32.stored_as(t);
+    Block rounded = f32.stored_as(WeightType::f32);
+    round_weights_to(rounded, t);
+    const Matrix x = random_matrix(T, 33, 3, 2.0f);
+    for (const Scratch slot : {Scratch::tile, Scratch::tile2}) {
+      const MatrixView poison = scratch_matrix(slot, 1, int64_t(1) << 20);
+      std::fill(poison.data, poison.data + poison.cols, std::nanf(""));
+    }
+    Matrix y(T, 33);
+    stored.forward(x.view(), y.view(), &one);
+    EXPECT_LE(worst_ratio(rounded, x, y, false, bf16_operand_rounding(GetParam(), t, T)), 1.0)
+        << weight_type_info(t).name;
+  }
 }
 
 TEST_P(TypedForward, BitIdenticalForAnyThreadCount) {
