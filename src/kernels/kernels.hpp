@@ -223,6 +223,9 @@ void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, 
 // So a vector of the group holds 16 rows × 4 weights, the operand of one vpdpbusd against
 // 4 activation bytes broadcast.
 inline constexpr int64_t kQPanelScaleBytes = 128;
+// How far ahead the integer panel kernels' first strip of tokens prefetches the panel into
+// L1: about this many bytes, in whole blocks (measured in q_panel_gemm_<isa>.cpp).
+inline constexpr int64_t kQPanelPrefetchBytes = 8192;
 
 // The −offset·Σx of a whole q8_0 activation block: the sum of its 8 groups' corr values.
 inline int32_t q8_block_corr(const int32_t* corr) {

@@ -18,20 +18,20 @@ namespace {
 
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 panel
 
-// How far ahead the first strip prefetches: ~8 KiB of panel (7 q4_0 blocks, 3 q8_0), into
-// L1 (T0). Measured on the 7B shape, 2 threads, alternating in one process: against 8
-// blocks into L2 (T1), 1.15–1.27× faster at T = 1 and 1.10–1.17× at T = 4, 1.04× at 16,
+// The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0) into L1
+// (T0). Measured on the 7B shape, 2 threads, alternating in one process: against 8 blocks
+// ahead into L2 (T1), 1.15–1.27× faster at T = 1 and 1.10–1.17× at T = 4, 1.04× at 16,
 // level from 64; the distance is flat from ~6.5 to ~11 KiB and 1.05–1.10× slower at 2–4 KiB.
-// Into L2 at the same distance the demand loads still waited on L2 and the decode streamed
-// ~20 % fewer GB/s than the f32 kernel, whose loop does less work per byte.
-constexpr int64_t kPrefetchBytes = 8192;
+// Into L2 the demand loads still waited on L2 and the decode streamed ~20 % fewer GB/s
+// than the f32 kernel, whose loop does less work per byte.
 
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
-// prefetch (the first strip of tokens), the blocks kPrefetchBytes ahead are pulled into L1.
+// prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled
+// into L1.
 template <WeightType Type, int MT>
 void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch,
           float* C, int64_t ldc) {
-  constexpr int64_t block_bytes = q_panel_block_bytes(Type), ahead = kPrefetchBytes / block_bytes * block_bytes;
+  constexpr int64_t block_bytes = q_panel_block_bytes(Type), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const int64_t blocks = K / 32;
   __m512 acc[MT][4];
   for (int t = 0; t < MT; ++t)
