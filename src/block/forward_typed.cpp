@@ -46,24 +46,26 @@ void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t 
 
 }  // namespace
 
-// Crossovers measured with the whole block (SwiGLU 4096→11008, 2 threads, AVX-512 VNNI, ms,
-// median of 3; each path forced at every T):
-//   q8_0 integer vs widened panels: T = 64: 49.3 vs 72.6; 128: 90.6 vs 115.7; 256: 194 vs 202;
-//     1024: 850 vs 786.  q4_0: 64: 50.8 vs 77.5; 128: 96.0 vs 115.0; 256: 194 vs 200;
-//     1024: 797 vs 787  → widen from 512.
-//   bf16 widened in registers vs panels: T = 48: 50.3 vs 64.2; 96: 102 vs 99; 128: 126 vs 119;
-//     256: 250 vs 210  → panels from 96.
-//   bf16 on AVX512_BF16, per token vs bf16 pair panels (vs widened panels), alternating in
-//     one process: T = 64: 69.2 vs 76.2 (79.0); 80: 86.0 vs 79.6 (90.6); 96: 109 vs 101
-//     (110); 256: 285 vs 151 (226); 1024: 1155 vs 474 (858) → from 96 as well (1.07× at 80).
+// Crossovers measured with the whole block (SwiGLU 4096→11008, 2 threads, AVX-512 VNNI,
+// ms; each path forced at every T, alternating in one process), with the rows laid into
+// panels by rows_to_panel32 (8 × 8 transposes in registers):
+//   q8_0 integer vs widened panels: T = 256: 202 vs 200; 384: 309 vs 291; 512: 446 vs 404.
+//     q4_0: 256: 209 vs 214; 384: 345 vs 304; 512: 445 vs 426  → widen from 384.
+//   f16 widened in registers vs widened panels: T = 32: 35.2 vs 38.9; 48: 49.9 vs 47.9;
+//     64: 64.8 vs 57.9; 96: 95.4 vs 79.4. bf16 without AVX512_BF16 (FFN_ISA=avx512): 32:
+//     36.5 vs 38.9; 48: 53.2 vs 50.7; 64: 73.1 vs 62.5  → panels from 64.
+//   bf16 on AVX512_BF16, per token vs bf16 pair panels: T = 4: 9.4 vs 12.9; 8: 13.6 vs 13.9;
+//     12: 17.6 vs 15.7; 16: 21.3 vs 17.5; 64: 65.2 vs 32.9  → panels from 12.
+// (Before rows_to_panel32, a scalar transposition: 16-bit panels from 96, integer from 512.)
 int64_t stored_packed_min_tokens(WeightType t) {
   switch (t) {
     case WeightType::bf16:
+      return kernels::active_kernels().bf16_dot_panel_gemm ? 12 : 64;
     case WeightType::f16:
-      return 96;
+      return 64;
     case WeightType::q8_0:
     case WeightType::q4_0:
-      return 512;
+      return 384;
     case WeightType::f32:
       break;
   }
@@ -105,12 +107,9 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       const int64_t Kp = kernels::bf16_panel_rows(K);
       auto* panel = reinterpret_cast<uint16_t*>(scratch_matrix(Scratch::tile2, 1, Kp * kW / 2 + T * kW).data);
       float* tile = reinterpret_cast<float*>(panel + Kp * kW);
-      panels::transpose_rows_into<uint16_t, panels::Bf16PairPanel>(reinterpret_cast<const uint16_t*>(m.row(r0)),
-                                                                   m.row_bytes / 2, rows, K, panel, 0);
-      // An odd K's padding weights meet the activations' zero padding: they must not be
-      // stale NaNs or infinities.
-      if (K % 2)
-        for (int64_t j = 0; j < kW; ++j) panel[kernels::bf16_panel_index(K, j)] = 0;
+      // (An odd K's padding weights, which meet the activations' zero padding, are written
+      // zero: stale NaNs or infinities there would reach the outputs.)
+      panels::bf16_rows_into_pairs(k.rows_to_panel32, m.row(r0), m.row_bytes, rows, K, panel, 0);
       into_c(rows, tile, C, ldc, [&](float* c, int64_t ld) { k.bf16_dot_panel_gemm(T, K, a.bf16, Kp, panel, c, ld); });
     } else if (wide) {
       // Scratch: the rows widened, their panel, then the tile.
@@ -118,7 +117,8 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       float* panel = widened + rows * K;
       float* tile = panel + K * kW;
       k.widen_rows(type, rows, K, m.row(r0), m.row_bytes, widened);
-      panels::transpose_rows_into(widened, K, rows, K, panel, 0);
+      k.rows_to_panel32(rows, K, reinterpret_cast<const std::byte*>(widened), K * 4, reinterpret_cast<uint32_t*>(panel),
+                        0);
       into_c(rows, tile, C, ldc, [&](float* c, int64_t ld) { k.f32_panel_gemm(T, K, a.f32, a.lda, panel, c, ld); });
     } else if (integer) {
       k.q_gemm_nt(type, T, rows, K, a.q8.rows(), m.row(r0), m.row_bytes / weight_type_info(type).block_bytes, C, ldc);

@@ -27,10 +27,6 @@ int64_t panel_bytes(WeightType t, int64_t K) {
   return K / kQuantBlock * kernels::q_panel_block_bytes(t);
 }
 
-template <class Elem, class Layout = panels::RowMajorPanel>
-void fill_elements(const Elem* data, int64_t ld, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
-  panels::transpose_rows_into<Elem, Layout>(data + r0 * ld, ld, rows, K, reinterpret_cast<Elem*>(panel), j0);
-}
 
 // The three matrices' panels; `fill(m, r0, rows, K, panel, j0)` lays rows of matrix m
 // (0 gate, 1 up, 2 down) into a panel.
@@ -78,10 +74,12 @@ void copy_biases(const Weights& w, PackedWeights& out) {
 
 PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, ThreadPool& pool) {
   const Matrix* m[] = {&w.gate, &w.up, &w.down};
+  const kernels::RowsToPanel32 to_panel = kernels::active_kernels().rows_to_panel32;
   PackedWeights out = pack(
       config, WeightType::f32,
       [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
-        fill_elements(m[i]->data(), m[i]->cols(), r0, rows, K, panel, j0);
+        to_panel(rows, K, reinterpret_cast<const std::byte*>(m[i]->row(r0)), K * 4, reinterpret_cast<uint32_t*>(panel),
+                 j0);
       },
       pool);
   copy_biases(w, out);
@@ -91,14 +89,16 @@ PackedWeights pack_weights(const BlockConfig& config, const BlockWeights& w, Thr
 PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, ThreadPool& pool) {
   const WeightType t = w.up.type;
   const TypedMatrix* m[] = {&w.gate, &w.up, &w.down};
+  const kernels::RowsToPanel32 to_panel = kernels::active_kernels().rows_to_panel32;
   PackedWeights out = pack(
       config, t,
       [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
-        const auto* stored16 = reinterpret_cast<const uint16_t*>(m[i]->bytes.data());
+        auto* panel16 = reinterpret_cast<uint16_t*>(panel);
         if (t == WeightType::bf16)
-          fill_elements<uint16_t, panels::Bf16PairPanel>(stored16, m[i]->row_bytes / 2, r0, rows, K, panel, j0);
+          panels::bf16_rows_into_pairs(to_panel, m[i]->row(r0), m[i]->row_bytes, rows, K, panel16, j0);
         else if (t == WeightType::f16)
-          fill_elements(stored16, m[i]->row_bytes / 2, r0, rows, K, panel, j0);
+          panels::transpose_rows_into(reinterpret_cast<const uint16_t*>(m[i]->row(r0)), m[i]->row_bytes / 2, rows, K,
+                                      panel16, j0);
         else
           panels::q_rows_into(t, m[i]->bytes.data(), m[i]->row_bytes, r0, rows, K, panel, j0);
       },

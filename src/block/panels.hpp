@@ -24,20 +24,11 @@ inline void copy_columns(const float* src, int64_t ld, int64_t rows, int64_t col
   }
 }
 
-// Where element (k, j) of a panel lies: [K][64] for f32 and f16 panels; bf16 panels hold k
-// in pairs (kernels::bf16_panel_index).
-struct RowMajorPanel {
-  static constexpr int64_t index(int64_t k, int64_t j) { return k * kW + j; }
-};
-struct Bf16PairPanel {
-  static constexpr int64_t index(int64_t k, int64_t j) { return kernels::bf16_panel_index(k, j); }
-};
-
-// panel[(k, j0 + r)] = src[r·ld + k] for r < rows, k < K, in the Layout's places: `rows`
-// matrix rows laid into columns j0 … j0 + rows − 1 (other columns, and an odd K's bf16
-// padding, untouched: zero in a fresh panel). nn.Linear weight rows, for x·Wᵀ; Elem is
-// float, or uint16_t for bf16 / f16 weights (copied as stored).
-template <class Elem, class Layout = RowMajorPanel>
+// panel[k·64 + j0 + r] = src[r·ld + k] for r < rows, k < K: `rows` matrix rows laid into
+// columns j0 … j0 + rows − 1 of a [K][64] panel (other columns untouched). nn.Linear weight
+// rows, for x·Wᵀ; Elem is uint16_t for f16 weights (copied as stored). (32-bit values go
+// through the kernels' rows_to_panel32, which is vectorised.)
+template <class Elem>
 inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64_t K, Elem* panel, int64_t j0) {
   // 64 values of k at a time: the source rows are read front to back while the scattered
   // writes stay within a few KiB of the panel.
@@ -46,8 +37,21 @@ inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64
     const int64_t kn = std::min(kStep, K - k0);
     for (int64_t r = 0; r < rows; ++r) {
       const Elem* s = src + r * ld + k0;
-      for (int64_t k = 0; k < kn; ++k) panel[Layout::index(k0 + k, j0 + r)] = s[k];
+      for (int64_t k = 0; k < kn; ++k) panel[(k0 + k) * kW + j0 + r] = s[k];
     }
+  }
+}
+
+// `rows` (≤ 64 − j0) rows of K bf16 weights (row r at src + r·ld_bytes) laid into columns
+// j0 … of a bf16 pair panel: the pairs of k 32 bits at a time by `to_panel` (the active
+// kernels' rows_to_panel32), an odd K's last weight beside a zero padding weight.
+inline void bf16_rows_into_pairs(kernels::RowsToPanel32 to_panel, const std::byte* src, int64_t ld_bytes,
+                                 int64_t rows, int64_t K, uint16_t* panel, int64_t j0) {
+  to_panel(rows, K / 2, src, ld_bytes, reinterpret_cast<uint32_t*>(panel), j0);
+  if (K % 2 == 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(panel + kernels::bf16_panel_index(K - 1, j0 + r), src + r * ld_bytes + 2 * (K - 1), 2);
+    panel[kernels::bf16_panel_index(K, j0 + r)] = 0;
   }
 }
 

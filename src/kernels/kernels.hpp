@@ -265,6 +265,18 @@ using WidenRows = void (*)(WeightType type, int64_t rows, int64_t K, const std::
 void widen_rows_scalar(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
 void widen_rows_avx2(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
 
+// rows_to_panel32_<isa>: panel[k·64 + j0 + r] = value k of row r, for r < rows ≤ 64 − j0
+// and k < n: rows of 32-bit values — f32 weights, or bf16 weights read in pairs (value k
+// holding weights 2k and 2k + 1, as a bf16 pair panel does: bf16_panel_index) — row r at
+// src + r·ld_bytes, any alignment. The panel's other columns are untouched. Every ISA
+// copies the same bits. (Packing at load, and the stored blocks' panel path per call.)
+using RowsToPanel32 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
+                               int64_t j0);
+void rows_to_panel32_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
+                            int64_t j0);
+void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
+                          int64_t j0);
+
 struct KernelTable {
   Isa isa;
   int64_t f32_lanes;        // floats per vector register
@@ -289,6 +301,7 @@ struct KernelTable {
   const char* q_panel_gemm_name;  // likewise
   QPanelGemm q_panel_gemm;
   WidenRows widen_rows;
+  RowsToPanel32 rows_to_panel32;
   StreamRead stream_read;
   // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
   const char* bf16_dot_panel_gemm_name = nullptr;

@@ -4,7 +4,8 @@
 //     (K/32 + 8)·u·Σ|ŵ·x̂| of the double-precision dot product of the dequantised values —
 //     each lane adds K/64 rounded products, then 4 levels of the lane tree;
 //   half_gemm_nt (bf16 / f16 weights): within the f32 contract's K·u·Σ|a·ŵ| of double;
-//   widen_rows: exactly the scalar codecs' values; quantize_q8_rows: ggml's bytes.
+//   widen_rows: exactly the scalar codecs' values; quantize_q8_rows: ggml's bytes;
+//   rows_to_panel32: every bit in its place, nothing else touched.
 // Sizes below, at and above the 32-block, the 64-value pair and the tiles (4×4 / 2×2 / 3×3),
 // odd and even, up to K = 4096.
 #include <gtest/gtest.h>
@@ -178,6 +179,35 @@ TEST_P(TypedKernels, WidenRowsGivesTheCodecsValues) {
       std::vector<float> out(static_cast<size_t>(3 * K));
       kt.widen_rows(t, 3, K, w.bytes.data(), w.row_bytes, out.data());
       for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], w.values[i]) << weight_type_info(t).name << " " << i;
+    }
+}
+
+// rows_to_panel32 copies every value's bits to its place and touches nothing else: rows
+// below, at and above the 8 × 8 block and up to a whole panel, at column offsets 0, 5 and
+// 32; lengths below, at and above 8 and 64; rows starting 2 bytes off 4-byte alignment
+// (bf16 rows of odd length); values that are NaN bit patterns.
+TEST_P(TypedKernels, RowsToPanelCopiesEveryBitToItsPlace) {
+  const auto& kt = kernel_table(GetParam());
+  constexpr int64_t kW = kernels::kPanelWidth;
+  constexpr uint32_t kUntouched = 0xDEADBEEF;
+  for (int64_t rows : {1, 7, 8, 9, 17, 32, 64})
+    for (int64_t j0 : {0, 5, 32}) {
+      if (rows + j0 > kW) continue;
+      for (int64_t n : {1, 7, 8, 9, 63, 64, 65, 130}) {
+        const int64_t ld_bytes = 4 * n + 6;  // rows 2 bytes off alignment in turn
+        std::vector<std::byte> src(static_cast<size_t>(rows * ld_bytes + 8));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 131 + 7) % 256);
+        const std::byte* first = src.data() + 2;
+        std::vector<uint32_t> panel(static_cast<size_t>(n * kW), kUntouched);
+        kt.rows_to_panel32(rows, n, first, ld_bytes, panel.data(), j0);
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t j = 0; j < kW; ++j) {
+            uint32_t want = kUntouched;
+            if (j >= j0 && j < j0 + rows) std::memcpy(&want, first + (j - j0) * ld_bytes + 4 * k, 4);
+            ASSERT_EQ(panel[static_cast<size_t>(k * kW + j)], want)
+                << "rows=" << rows << " j0=" << j0 << " n=" << n << " k=" << k << " j=" << j;
+          }
+      }
     }
 }
 
