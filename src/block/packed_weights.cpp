@@ -90,6 +90,7 @@ PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, Thr
   const WeightType t = w.up.type;
   const TypedMatrix* m[] = {&w.gate, &w.up, &w.down};
   const kernels::RowsToPanel32 to_panel = kernels::active_kernels().rows_to_panel32;
+  const kernels::RowsToPanel16 to_panel16 = kernels::active_kernels().rows_to_panel16;
   PackedWeights out = pack(
       config, t,
       [&](int i, int64_t r0, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
@@ -97,8 +98,7 @@ PackedWeights pack_weights(const BlockConfig& config, const TypedWeights& w, Thr
         if (t == WeightType::bf16)
           panels::bf16_rows_into_pairs(to_panel, m[i]->row(r0), m[i]->row_bytes, rows, K, panel16, j0);
         else if (t == WeightType::f16)
-          panels::transpose_rows_into(reinterpret_cast<const uint16_t*>(m[i]->row(r0)), m[i]->row_bytes / 2, rows, K,
-                                      panel16, j0);
+          to_panel16(rows, K, m[i]->row(r0), m[i]->row_bytes, panel16, j0);
         else
           panels::q_rows_into(t, m[i]->bytes.data(), m[i]->row_bytes, r0, rows, K, panel, j0);
       },

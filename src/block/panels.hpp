@@ -24,24 +24,6 @@ inline void copy_columns(const float* src, int64_t ld, int64_t rows, int64_t col
   }
 }
 
-// panel[k·64 + j0 + r] = src[r·ld + k] for r < rows, k < K: `rows` matrix rows laid into
-// columns j0 … j0 + rows − 1 of a [K][64] panel (other columns untouched). nn.Linear weight
-// rows, for x·Wᵀ; Elem is uint16_t for f16 weights (copied as stored). (32-bit values go
-// through the kernels' rows_to_panel32, which is vectorised.)
-template <class Elem>
-inline void transpose_rows_into(const Elem* src, int64_t ld, int64_t rows, int64_t K, Elem* panel, int64_t j0) {
-  // 64 values of k at a time: the source rows are read front to back while the scattered
-  // writes stay within a few KiB of the panel.
-  constexpr int64_t kStep = 64;
-  for (int64_t k0 = 0; k0 < K; k0 += kStep) {
-    const int64_t kn = std::min(kStep, K - k0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const Elem* s = src + r * ld + k0;
-      for (int64_t k = 0; k < kn; ++k) panel[(k0 + k) * kW + j0 + r] = s[k];
-    }
-  }
-}
-
 // `rows` (≤ 64 − j0) rows of K bf16 weights (row r at src + r·ld_bytes) laid into columns
 // j0 … of a bf16 pair panel: the pairs of k 32 bits at a time by `to_panel` (the active
 // kernels' rows_to_panel32), an odd K's last weight beside a zero padding weight.

@@ -129,7 +129,7 @@ const KernelTable& kernel_table(Isa isa) {
                                   "half_gemm_nt_scalar", half_gemm_nt_scalar,
                                   "q_gemm_nt_scalar", q_gemm_nt_scalar,
                                   "q_panel_gemm_scalar", q_panel_gemm_scalar, widen_rows_scalar,
-                                  rows_to_panel32_scalar, stream_read_scalar};
+                                  rows_to_panel32_scalar, rows_to_panel16_scalar, stream_read_scalar};
   static const KernelTable avx2{Isa::avx2, 8, 12, "f32_gemm_nt_avx2_3x3", f32_gemm_nt_avx2_3x3,
                                 "f32_gemm_nt_packed_avx2_6x16", f32_gemm_nt_packed_avx2_6x16,
                                 "f32_panel_gemm_avx2_2x64_3x32_6x16", f32_panel_gemm_avx2_2x64_3x32_6x16,
@@ -139,7 +139,7 @@ const KernelTable& kernel_table(Isa isa) {
                                 "half_gemm_nt_avx2_3x3", half_gemm_nt_avx2_3x3,
                                 "q_gemm_nt_avx2_2x2", q_gemm_nt_avx2_2x2,
                                 "q_panel_gemm_avx2_1x64", q_panel_gemm_avx2_1x64, widen_rows_avx2,
-                                rows_to_panel32_avx2, stream_read_avx2};
+                                rows_to_panel32_avx2, rows_to_panel16_avx2, stream_read_avx2};
   static const KernelTable avx512{Isa::avx512, 16, 24, "f32_gemm_nt_avx512_4x4", f32_gemm_nt_avx512_4x4,
                                   "f32_gemm_nt_packed_avx512_6x64", f32_gemm_nt_packed_avx512_6x64,
                                   "f32_panel_gemm_avx512_8x64_6x64", f32_panel_gemm_avx512_8x64_6x64,
@@ -151,7 +151,7 @@ const KernelTable& kernel_table(Isa isa) {
                                   avx512_vnni_supported() ? q_gemm_nt_avx512vnni_4x4 : q_gemm_nt_avx2_2x2,
                                   avx512_vnni_supported() ? "q_panel_gemm_avx512vnni_2x64" : "q_panel_gemm_avx2_1x64",
                                   avx512_vnni_supported() ? q_panel_gemm_avx512vnni_2x64 : q_panel_gemm_avx2_1x64,
-                                  widen_rows_avx2, rows_to_panel32_avx2, stream_read_avx512};
+                                  widen_rows_avx2, rows_to_panel32_avx2, rows_to_panel16_avx2, stream_read_avx512};
   // The avx512 table plus the bf16 dot product (built on first use: only on CPUs that have it).
   static const KernelTable avx512_bf16 = [] {
     KernelTable t = avx512;

@@ -276,6 +276,14 @@ void rows_to_panel32_scalar(int64_t rows, int64_t n, const std::byte* src, int64
                             int64_t j0);
 void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
                           int64_t j0);
+// rows_to_panel16_<isa>: the same for rows of 16-bit values (f16 weights into a [K][64]
+// panel of them).
+using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
+                               int64_t j0);
+void rows_to_panel16_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
+                            int64_t j0);
+void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
+                          int64_t j0);
 
 struct KernelTable {
   Isa isa;
@@ -302,6 +310,7 @@ struct KernelTable {
   QPanelGemm q_panel_gemm;
   WidenRows widen_rows;
   RowsToPanel32 rows_to_panel32;
+  RowsToPanel16 rows_to_panel16;
   StreamRead stream_read;
   // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
   const char* bf16_dot_panel_gemm_name = nullptr;

@@ -5,7 +5,7 @@
 //     each lane adds K/64 rounded products, then 4 levels of the lane tree;
 //   half_gemm_nt (bf16 / f16 weights): within the f32 contract's K·u·Σ|a·ŵ| of double;
 //   widen_rows: exactly the scalar codecs' values; quantize_q8_rows: ggml's bytes;
-//   rows_to_panel32: every bit in its place, nothing else touched.
+//   rows_to_panel32 / 16: every bit in its place, nothing else touched.
 // Sizes below, at and above the 32-block, the 64-value pair and the tiles (4×4 / 2×2 / 3×3),
 // odd and even, up to K = 4096.
 #include <gtest/gtest.h>
@@ -182,33 +182,39 @@ TEST_P(TypedKernels, WidenRowsGivesTheCodecsValues) {
     }
 }
 
-// rows_to_panel32 copies every value's bits to its place and touches nothing else: rows
-// below, at and above the 8 × 8 block and up to a whole panel, at column offsets 0, 5 and
-// 32; lengths below, at and above 8 and 64; rows starting 2 bytes off 4-byte alignment
-// (bf16 rows of odd length); values that are NaN bit patterns.
-TEST_P(TypedKernels, RowsToPanelCopiesEveryBitToItsPlace) {
-  const auto& kt = kernel_table(GetParam());
-  constexpr int64_t kW = kernels::kPanelWidth;
-  constexpr uint32_t kUntouched = 0xDEADBEEF;
+// rows_to_panel32 / rows_to_panel16 copy every value's bits to its place and touch nothing
+// else: rows below, at and above the 8 × 8 block and up to a whole panel, at column offsets
+// 0, 5 and 32; lengths below, at and above 8 and 64; rows starting off their values'
+// alignment (bf16 rows of odd length for the 32-bit copy); NaN bit patterns among the values.
+template <class Value, class RowsToPanel>
+void expect_rows_to_panel_copies_bits(RowsToPanel rows_to_panel) {
+  constexpr int64_t kW = kernels::kPanelWidth, kBytes = sizeof(Value);
+  constexpr Value kUntouched = Value(0xDEADBEEF);
   for (int64_t rows : {1, 7, 8, 9, 17, 32, 64})
     for (int64_t j0 : {0, 5, 32}) {
       if (rows + j0 > kW) continue;
       for (int64_t n : {1, 7, 8, 9, 63, 64, 65, 130}) {
-        const int64_t ld_bytes = 4 * n + 6;  // rows 2 bytes off alignment in turn
+        const int64_t ld_bytes = kBytes * n + 6;  // rows off alignment in turn
         std::vector<std::byte> src(static_cast<size_t>(rows * ld_bytes + 8));
         for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 131 + 7) % 256);
-        const std::byte* first = src.data() + 2;
-        std::vector<uint32_t> panel(static_cast<size_t>(n * kW), kUntouched);
-        kt.rows_to_panel32(rows, n, first, ld_bytes, panel.data(), j0);
+        const std::byte* first = src.data() + 1;
+        std::vector<Value> panel(static_cast<size_t>(n * kW), kUntouched);
+        rows_to_panel(rows, n, first, ld_bytes, panel.data(), j0);
         for (int64_t k = 0; k < n; ++k)
           for (int64_t j = 0; j < kW; ++j) {
-            uint32_t want = kUntouched;
-            if (j >= j0 && j < j0 + rows) std::memcpy(&want, first + (j - j0) * ld_bytes + 4 * k, 4);
+            Value want = kUntouched;
+            if (j >= j0 && j < j0 + rows) std::memcpy(&want, first + (j - j0) * ld_bytes + kBytes * k, kBytes);
             ASSERT_EQ(panel[static_cast<size_t>(k * kW + j)], want)
-                << "rows=" << rows << " j0=" << j0 << " n=" << n << " k=" << k << " j=" << j;
+                << kBytes * 8 << "-bit rows=" << rows << " j0=" << j0 << " n=" << n << " k=" << k << " j=" << j;
           }
       }
     }
+}
+
+TEST_P(TypedKernels, RowsToPanelCopiesEveryBitToItsPlace) {
+  const auto& kt = kernel_table(GetParam());
+  expect_rows_to_panel_copies_bits<uint32_t>(kt.rows_to_panel32);
+  expect_rows_to_panel_copies_bits<uint16_t>(kt.rows_to_panel16);
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(TypedKernels);

@@ -1,7 +1,10 @@
-// Rows of 32-bit values laid into a panel's columns (contract in kernels.hpp), 8 rows × 8
-// values at a time transposed in registers (transpose_avx2.hpp), 64 values of k at a time
-// so that the writes stay within 16 KiB of the panel; the edges one value at a time.
+// Rows of 32- and 16-bit values laid into a panel's columns (contracts in kernels.hpp),
+// 8 rows × 8 values at a time transposed in registers (32-bit: transpose_avx2.hpp; 16-bit:
+// three rounds of unpacks), 64 values of k at a time so that the writes stay within a few
+// KiB of the panel; the edges one value at a time.
 // Compiled with -mavx2 (this file only); called only when the CPU has it.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -28,6 +31,54 @@ void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = r < full_rows ? full_n : 0; k < n; ++k)
       std::memcpy(panel + k * kPanelWidth + j0 + r, src + r * ld_bytes + 4 * k, 4);
+}
+
+namespace {
+
+// An 8 × 8 block of 16-bit values: row i at rows[i] (any alignment) stored as column i at
+// out[c·64 + i], c < 8.
+void transpose_8x8_16(const std::byte* const rows[8], uint16_t* out) {
+  __m128i r[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[i]));
+  // Pairs of rows interleaved: a[2p] holds values 0–3 of rows 2p, 2p + 1; a[2p + 1] values 4–7.
+  __m128i a[8];
+  for (int p = 0; p < 4; ++p) {
+    a[2 * p] = _mm_unpacklo_epi16(r[2 * p], r[2 * p + 1]);
+    a[2 * p + 1] = _mm_unpackhi_epi16(r[2 * p], r[2 * p + 1]);
+  }
+  // Quads of rows: b[4q + h] holds values 2h, 2h + 1 of rows 4q … 4q + 3.
+  __m128i b[8];
+  for (int q = 0; q < 2; ++q) {
+    b[4 * q] = _mm_unpacklo_epi32(a[4 * q], a[4 * q + 2]);
+    b[4 * q + 1] = _mm_unpackhi_epi32(a[4 * q], a[4 * q + 2]);
+    b[4 * q + 2] = _mm_unpacklo_epi32(a[4 * q + 1], a[4 * q + 3]);
+    b[4 * q + 3] = _mm_unpackhi_epi32(a[4 * q + 1], a[4 * q + 3]);
+  }
+  // Value c of all 8 rows.
+  for (int h = 0; h < 4; ++h) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * h) * kPanelWidth), _mm_unpacklo_epi64(b[h], b[h + 4]));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (2 * h + 1) * kPanelWidth), _mm_unpackhi_epi64(b[h], b[h + 4]));
+  }
+}
+
+}  // namespace
+
+void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
+                          int64_t j0) {
+  const int64_t full_rows = rows / 8 * 8, full_n = n / 8 * 8;
+  constexpr int64_t kStep = 64;
+  for (int64_t k0 = 0; k0 < full_n; k0 += kStep) {
+    const int64_t k1 = std::min(full_n, k0 + kStep);
+    for (int64_t r0 = 0; r0 < full_rows; r0 += 8)
+      for (int64_t k = k0; k < k1; k += 8) {
+        const std::byte* block_rows[8];
+        for (int i = 0; i < 8; ++i) block_rows[i] = src + (r0 + i) * ld_bytes + 2 * k;
+        transpose_8x8_16(block_rows, panel + k * kPanelWidth + j0 + r0);
+      }
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = r < full_rows ? full_n : 0; k < n; ++k)
+      std::memcpy(panel + k * kPanelWidth + j0 + r, src + r * ld_bytes + 2 * k, 2);
 }
 
 }  // namespace ffn::kernels
