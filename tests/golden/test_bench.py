@@ -36,18 +36,18 @@ def test_rows_cover_every_pass_and_token_count(bench_json):
             assert math.isfinite(r[key]) and r[key] > 0, (key, r)
 
 
-def test_forward_rows_are_also_judged_against_the_memory_roof_beside_them(bench_json):
-    """Each forward row carries the memory roof measured around it and the efficiency
-    against it (same roofline formula, same compute roof as the row's); the training rows,
-    timed after, are judged by the run's roofs only."""
+def test_forward_rows_are_also_judged_against_the_roofs_beside_them(bench_json):
+    """Each forward row carries the memory and compute roofs measured around it and the
+    efficiency against them (same roofline formula); the training rows, timed after, are
+    judged by the run's roofs only."""
     rows = bench_json[0]["rows"]
     for r in rows:
         if r["pass"] != "forward":
             assert "efficiency_beside" not in r and "roofs_beside" not in r, r
             continue
         beside = r["roofs_beside"]
-        assert beside["compute_gflops"] == r["compute_roof_gflops"], r
-        assert math.isfinite(beside["memory_gbps"]) and beside["memory_gbps"] > 0, r
+        for key in ("compute_gflops", "memory_gbps"):
+            assert math.isfinite(beside[key]) and beside[key] > 0, r
         weights = 3 * 64 * 96 * 4  # f32 bytes
         moved = weights + 8 * r["tokens"] * 64
         flops = 2 * 3 * 64 * 96 * r["tokens"]

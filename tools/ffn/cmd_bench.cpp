@@ -92,11 +92,12 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
   return r;
 }
 
-// The memory roof beside each forward row: measured again just after the row (best of 3),
+// The roofs beside each forward row: the memory roof and the row's compute roof (the FMA
+// chains', or vdpbf16ps's for bf16 dot rows) measured again just after the row (best of 3),
 // and the row judged against the mean of that and the one just before it (the previous
-// row's, or the run's first). Memory bandwidth is what drifts on this shared machine (28–84
-// GB/s within an hour) while the FMA roof stays within a few per cent, so the compute roof
-// stays the run's: measuring it takes 0.1 s a repetition.
+// row's of the same kind, or the run's first). Memory bandwidth drifts most on this shared
+// machine (28–84 GB/s within an hour), but a busy neighbour can take the FMA ports too: a
+// run's bf16 roof once read 581 GFLOP/s at its start against 900 at its end.
 constexpr int kBesideReps = 3;
 
 // Warm-up: at least one forward and at least kWarmUpMs of them. After another process
@@ -170,8 +171,8 @@ void run_bench(const BenchOptions& o) {
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
       "(streaming read of 1 GiB, best of 5 rounds of 3 read patterns)\n"
-      "efficiency: against these roofs; beside: against the memory roof measured again just before and just "
-      "after the row (mean of the two, best of 3 rounds each)\n\n",
+      "efficiency: against these roofs; beside: against the memory roof and the row's compute roof measured again "
+      "just before and just after the row (mean of the two, best of 3 rounds each)\n\n",
       fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
   const Roofs roofs{compute, memory};
   if (bf16_compute > 0)
@@ -187,7 +188,7 @@ void run_bench(const BenchOptions& o) {
     return type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
   };
   double peak_rss = 0;  // sampled after every row, before the memory roof's 1 GiB buffer exists
-  double memory_before = memory;
+  double memory_before = memory, compute_before = compute, bf16_compute_before = bf16_compute;
   for (WeightType type : types) {
     const auto bytes = weight_bytes(config, type);
     if (!bytes) {
@@ -203,9 +204,15 @@ void run_bench(const BenchOptions& o) {
       const double ms = median_ms(typed, x, y, pool, o.reps);
       const double row_rss = rss_mb();
       peak_rss = std::max(peak_rss, row_rss);
+      const bool dot = type == WeightType::bf16 && bf16_compute > 0;
       const double memory_after = measure_memory_roof(pool, kBesideReps);
       const double memory_beside = 0.5 * (memory_before + memory_after);
       memory_before = memory_after;
+      double& compute_before_row = dot ? bf16_compute_before : compute_before;
+      const double compute_after =
+          dot ? measure_bf16_dot_roof_gflops(pool, kBesideReps) : measure_compute_roof_gflops(pool, kBesideReps);
+      const double compute_beside = 0.5 * (compute_before_row + compute_after);
+      compute_before_row = compute_after;
       BenchRow r;
       r.dtype = std::string(weight_type_info(type).name);
       r.pass = "forward";
@@ -215,9 +222,8 @@ void run_bench(const BenchOptions& o) {
       r.weight_bytes = double(*bytes);
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
       r.path = packed_path(type, config.variant.gated);
-      const bool dot = type == WeightType::bf16 && bf16_compute > 0;
       const double row_compute = dot ? bf16_compute : compute;
-      const Roofs beside{row_compute, memory_beside};
+      const Roofs beside{compute_beside, memory_beside};
       rows.push_back(print_bench_row(r, Roofs{row_compute, memory}, config, o.threads, &beside));
       rows.back()["rss_mb"] = row_rss;
     }
