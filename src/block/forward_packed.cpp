@@ -16,6 +16,7 @@
 // often runs slower than the other, and the stage ends when its last panel does.
 #include <algorithm>
 
+#include "block/bf16_activations.hpp"
 #include "block/packed_weights.hpp"
 #include "block/q8_buffer.hpp"
 #include "ffn/block.hpp"
@@ -59,15 +60,10 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
   // computed it (its panels are whole blocks of 32 hidden units).
   Q8Buffer xq = integer ? Q8Buffer(T, D) : Q8Buffer();
   Q8Buffer hq = integer ? Q8Buffer(T, H) : Q8Buffer();
-  // bf16 panels where the CPU dots bf16 pairs: x and h rounded to bf16, rows padded to
-  // even length (kernels.hpp), in buffers of the calling thread shared by the workers.
+  // bf16 panels where the CPU dots bf16 pairs: x and h rounded to bf16 (bf16_activations.hpp).
   const bool bf16_dot = w.type == WeightType::bf16 && k.bf16_dot_panel_gemm;
-  auto bf16_rows = [&](Scratch slot, int64_t K) {
-    return bf16_dot ? reinterpret_cast<uint16_t*>(scratch_matrix(slot, T, kernels::bf16_panel_rows(K) / 2).data)
-                    : nullptr;
-  };
-  uint16_t* const xb = bf16_rows(Scratch::x_bf16, D);
-  uint16_t* const hb = bf16_rows(Scratch::hidden_bf16, H);
+  uint16_t* const xb = bf16_dot ? bf16_activation_rows(Scratch::x_bf16, T, D) : nullptr;
+  uint16_t* const hb = bf16_dot ? bf16_activation_rows(Scratch::hidden_bf16, T, H) : nullptr;
   // One stage's activations in the forms the panel kernels take.
   struct Operand {
     ConstMatrixView f32;
@@ -112,12 +108,7 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       if (c1 > c0)
         kernels::quantize_q8_rows(w.type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
-  if (bf16_dot)
-    p.run([&](int ith, int nth) {
-      const auto [t0, t1] = split_range(T, ith, nth);
-      const int64_t ld = kernels::bf16_panel_rows(D);
-      if (t1 > t0) k.f32_to_bf16_rows(t1 - t0, D, x.row(t0), x.stride, xb + t0 * ld, ld);
-    });
+  if (bf16_dot) round_rows_to_bf16(k, x, xb, p);
   const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
   const Operand x_operand{x, xq, xb}, h_operand{h, hq, hb};
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "block/bf16_activations.hpp"
 #include "block/panels.hpp"
 #include "block/q8_buffer.hpp"
 #include "parallel/scratch.hpp"
@@ -137,20 +138,10 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
         kernels::quantize_q8_rows(type, T, D, c0, c1, x.data, x.stride, xq.qs.data(), xq.d.data(), xq.corr.data());
     });
 
-  // bf16_dot: x and h rounded to bf16, rows padded to even length, in buffers of the
-  // calling thread shared by the workers.
-  auto bf16_rows = [&](Scratch slot, int64_t K) {
-    return bf16_dot ? reinterpret_cast<uint16_t*>(scratch_matrix(slot, T, kernels::bf16_panel_rows(K) / 2).data)
-                    : nullptr;
-  };
-  uint16_t* const xb = bf16_rows(Scratch::x_bf16, D);
-  uint16_t* const hb = bf16_rows(Scratch::hidden_bf16, H);
-  if (bf16_dot)
-    p.run([&](int ith, int nth) {
-      const auto [t0, t1] = split_range(T, ith, nth);
-      const int64_t ld = kernels::bf16_panel_rows(D);
-      if (t1 > t0) k.f32_to_bf16_rows(t1 - t0, D, x.row(t0), x.stride, xb + t0 * ld, ld);
-    });
+  // bf16_dot: x and h rounded to bf16 (bf16_activations.hpp).
+  uint16_t* const xb = bf16_dot ? bf16_activation_rows(Scratch::x_bf16, T, D) : nullptr;
+  uint16_t* const hb = bf16_dot ? bf16_activation_rows(Scratch::hidden_bf16, T, H) : nullptr;
+  if (bf16_dot) round_rows_to_bf16(k, x, xb, p);
 
   const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
   const Operand x_operand{x.data, x.stride, xq, xb}, h_operand{h.data, H, hq, hb};
