@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ffn/accounting.hpp"
+#include "ffn/atomic_file.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"

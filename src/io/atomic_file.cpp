@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ffn/atomic_file.hpp"
 #include "ffn/error.hpp"
 
 namespace ffn::io {
@@ -60,3 +61,23 @@ void write_file_atomically(const std::string& path, const std::vector<Chunk>& ch
 }
 
 }  // namespace ffn::io
+
+namespace ffn {
+
+void write_file_atomically(const std::string& path, std::string_view content) {
+  io::write_file_atomically(path, {{content.data(), content.size()}});
+}
+
+void check_file_writable(const std::string& path, const std::string& what) {
+  if (path.empty()) throw Error(what + ": the path is empty");
+  std::string tmp = path + ".tmp.XXXXXX";
+  const int fd = mkstemp(tmp.data());
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(what + " '" + path + "': cannot be written (" + std::strerror(err) + ")");
+  }
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
+
+}  // namespace ffn

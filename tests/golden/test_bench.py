@@ -94,6 +94,31 @@ def test_backward_section_reports_memory_kept_per_token(bench_json):
     assert "1,024 bytes saved mode, 256 bytes recompute mode" in bench_json[1]
 
 
+def test_the_machine_is_named(bench_json):
+    """Ratios are against this machine's roofs: the header and the JSON say which machine
+    (CPUID family and model, and the caches Linux reports)."""
+    machine = bench_json[0]["machine"]
+    assert machine["family"] > 0 and machine["model"] >= 0
+    assert all(c["bytes"] > 0 and c["level"].startswith("L") for c in machine["caches"])
+    assert f"x86 family {machine['family']}, model {machine['model']}" in bench_json[1]
+
+
+def test_an_unwritable_json_path_fails_before_the_run(run_ffn, tmp_path):
+    target = tmp_path / "no-such-dir" / "bench.json"
+    p = run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--json", target,
+                check=False)
+    assert p.returncode == 1 and "--json" in p.stderr and "no-such-dir" in p.stderr
+    assert "roofs (this run)" not in p.stdout  # failed before measuring anything
+
+
+def test_the_json_is_written_whole_with_no_temporary_left(bench_json, run_ffn, tmp_path):
+    out = tmp_path / "bench.json"
+    out.write_text("old")
+    run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--json", out)
+    assert json.loads(out.read_text())["rows"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.json"]
+
+
 @pytest.mark.parametrize("variant", ["reglu", "gelu"])
 def test_peers_run_the_same_block(run_ffn, ffn_bin, tmp_path, variant):
     """Both peers time the block (PyTorch: the seeds' module; oneDNN when its peer is

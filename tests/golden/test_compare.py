@@ -78,6 +78,11 @@ def test_the_table_and_errors(run_ffn, tmp_path):
     bad = run_ffn("compare", "--data", data, "--variants", "gelu,swiglu,gelu", check=False)
     assert bad.returncode == 1 and "gelu named twice" in bad.stderr
     assert "tinyshakespeare.txt" in run_ffn("compare", "--help").stdout
+    # The curves are written at the end of a run of minutes: an unwritable path fails first.
+    for option in ("--csv", "--svg"):
+        bad = run_ffn("compare", "--data", data, option, tmp_path / "no-such-dir" / "out", check=False)
+        assert bad.returncode == 1 and option in bad.stderr and "no-such-dir" in bad.stderr
+        assert "validation loss" not in bad.stderr  # nothing was trained
 
 
 def test_plot_and_resume_from_saved_state(run_ffn, tiny_run, tiny_dir):

@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "across_processes.hpp"
+#include "ffn/atomic_file.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
@@ -159,7 +159,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
                        {"threads_per_process", threads},
                        {"isa", std::string(isa_name(active_isa()))},
                        {"rows", rows}};
-    std::ofstream(o.json_path) << out.dump(2) << "\n";
+    write_file_atomically(o.json_path, out.dump(2) + "\n");
   }
 }
 

@@ -20,6 +20,7 @@
 #include "bench_rows.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
+#include "ffn/atomic_file.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
@@ -27,6 +28,7 @@
 #include "ffn/presets.hpp"
 #include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "machine.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -154,13 +156,17 @@ void run_bench(const BenchOptions& o) {
     if (v < 1 || v > 65536) throw Error("tokens = " + t + ": must be in [1, 65536]");
     token_counts.push_back(v);
   }
+  // The results are written at the end of a run of minutes: a path that cannot be written fails now.
+  if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
   if (o.tp) return run_bench_across_processes({config, label, token_counts, o.threads, o.reps, o.json_path});
   ThreadPool pool(o.threads);
+  const MachineDescription machine = describe_machine();
   const Accounting acc = account(config);
   std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", label.c_str(),
               variant_name(config.variant).c_str(), static_cast<long long>(config.d_model),
               static_cast<long long>(config.hidden), o.threads, o.threads == 1 ? "" : "s",
               std::string(isa_name(active_isa())).c_str());
+  std::printf("%s\n", machine_line(machine).c_str());
   std::fflush(stdout);
 
   // Packed bf16 blocks on AVX512_BF16 run bf16 dot products: their rows are judged against
@@ -291,8 +297,9 @@ void run_bench(const BenchOptions& o) {
     if (end.bf16_dot > 0) roofs_json["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
     nlohmann::json out{{"roofs", roofs_json},
                        {"isa", std::string(isa_name(active_isa()))},
+                       {"machine", machine_json(machine)},
                        {"rows", rows}};
-    std::ofstream(o.json_path) << out.dump(2) << "\n";
+    write_file_atomically(o.json_path, out.dump(2) + "\n");
   }
 }
 

@@ -8,12 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "across_processes.hpp"
 #include "commands.hpp"
+#include "ffn/atomic_file.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/train.hpp"
@@ -150,10 +150,7 @@ void write_svg(const std::string& path, const std::vector<VariantResult>& result
         << results[v].name << "  " << fixed(lines[v].back().second, 4) << "</text>\n";
   }
   svg << "</svg>\n";
-  std::ofstream file(path);
-  if (!file) throw Error("--svg '" + path + "': cannot be written");
-  file << svg.str();
-  if (!file) throw Error("--svg '" + path + "': write failed");
+  write_file_atomically(path, svg.str());
 }
 
 void run_compare(const CompareOptions& o) {
@@ -210,6 +207,9 @@ void run_compare(const CompareOptions& o) {
   if (o.save_every < 0) throw Error("--save-every = " + std::to_string(o.save_every) + ": must be ≥ 0");
   const std::string state_dir = o.resume_dir.empty() ? o.save_dir : o.resume_dir;
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
+  // The files are written at the end of a run of minutes: a path that cannot be written fails now.
+  if (!o.csv_path.empty()) check_file_writable(o.csv_path, "--csv");
+  if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
   const std::string path = resolve_data(o.data);
   const ByteData data = ByteData::from_file(path);
   Collective* data_parallel = data_parallel_group();  // under mpirun: every batch split across the processes
@@ -349,15 +349,14 @@ void run_compare(const CompareOptions& o) {
         seeds == 1 ? "" : "s", clock_text(elapsed()).c_str());
 
   if (!o.csv_path.empty()) {
-    std::ofstream csv(o.csv_path);
-    if (!csv) throw Error("--csv '" + o.csv_path + "': cannot be written");
+    std::ostringstream csv;
     csv << "variant,seed,step,train_loss,valid_loss\n";
     csv.precision(9);
     for (const auto& r : results)
       for (size_t s = 0; s < r.runs.size(); ++s)
         for (const auto& p : r.runs[s].curve)
           csv << r.name << ',' << s + 1 << ',' << p.step << ',' << p.train_loss << ',' << p.valid_loss << '\n';
-    if (!csv) throw Error("--csv '" + o.csv_path + "': write failed");
+    write_file_atomically(o.csv_path, csv.str());
   }
   if (!o.svg_path.empty()) write_svg(o.svg_path, results, train_opts.steps);
   if (o.json) {
