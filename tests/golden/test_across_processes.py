@@ -9,6 +9,7 @@ launcher with its options; without it these tests report themselves skipped.
   over 40 steps that stays below 1e-5 nats, the tolerance (a lost or doubled share of the
   batch moves the loss by 1e-2 or more within a few steps)."""
 import csv
+import json
 import os
 import shlex
 import subprocess
@@ -62,3 +63,21 @@ def test_compare_data_parallel_matches_one_process(tmp_path, ffn_bin, run_ffn):
     for a, b in zip(one, two):
         for key in ("train_loss", "valid_loss"):
             assert abs(float(a[key]) - float(b[key])) <= 1e-5, (key, a, b)
+
+
+def test_bench_split_across_processes(tmp_path, ffn_bin):
+    """`ffn bench --tp`: process 0 alone prints the table and writes the JSON — a row per
+    token count, the split's time made of its slice and its all-reduce, and the machine."""
+    out = tmp_path / "tp.json"
+    p = mpirun(ffn_bin, 2, "bench", "--tp", "--d", 64, "--hidden", 96, "--tokens", "1,3", "--reps", 2, "--threads", 1,
+               "--json", out)
+    assert p.stdout.count("ffn bench --tp") == 1 and "split over 2 processes" in p.stdout
+    result = json.loads(out.read_text())
+    assert result["processes"] == 2 and result["d"] == 64 and result["hidden"] == 96
+    assert result["machine"]["family"] > 0
+    assert [r["tokens"] for r in result["rows"]] == [1, 3]
+    for r in result["rows"]:
+        assert r["ms"] > 0 and r["slice_ms"] > 0 and r["allreduce_ms"] >= 0 and r["one_process_ms"] > 0
+        assert 0 <= r["allreduce_share"] <= 1
+        assert r["bytes_per_token_per_process"] == 4 * 64
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["tp.json"]  # no temporary left

@@ -20,6 +20,7 @@
 #include "ffn/isa.hpp"
 #include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "machine.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -113,6 +114,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
         o.label.c_str(), variant_name(c.variant).c_str(), (long long)c.d_model, (long long)c.hidden, P,
         (long long)hidden_slice(c.hidden, P - 1, P).size(), (long long)tp.slice().size(), threads,
         threads == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
+    std::printf("%s (process 0)\n", machine_line(describe_machine()).c_str());
     std::printf(
         "each forward all-reduces y = T·%lld floats: %lld bytes per token from each process (%lld from all "
         "%d); times are the slowest process's, medians of %d\n\n",
@@ -158,6 +160,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
                        {"processes", P},
                        {"threads_per_process", threads},
                        {"isa", std::string(isa_name(active_isa()))},
+                       {"machine", machine_json(describe_machine())},
                        {"rows", rows}};
     write_file_atomically(o.json_path, out.dump(2) + "\n");
   }
