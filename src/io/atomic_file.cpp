@@ -70,6 +70,9 @@ void write_file_atomically(const std::string& path, std::string_view content) {
 
 void check_file_writable(const std::string& path, const std::string& what) {
   if (path.empty()) throw Error(what + ": the path is empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(what + " '" + path + "': is a folder, not a file");
   std::string tmp = path + ".tmp.XXXXXX";
   const int fd = mkstemp(tmp.data());
   if (fd < 0) {

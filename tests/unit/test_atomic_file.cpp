@@ -44,6 +44,8 @@ TEST(AtomicFile, AnUnwritablePathIsAnErrorNamingIt) {
   expect_error([&] { check_file_writable(missing, "--json"); },
                {"--json", "no-such-dir/out.json", "cannot be written"});
   expect_error([&] { check_file_writable("", "--csv"); }, {"--csv", "empty"});
+  // A folder passes the temporary-file test but could never be renamed onto.
+  expect_error([&] { check_file_writable(dir.str(), "--json"); }, {"--json", "is a folder"});
   EXPECT_EQ(files_in(dir.str()), 0u);
 }
 
