@@ -97,6 +97,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
   const TensorParallelBlock tp(*whole, comm, 1);
   if (comm.rank() != 0) whole.reset();  // only rank 0 runs the one-process comparison
   const bool root = comm.rank() == 0;
+  const MachineDescription machine = describe_machine();  // process 0's is printed
   // Roofs of each process while all of them measure at once (what a process gets when all
   // run): the FMA loop on its threads, then a streaming read of 256 MiB per process.
   comm.barrier();
@@ -114,7 +115,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
         o.label.c_str(), variant_name(c.variant).c_str(), (long long)c.d_model, (long long)c.hidden, P,
         (long long)hidden_slice(c.hidden, P - 1, P).size(), (long long)tp.slice().size(), threads,
         threads == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
-    std::printf("%s (process 0)\n", machine_line(describe_machine()).c_str());
+    std::printf("%s (process 0)\n", machine_line(machine).c_str());
     std::printf(
         "each forward all-reduces y = T·%lld floats: %lld bytes per token from each process (%lld from all "
         "%d); times are the slowest process's, medians of %d\n\n",
@@ -160,7 +161,7 @@ void run(const BenchAcrossProcesses& o, Communicator& comm) {
                        {"processes", P},
                        {"threads_per_process", threads},
                        {"isa", std::string(isa_name(active_isa()))},
-                       {"machine", machine_json(describe_machine())},
+                       {"machine", machine_json(machine)},
                        {"rows", rows}};
     write_file_atomically(o.json_path, out.dump(2) + "\n");
   }
