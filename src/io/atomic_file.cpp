@@ -18,11 +18,18 @@ namespace {
   throw Error(what + " '" + path + "': " + std::strerror(err));
 }
 
+// A new, empty file in path's folder, named after it (path.tmp.XXXXXX, mkstemp's unique
+// suffix): its descriptor, or −1 with errno set; `tmp` receives its name.
+int create_temporary_beside(const std::string& path, std::string& tmp) {
+  tmp = path + ".tmp.XXXXXX";
+  return mkstemp(tmp.data());
+}
+
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::vector<Chunk>& chunks) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = create_temporary_beside(path, tmp);
   if (fd < 0) fail("cannot create a temporary file for", path, errno);
   auto abandon = [&](const std::string& what) {
     const int err = errno;
@@ -73,8 +80,8 @@ void check_file_writable(const std::string& path, const std::string& what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error(what + " '" + path + "': is a folder, not a file");
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = io::create_temporary_beside(path, tmp);
   if (fd < 0) {
     const int err = errno;
     throw Error(what + " '" + path + "': cannot be written (" + std::strerror(err) + ")");
