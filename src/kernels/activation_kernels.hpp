@@ -6,8 +6,9 @@
 //   gated_backward(a, g, u, dh, h, du, dg, n): h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
 //                                             dg[i] = (dh[i] · u[i]) · act'(g[i])
 // Outputs must not overlap inputs (except v and u, updated in place). Accuracy per
-// element: the formula's few f32 roundings plus its exp / erfc / tanh (libm in scalar,
-// SLEEF's u10/u15 functions in AVX2 and AVX-512): tested in test_activation.cpp.
+// element: the formula's few f32 roundings plus its exp / erfc / tanh (libm in scalar;
+// SLEEF's u10 exp / tanh and erfc_f32.hpp's erfc, ≤ 6 ulp, in AVX2 and AVX-512): tested in
+// test_activation.cpp.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,9 @@ struct ActivationTable {
   void (*backward)(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
   void (*gated_backward)(Activation a, const float* g, const float* u, const float* dh, float* h, float* du, float* dg,
                          int64_t n);
+  // out[i] = erfc(z[i]) as the gelu formulas evaluate it (its own bound is tested in
+  // test_erfc.cpp).
+  void (*erfc)(const float* z, float* out, int64_t n);
 };
 
 extern const ActivationTable activation_table_scalar;

@@ -1,10 +1,11 @@
 // The activations and their derivatives, written once over an element-wise math traits
 // type M (ScalarMath, Avx2Math, Avx512Math: add/sub/mul/div, relu, step, exp, erfc, tanh,
 // loads and masked tails). Every formula is evaluated in the same order of f32 operations
-// on every ISA, so ISAs differ only by their exp / erfc / tanh (libm's within a few ulps,
-// SLEEF's within 1.0–1.5 ulps). Each element's result depends on its inputs alone — the
-// tail of an array goes through the same vector functions under a mask — so splitting an
-// array anywhere (across threads or tiles) never changes a bit.
+// on every ISA, so ISAs differ only by their exp / erfc / tanh (libm's within a few ulps;
+// SLEEF's exp / tanh within 1.0 ulp, erfc_f32.hpp's erfc within 6). Each element's result
+// depends on its inputs alone — the tail of an array goes through the same vector
+// functions under a mask — so splitting an array anywhere (across threads or tiles) never
+// changes a bit.
 #pragma once
 
 #include <algorithm>
@@ -120,7 +121,7 @@ void with_derivative(Activation a, Body body) {
   }
 }
 
-// The four entry points of ActivationTable (contracts in activation_kernels.hpp).
+// The entry points of ActivationTable (contracts in activation_kernels.hpp).
 template <class M>
 struct ActivationLoops {
   using V = typename M::Vec;
@@ -157,7 +158,10 @@ struct ActivationLoops {
   static void activation_to(Activation a, const float* in, float* out, int64_t n) {
     with_activation<M>(a, [&](auto act) { map_unary<M>(in, out, n, act); });
   }
-  static constexpr ActivationTable table{activation, gated, backward, gated_backward};
+  static void erfc(const float* z, float* out, int64_t n) {
+    map_unary<M>(z, out, n, [](V v) { return M::erfc(v); });
+  }
+  static constexpr ActivationTable table{activation, gated, backward, gated_backward, erfc};
 };
 
 }  // namespace ffn::kernels

@@ -335,7 +335,8 @@ const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_kernels();
 
 // Activations in f32 on the active ISA (activation_kernels.hpp: libm in scalar, SLEEF's
-// vector exp / erfc / tanh in AVX2 and AVX-512, every formula in the same f32 order):
+// vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512, every formula in the same
+// f32 order):
 //   f32_activation:       v[i] = act(v[i])                 (2-matrix blocks)
 //   f32_gated_activation: u[i] = act(g[i]) · u[i]          (gated blocks)
 // NaN propagates; ±Inf give what IEEE arithmetic of the formula gives (as PyTorch).

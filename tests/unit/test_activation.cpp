@@ -4,8 +4,8 @@
 //
 // Tolerance, per element: |f32 − exact| ≤ (16 + 4·κ(x))·u·|exact| + 1e−36, u = 2⁻²⁴, where
 // κ(x) = |x·f′(x)/f(x)| is the condition number of f at x. Why each term:
-//   16·u — SLEEF's exp/tanh are within 1.0 ulp and erfc within 1.5 ulp (libm's similar),
-//          plus up to five f32 roundings in the formula (e.g. 0.5·x·(1 + tanh(·)));
+//   16·u — SLEEF's exp/tanh are within 1.0 ulp, erfc_f32's erfc within 6 ulp (libm's a
+//          few), plus up to five f32 roundings in the formula (e.g. 0.5·x·(1 + tanh(·)));
 //   4·κ·u — the formula's inner argument (−x/√2, x + 0.044715·x³, −x) is itself rounded, by
 //          up to ~3u, and f amplifies a relative error in its argument by about κ (for gelu
 //          at x = −10 that is ~100: the result is then good to ~10⁻⁵, as PyTorch's f32 is);

@@ -1,5 +1,5 @@
 // AVX-512 element-wise operations for the activation loops (activation_tiles.hpp): the
-// arithmetic, masked tails, and SLEEF's vector exp / erfc / tanh (1.0, 1.5 and 1.0 ulp).
+// arithmetic, masked tails, SLEEF's vector exp and tanh (1.0 ulp) and erfc_f32 (≤ 6 ulp).
 // Include only from files compiled with -mavx512f -mavx2 -mfma (see src/CMakeLists.txt).
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <sleef.h>
 
 #include <cstdint>
+
+#include "kernels/erfc_f32.hpp"
 
 namespace ffn::kernels {
 
@@ -24,6 +26,14 @@ struct Avx512Math {
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }  // a·b + c, rounded once
+  static Vec abs(Vec v) { return _mm512_abs_ps(v); }
+  // min(v, hi) with NaN kept (vminps returns its second operand when either is NaN).
+  static Vec min_keep_nan(Vec v, float hi) { return _mm512_min_ps(set1(hi), v); }
+  // z < 0 ? if_negative : otherwise, lane by lane (NaN and −0 take otherwise).
+  static Vec negative_select(Vec z, Vec if_negative, Vec otherwise) {
+    return _mm512_mask_mov_ps(otherwise, _mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_LT_OQ), if_negative);
+  }
   // clamp(v, lo, hi); a NaN v gives lo or hi (callers keep NaN through another term).
   static Vec clamp(Vec v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, set1(lo)), set1(hi)); }
   // v < 0 ? 0 : v, lane by lane: NaN and −0 are kept (the comparison is false for them).
@@ -35,7 +45,7 @@ struct Avx512Math {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f));
   }
   static Vec exp(Vec v) { return Sleef_expf16_u10avx512f(v); }
-  static Vec erfc(Vec v) { return Sleef_erfcf16_u15avx512f(v); }
+  static Vec erfc(Vec v) { return erfc_f32<Avx512Math>(v); }
   static Vec tanh(Vec v) { return Sleef_tanhf16_u10avx512f(v); }
 };
 
