@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <string>
 
+#include "block/bias_rows.hpp"
 #include "block/panels.hpp"
 #include "block/training_views.hpp"
 #include "ffn/backward.hpp"
@@ -156,10 +157,10 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
       int64_t ld = H;
       if (recompute) {  // as forward_train computes them, so with the cached values' bits
         gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u_tile.data, kHiddenChunk);
-        if (c.bias) training::add_bias_rows(u_tile.data, kHiddenChunk, T, w.up_bias.data() + c0, nb);
+        if (c.bias) add_bias_rows(u_tile.data, kHiddenChunk, T, w.up_bias.data() + c0, nb);
         if (gated) {
           gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g_tile.data, kHiddenChunk);
-          if (c.bias) training::add_bias_rows(g_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
+          if (c.bias) add_bias_rows(g_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
         }
         u = u_tile.data;
         g = g_tile.data;

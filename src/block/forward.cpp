@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 
+#include "block/bias_rows.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
 #include "kernels/kernels.hpp"
@@ -26,11 +27,6 @@ void check_view(const char* name, ConstMatrixView v, int64_t D) {
   if (v.rows < 0) throw Error(n + " has a negative number of rows (" + std::to_string(v.rows) + ")");
   if (v.stride < v.cols) throw Error(n + " has row stride " + std::to_string(v.stride) + " < columns " + std::to_string(v.cols));
   if (v.rows > 0 && !v.data) throw Error(n + " has no data");
-}
-
-void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t n) {
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
 }
 
 }  // namespace
@@ -68,10 +64,9 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
       if (gated) {
         gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, gate_tile.data, kHiddenChunk);
         if (config_.bias) add_bias_rows(gate_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
-        for (int64_t t = 0; t < T; ++t)
-          kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
+        kernels::f32_gated_activation_rows(act, T, nb, gate_tile.data, kHiddenChunk, h_tile, H, h_tile, H);
       } else {
-        for (int64_t t = 0; t < T; ++t) kernels::f32_activation(act, h_tile + t * H, nb);
+        kernels::f32_activation_rows(act, T, nb, h_tile, H, h_tile, H);
       }
     }
   });

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "block/bf16_activations.hpp"
+#include "block/bias_rows.hpp"
 #include "block/packed_weights.hpp"
 #include "block/q8_buffer.hpp"
 #include "ffn/block.hpp"
@@ -120,20 +121,17 @@ void Block::forward_packed(ConstMatrixView x, MatrixView y, ThreadPool& p) const
     for (int64_t panel = p0; panel < p1; ++panel) {
       panel_product(w.first_panel(panel), D, x_operand, t0, n, tile.data);
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
-      for (int64_t t = 0; t < n; ++t) {
-        float* c = tile.row(t);
-        float* ht = h.row(t0 + t) + u0;
-        // Gated: columns 0–31 are the gate's, 32–63 the up projection's.
-        const float* up = gated ? c + kW / 2 : c;
-        for (int64_t i = 0; i < nu; ++i) ht[i] = config_.bias ? up[i] + w.up_bias.data()[u0 + i] : up[i];
-        if (gated) {
-          if (config_.bias)
-            for (int64_t i = 0; i < nu; ++i) c[i] += w.gate_bias.data()[u0 + i];
-          kernels::f32_gated_activation(act, c, ht, nu);
-        } else {
-          kernels::f32_activation(act, ht, nu);
-        }
+      // Gated: columns 0–31 are the gate's, 32–63 the up projection's. The biases are
+      // added in the tile, and the activation writes h from it in one call for the tile.
+      float* const up = gated ? tile.data + kW / 2 : tile.data;
+      if (config_.bias) {
+        add_bias_rows(up, kW, n, w.up_bias.data() + u0, nu);
+        if (gated) add_bias_rows(tile.data, kW, n, w.gate_bias.data() + u0, nu);
       }
+      if (gated)
+        kernels::f32_gated_activation_rows(act, n, nu, tile.data, kW, up, kW, h.row(t0) + u0, h.stride);
+      else
+        kernels::f32_activation_rows(act, n, nu, up, kW, h.row(t0) + u0, h.stride);
     }
     const int64_t u0 = p0 * w.units_per_panel, u1 = std::min(H, p1 * w.units_per_panel);
     if (integer) {

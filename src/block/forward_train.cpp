@@ -4,6 +4,7 @@
 // to it, and a backward that recomputes the pre-activations gets the cached values' bits.
 #include <algorithm>
 
+#include "block/bias_rows.hpp"
 #include "block/training_views.hpp"
 #include "ffn/backward.hpp"
 #include "kernels/kernels.hpp"
@@ -58,19 +59,14 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
       const int64_t nb = std::min(kHiddenChunk, h1 - c0);
       float* u = cache.up.data() + c0;
       gemm_nt(T, nb, D, x.data, x.stride, w.up.row(c0), D, u, H);
-      if (c.bias) training::add_bias_rows(u, H, T, w.up_bias.data() + c0, nb);
-      float* g = gated ? cache.gate.data() + c0 : nullptr;
+      if (c.bias) add_bias_rows(u, H, T, w.up_bias.data() + c0, nb);
       if (gated) {
+        float* g = cache.gate.data() + c0;
         gemm_nt(T, nb, D, x.data, x.stride, w.gate.row(c0), D, g, H);
-        if (c.bias) training::add_bias_rows(g, H, T, w.gate_bias.data() + c0, nb);
-      }
-      for (int64_t t = 0; t < T; ++t) {
-        float* h_row = h.row(t) + c0;
-        std::copy(u + t * H, u + t * H + nb, h_row);
-        if (gated)
-          kernels::f32_gated_activation(act, g + t * H, h_row, nb);
-        else
-          kernels::f32_activation(act, h_row, nb);
+        if (c.bias) add_bias_rows(g, H, T, w.gate_bias.data() + c0, nb);
+        kernels::f32_gated_activation_rows(act, T, nb, g, H, u, H, h.row(0) + c0, h.stride);
+      } else {
+        kernels::f32_activation_rows(act, T, nb, u, H, h.row(0) + c0, h.stride);
       }
     }
   });
@@ -79,7 +75,7 @@ void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardC
     const auto [d0, d1] = split_range(D, ith, nth, kSplitAlign);
     if (d1 <= d0) return;
     gemm_nt(T, d1 - d0, H, h.data, H, w.down.row(d0), H, y.data + d0, y.stride);
-    if (c.bias) training::add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
+    if (c.bias) add_bias_rows(y.data + d0, y.stride, T, w.down_bias.data() + d0, d1 - d0);
   });
 }
 

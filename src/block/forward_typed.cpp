@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "block/bf16_activations.hpp"
+#include "block/bias_rows.hpp"
 #include "block/panels.hpp"
 #include "block/q8_buffer.hpp"
 #include "parallel/scratch.hpp"
@@ -39,11 +40,6 @@ constexpr int64_t kDownChunk = 64;    // W_down rows widened at a time on the ma
 using panels::kW;
 
 bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0; }
-
-void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t n) {
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
-}
 
 }  // namespace
 
@@ -159,9 +155,9 @@ void Block::forward_stored(ConstMatrixView x, MatrixView y, ThreadPool& p) const
       if (gated) {
         product(w.gate, c0, nb, x_operand, gate_tile.data, kHiddenChunk);
         if (config_.bias) add_bias_rows(gate_tile.data, kHiddenChunk, T, w.gate_bias.data() + c0, nb);
-        for (int64_t t = 0; t < T; ++t) kernels::f32_gated_activation(act, gate_tile.row(t), h_tile + t * H, nb);
+        kernels::f32_gated_activation_rows(act, T, nb, gate_tile.data, kHiddenChunk, h_tile, H, h_tile, H);
       } else {
-        for (int64_t t = 0; t < T; ++t) kernels::f32_activation(act, h_tile + t * H, nb);
+        kernels::f32_activation_rows(act, T, nb, h_tile, H, h_tile, H);
       }
     }
     if (integer) kernels::quantize_q8_rows(type, T, H, h0, h1, h.data, H, hq.qs.data(), hq.d.data(), hq.corr.data());

@@ -32,10 +32,4 @@ inline bool overlap(ConstMatrixView a, ConstMatrixView b) {
   return a.data < b_end && b.data < a_end;
 }
 
-// c[t][i] += bias[i] for t < T, i < n.
-inline void add_bias_rows(float* c, int64_t ldc, int64_t T, const float* bias, int64_t n) {
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < n; ++i) c[t * ldc + i] += bias[i];
-}
-
 }  // namespace ffn::training

@@ -22,10 +22,14 @@ const ActivationTable& activation_table(Isa isa) {
   return activation_table_scalar;
 }
 
-void f32_activation(Activation a, float* v, int64_t n) { activation_table(active_isa()).activation(a, v, n); }
+void f32_activation_rows(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
+                         int64_t ld_out) {
+  activation_table(active_isa()).activation(a, rows, cols, in, ld_in, out, ld_out);
+}
 
-void f32_gated_activation(Activation a, const float* g, float* u, int64_t n) {
-  activation_table(active_isa()).gated(a, g, u, n);
+void f32_gated_activation_rows(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
+                               int64_t ld_u, float* out, int64_t ld_out) {
+  activation_table(active_isa()).gated(a, rows, cols, g, ld_g, u, ld_u, out, ld_out);
 }
 
 void f32_activation_backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n) {

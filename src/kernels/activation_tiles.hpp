@@ -125,22 +125,29 @@ void with_derivative(Activation a, Body body) {
 template <class M>
 struct ActivationLoops {
   using V = typename M::Vec;
-  static void activation(Activation a, float* v, int64_t n) {
-    with_activation<M>(a, [&](auto act) { map_unary<M>(v, v, n, act); });
+  static void activation(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
+                         int64_t ld_out) {
+    with_activation<M>(a, [&](auto act) {
+      for (int64_t r = 0; r < rows; ++r) map_unary<M>(in + r * ld_in, out + r * ld_out, cols, act);
+    });
   }
-  static void gated(Activation a, const float* g, float* u, int64_t n) {
-    with_activation<M>(a,
-                       [&](auto act) { map_binary<M>(g, u, u, n, [&](V gv, V uv) { return M::mul(act(gv), uv); }); });
+  static void gated(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
+                    int64_t ld_u, float* out, int64_t ld_out) {
+    with_activation<M>(a, [&](auto act) {
+      for (int64_t r = 0; r < rows; ++r)
+        map_binary<M>(g + r * ld_g, u + r * ld_u, out + r * ld_out, cols,
+                      [&](V gv, V uv) { return M::mul(act(gv), uv); });
+    });
   }
   static void backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n) {
-    activation_to(a, z, h, n);
+    activation(a, 1, n, z, n, h, n);
     with_derivative<M>(a,
                        [&](auto grad) { map_binary<M>(z, dh, dz, n, [&](V zv, V d) { return M::mul(d, grad(zv)); }); });
   }
   static void gated_backward(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,
                              float* dg, int64_t n) {
     // du holds act(g) first; h = act(g)·u is then the forward's product of the same floats.
-    activation_to(a, g, du, n);
+    activation(a, 1, n, g, n, du, n);
     map_binary<M>(du, u, h, n, [](V s, V uv) { return M::mul(s, uv); });
     map_binary<M>(dh, du, du, n, [](V d, V s) { return M::mul(d, s); });
     // dg = (dh·u)·act'(g), in the order autograd multiplies.
@@ -154,9 +161,6 @@ struct ActivationLoops {
                       M::mul(M::mul(M::load_tail(dh + i, r), M::load_tail(u + i, r)), grad(M::load_tail(g + i, r))), r);
       }
     });
-  }
-  static void activation_to(Activation a, const float* in, float* out, int64_t n) {
-    with_activation<M>(a, [&](auto act) { map_unary<M>(in, out, n, act); });
   }
   static void erfc(const float* z, float* out, int64_t n) {
     map_unary<M>(z, out, n, [](V v) { return M::erfc(v); });

@@ -337,11 +337,21 @@ const KernelTable& active_kernels();
 // Activations in f32 on the active ISA (activation_kernels.hpp: libm in scalar, SLEEF's
 // vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512, every formula in the same
 // f32 order):
-//   f32_activation:       v[i] = act(v[i])                 (2-matrix blocks)
-//   f32_gated_activation: u[i] = act(g[i]) · u[i]          (gated blocks)
+//   f32_activation_rows:       out[r][i] = act(in[r][i])           (2-matrix blocks)
+//   f32_gated_activation_rows: out[r][i] = act(g[r][i]) · u[r][i]  (gated blocks)
+// over rows × cols elements, each matrix's rows ld floats apart; out may be in (or u)
+// exactly — same pointer and stride — and must not overlap them otherwise. A tile is one
+// call: per-row calls of a few vectors each cost more than their arithmetic. The plain
+// forms take one row of n, in place.
 // NaN propagates; ±Inf give what IEEE arithmetic of the formula gives (as PyTorch).
-void f32_activation(Activation a, float* v, int64_t n);
-void f32_gated_activation(Activation a, const float* g, float* u, int64_t n);
+void f32_activation_rows(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
+                         int64_t ld_out);
+void f32_gated_activation_rows(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
+                               int64_t ld_u, float* out, int64_t ld_out);
+inline void f32_activation(Activation a, float* v, int64_t n) { f32_activation_rows(a, 1, n, v, n, v, n); }
+inline void f32_gated_activation(Activation a, const float* g, float* u, int64_t n) {
+  f32_gated_activation_rows(a, 1, n, g, n, u, n, u, n);
+}
 
 // Backward of the activations (activation_tiles.hpp), from the pre-activations kept or
 // recomputed and the gradient dh of the hidden values; act' as PyTorch's autograd has it

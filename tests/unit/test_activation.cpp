@@ -95,13 +95,21 @@ void expect_close(const char* what, Activation a, float x, float got, double exa
 
 class ActivationTest : public testing::TestWithParam<Isa> {};
 
+// One row of n values, in place, through the table's row-wise entry points.
+void activation_in_place(const ActivationTable& k, Activation a, float* v, int64_t n) {
+  k.activation(a, 1, n, v, n, v, n);
+}
+void gated_in_place(const ActivationTable& k, Activation a, const float* g, float* u, int64_t n) {
+  k.gated(a, 1, n, g, n, u, n, u, n);
+}
+
 TEST_P(ActivationTest, ValuesAndDerivativesWithinTheStatedBound) {
   const ActivationTable& k = activation_table(GetParam());
   const std::vector<float> x = sweep_inputs();
   const int64_t n = static_cast<int64_t>(x.size());
   for (const Formula& fm : formulas()) {
     std::vector<float> v = x;
-    k.activation(fm.activation, v.data(), n);
+    activation_in_place(k, fm.activation, v.data(), n);
     std::vector<float> dh(n, 1.0f), h(n), dz(n);
     k.backward(fm.activation, x.data(), dh.data(), h.data(), dz.data(), n);
     for (int64_t i = 0; i < n; ++i) {
@@ -120,7 +128,7 @@ TEST_P(ActivationTest, SpecialValues) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (const Formula& fm : formulas()) {
     std::vector<float> v = {nan, -nan, inf, -inf, 0.0f, -0.0f};
-    k.activation(fm.activation, v.data(), 6);
+    activation_in_place(k, fm.activation, v.data(), 6);
     EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1])) << activation_name(fm.activation) << ": NaN must propagate";
     const float at_inf = fm.activation == Activation::sigmoid ? 1.0f : inf;
     EXPECT_EQ(v[2], at_inf) << activation_name(fm.activation) << "(+Inf)";
@@ -146,17 +154,17 @@ TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
   }
   for (const Formula& fm : formulas()) {
     std::vector<float> whole = u;
-    k.gated(fm.activation, g.data(), whole.data(), 71);
+    gated_in_place(k, fm.activation, g.data(), whole.data(), 71);
     for (int64_t cut : {1, 7, 8, 15, 16, 17, 33}) {
       std::vector<float> parts = u;
-      k.gated(fm.activation, g.data(), parts.data(), cut);
-      k.gated(fm.activation, g.data() + cut, parts.data() + cut, 71 - cut);
+      gated_in_place(k, fm.activation, g.data(), parts.data(), cut);
+      gated_in_place(k, fm.activation, g.data() + cut, parts.data() + cut, 71 - cut);
       EXPECT_EQ(std::memcmp(whole.data(), parts.data(), sizeof(float) * 71), 0)
           << activation_name(fm.activation) << " split at " << cut;
     }
     // gated = act(g)·u with the act of the 2-matrix path, bit for bit.
     std::vector<float> act = g;
-    k.activation(fm.activation, act.data(), 71);
+    activation_in_place(k, fm.activation, act.data(), 71);
     for (int i = 0; i < 71; ++i) EXPECT_EQ(whole[i], act[i] * u[i]) << activation_name(fm.activation) << " at " << i;
     // gated backward: h is the forward's product; du = dh·act(g); dg = (dh·u)·act'(g).
     std::vector<float> dh(71), h(71), du(71), dg(71), one(71, 1.0f), dz(71), hz(71);
@@ -167,6 +175,36 @@ TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
       EXPECT_EQ(h[i], whole[i]);
       EXPECT_EQ(du[i], dh[i] * act[i]);
       EXPECT_EQ(dg[i], (dh[i] * u[i]) * dz[i]);
+    }
+  }
+}
+
+// A tile in one call, as the packed forward takes it: gate and up side by side in rows of
+// 64 (columns 0–31 and 32–63), h written into rows of another stride. Each element must
+// have the bits of the one-row, in-place form, and nothing beyond `cols` in a row of the
+// output may be written.
+TEST_P(ActivationTest, RowsOfATileGiveTheBitsOfOneRowAtATime) {
+  const ActivationTable& k = activation_table(GetParam());
+  constexpr int64_t kRows = 7, kTileLd = 64, kOutLd = 100, kCols = 27;  // 27: a masked tail on every ISA
+  std::vector<float> tile(kRows * kTileLd);
+  for (size_t i = 0; i < tile.size(); ++i) tile[i] = std::sin(0.29f * static_cast<float>(i)) * 7.0f;
+  const float sentinel = -12345.0f;
+  for (const Formula& fm : formulas()) {
+    std::vector<float> gated_out(kRows * kOutLd, sentinel), plain_out(kRows * kOutLd, sentinel);
+    k.gated(fm.activation, kRows, kCols, tile.data(), kTileLd, tile.data() + 32, kTileLd, gated_out.data(), kOutLd);
+    k.activation(fm.activation, kRows, kCols, tile.data() + 32, kTileLd, plain_out.data(), kOutLd);
+    for (int64_t r = 0; r < kRows; ++r) {
+      std::vector<float> u(tile.begin() + r * kTileLd + 32, tile.begin() + r * kTileLd + 32 + kCols), v = u;
+      gated_in_place(k, fm.activation, tile.data() + r * kTileLd, u.data(), kCols);
+      activation_in_place(k, fm.activation, v.data(), kCols);
+      EXPECT_EQ(std::memcmp(u.data(), gated_out.data() + r * kOutLd, sizeof(float) * kCols), 0)
+          << activation_name(fm.activation) << " gated, row " << r;
+      EXPECT_EQ(std::memcmp(v.data(), plain_out.data() + r * kOutLd, sizeof(float) * kCols), 0)
+          << activation_name(fm.activation) << ", row " << r;
+      for (int64_t i = kCols; i < kOutLd; ++i) {
+        ASSERT_EQ(gated_out[r * kOutLd + i], sentinel) << "gated wrote past its columns at row " << r << ", " << i;
+        ASSERT_EQ(plain_out[r * kOutLd + i], sentinel) << "activation wrote past its columns at row " << r;
+      }
     }
   }
 }
