@@ -22,6 +22,7 @@
 #include <limits>
 #include <vector>
 
+#include "float_grids.hpp"
 #include "isa_param.hpp"
 #include "kernels/activation_kernels.hpp"
 
@@ -64,11 +65,7 @@ std::vector<Formula> formulas() {
 std::vector<float> sweep_inputs() {
   std::vector<float> x;
   for (int i = -30 * 64; i <= 30 * 64; ++i) x.push_back(static_cast<float>(i) / 64.0f);
-  for (int i = 0; i <= 1000; ++i) {
-    const float m = static_cast<float>(std::pow(10.0, -45.0 + 50.0 * i / 1000.0));
-    x.push_back(m);
-    x.push_back(-m);
-  }
+  test::append_signed_magnitudes(x);
   for (float s : {100.0f, 1e4f, 1e30f, FLT_TRUE_MIN, FLT_MIN, 1e-40f, 87.0f, 88.5f, 89.0f, 103.0f, 105.0f})
     for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
   x.push_back(0.0f);

@@ -17,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "float_grids.hpp"
 #include "isa_param.hpp"
 #include "kernels/activation_kernels.hpp"
 
@@ -39,11 +40,7 @@ class Erfc : public testing::TestWithParam<Isa> {
 std::vector<float> sweep() {
   std::vector<float> z;
   for (int i = -12 * 4096; i <= 12 * 4096; ++i) z.push_back(static_cast<float>(i) / 4096.0f);
-  for (int i = 0; i <= 1000; ++i) {
-    const float m = static_cast<float>(std::pow(10.0, -45.0 + 50.0 * i / 1000.0));
-    z.push_back(m);
-    z.push_back(-m);
-  }
+  test::append_signed_magnitudes(z);
   z.push_back(0.3f);  // length 100308: not a multiple of 8 or 16, so the masked tail runs too
   return z;
 }
