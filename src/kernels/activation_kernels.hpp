@@ -10,10 +10,9 @@
 //   gated_backward(a, g, u, dh, h, du, dg, n): h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
 //                                             dg[i] = (dh[i] · u[i]) · act'(g[i])
 // Outputs must not overlap inputs, except that out may be in (or u) exactly: the same
-// pointer and stride, updated in place. Accuracy per
-// element: the formula's few f32 roundings plus its exp / erfc / tanh (libm in scalar;
-// SLEEF's u10 exp / tanh and erfc_f32.hpp's erfc, ≤ 6 ulp, in AVX2 and AVX-512): tested in
-// test_activation.cpp.
+// pointer and stride, updated in place. Accuracy per element: the formula's few f32
+// roundings plus its exp / erfc / tanh (libm in scalar; SLEEF's u10 exp / tanh and
+// erfc_f32.hpp's erfc, ≤ 6 ulp, in AVX2 and AVX-512): tested in test_activation.cpp.
 #pragma once
 
 #include <cstdint>
