@@ -39,7 +39,8 @@ typename M::Vec erfc_f32(typename M::Vec z) {
   V erfcx = M::mul(t, q);
   // 1 + a/2 = s + s_lo exactly (s − 1 is exact for s ∈ [1, 8)); 1/(s + s_lo) = t·(1 + e).
   const V s_lo = M::fma(a, half, M::sub(one, s));
-  const V e = M::fma(M::sub(M::set1(0.0f), t), s_lo, M::fma(M::sub(M::set1(0.0f), t), s, one));
+  const V minus_t = M::sub(M::set1(0.0f), t);
+  const V e = M::fma(minus_t, s_lo, M::fma(minus_t, s, one));
   // erfcx(a) − erfcx(a at t) ≈ erfcx'(a)·da, da = −2·e/t = −2·e·s.
   const V slope = M::fma(M::add(a, a), erfcx, M::set1(-kTwoOverSqrtPi));
   erfcx = M::fma(M::mul(M::mul(e, s), M::set1(-2.0f)), slope, erfcx);

@@ -37,9 +37,7 @@ struct Avx512Math {
   // clamp(v, lo, hi); a NaN v gives lo or hi (callers keep NaN through another term).
   static Vec clamp(Vec v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, set1(lo)), set1(hi)); }
   // v < 0 ? 0 : v, lane by lane: NaN and −0 are kept (the comparison is false for them).
-  static Vec relu(Vec v) {
-    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps());
-  }
+  static Vec relu(Vec v) { return negative_select(v, _mm512_setzero_ps(), v); }
   // z > 0 ? 1 : 0 (NaN gives 0).
   static Vec step(Vec z) {
     return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(z, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(1.0f));
