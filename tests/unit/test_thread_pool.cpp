@@ -36,38 +36,61 @@ TEST(SplitRange, CoversInOrderWithAlignedBoundaries) {
   EXPECT_EQ(split_range(100, 2, 3).first, 67);
 }
 
-// One thread: the chunks are the guided sequence itself — remaining / (2 · threads), at
-// least min_chunk, cut at segment ends — covering [0, n) in order.
+// One thread: the chunks are the guided sequence itself — the remaining items of the
+// segment / (2 · threads), at least min_chunk, cut at segment ends — covering [0, n) in
+// order.
 TEST(GuidedChunks, ShrinkAsWorkRunsOutAndStopAtSegmentEnds) {
   GuidedChunks chunks(100, 2, 60, 1);
   std::vector<std::pair<int64_t, int64_t>> got;
   for (auto c = chunks.claim(); c.first < c.second; c = chunks.claim()) got.push_back(c);
-  // 100 / 4 = 25, 75 / 4 = 18, 57 / 4 = 14, 43 / 4 = 10 cut to 3 at the segment end (60),
-  // 40 / 4 = 10, …
+  // Segment [0, 60): 60 / 4 = 15, 45 / 4 = 11, 34 / 4 = 8, 26 / 4 = 6, 20 / 4 = 5, …
+  const std::pair<int64_t, int64_t> first[] = {{0, 15}, {15, 26}, {26, 34}, {34, 40}, {40, 45}};
   ASSERT_GE(got.size(), 5u);
-  const std::pair<int64_t, int64_t> first[] = {{0, 25}, {25, 43}, {43, 57}, {57, 60}, {60, 70}};
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(got[i], first[i]) << "chunk " << i;
   int64_t expected_begin = 0;
+  bool second_segment_seen = false;
   for (const auto& [b, e] : got) {
     ASSERT_EQ(b, expected_begin);
     ASSERT_LT(b, e);
     ASSERT_EQ(b / 60, (e - 1) / 60) << "a chunk crosses a segment end";
+    // … then [60, 100) is shared out on its own: 40 / 4 = 10 first.
+    if (b == 60) {
+      EXPECT_EQ(e, 70);
+      second_segment_seen = true;
+    }
     expected_begin = e;
   }
+  EXPECT_TRUE(second_segment_seen);
   EXPECT_EQ(expected_begin, 100);
   EXPECT_EQ(chunks.claim(), std::make_pair(int64_t(100), int64_t(100)));
 
   GuidedChunks none(0, 4, 1);
   EXPECT_EQ(none.claim().first, none.claim().second);
-  // A minimum chunk holds but for a segment's end: 25, then 18 → 20 cut at 30, 20, …
-  GuidedChunks at_least(100, 2, 30, 20);
-  const std::pair<int64_t, int64_t> minimum[] = {{0, 25}, {25, 30}, {30, 50}, {50, 60}, {60, 80}};
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(at_least.claim(), minimum[i]) << "chunk " << i;
-  // … and is never above an even share (12 / 2 = 6): too few items for it, one chunk a thread.
+  // A minimum chunk holds but for a segment's end: 50 / 4 = 12, then 38 / 4 = 9 → 10, 10,
+  // 10, 8 to the end of the segment; the next segment starts again from 50 / 4.
+  GuidedChunks at_least(100, 2, 50, 10);
+  const std::pair<int64_t, int64_t> minimum[] = {{0, 12}, {12, 22}, {22, 32}, {32, 42}, {42, 50}, {50, 62}};
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(at_least.claim(), minimum[i]) << "chunk " << i;
+  // … and is never above an even share of a segment (12 / 2 = 6; 100 / 2 = 50): too few
+  // items for it, one chunk a thread per segment.
   GuidedChunks few(12, 2, 12, 100);
   EXPECT_EQ(few.claim(), std::make_pair(int64_t(0), int64_t(6)));
   EXPECT_EQ(few.claim(), std::make_pair(int64_t(6), int64_t(12)));
   EXPECT_EQ(few.claim().first, 12);
+  GuidedChunks few_a_segment(400, 2, 100, 1000);
+  for (int64_t b = 0; b < 400; b += 50) EXPECT_EQ(few_a_segment.claim(), std::make_pair(b, b + 50));
+}
+
+// The forward's items, (token block, panel) pairs with one segment a token block: the
+// threads' first claims share the first block (its activations in cache once), rather than
+// each taking a whole block of its own.
+TEST(GuidedChunks, ThreadsStartTogetherInTheFirstSegment) {
+  constexpr int64_t kPanels = 256, kBlocks = 4;
+  GuidedChunks chunks(kBlocks * kPanels, 2, kPanels, 1);
+  const auto a = chunks.claim(), b = chunks.claim();
+  EXPECT_EQ(a, std::make_pair(int64_t(0), int64_t(64)));
+  EXPECT_EQ(b, std::make_pair(int64_t(64), int64_t(112)));
+  EXPECT_LT(b.second, kPanels);
 }
 
 // Threads claiming at once (run_in_guided_chunks; an oversubscribed pool, so that claims
