@@ -14,13 +14,15 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ffn/mapped_file.hpp"
 
 namespace ffn {
 
-// ggml's tensor types this library converts; a file may name others (see ggml_type_name).
+// ggml's tensor types this library converts to and from f32. A value of this type may hold
+// any other ggml type number (a tensor read from a file; see ggml_type_name).
 enum class GgmlType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, bf16 = 30 };
 
 // ggml's name of any ggml type number ("f32", "q8_0", "q4_K", ...), "unknown" past its table.
@@ -40,6 +42,8 @@ struct GgufValueInfo {
 
 struct GgufTensorInfo {
   std::string name;
+  // Any ggml type number with a known geometry, not only the enumerated ones: a q4_K tensor
+  // has type GgmlType(12). GgufFile::readable says whether read_f32 converts it.
   GgmlType type = GgmlType::f32;
   // ggml order: ne[0] is the row length (contiguous); an nn.Linear weight [out][in] has
   // ne = {in, out}. At most 4 entries; empty for a scalar.
@@ -51,8 +55,12 @@ struct GgufTensorInfo {
 
 // A GGUF file, memory-mapped read-only. Every count, length, offset, dimension and type is
 // checked against the file before use; a header cannot make the reader allocate or loop
-// beyond what the file's size can hold. Tensors of types other than F32, F16, BF16, Q8_0 and
-// Q4_0 are an error at open time, naming the tensor and the type.
+// beyond what the file's size can hold. Every tensor whose ggml type has a known storage
+// geometry (ggml's blck_size / type_size: f32 ... q8_0, q2_K ... q8_K, the iq*, tq* and
+// integer types, bf16, mxfp4, nvfp4, q1_0) is admitted and bounds-checked with it; a type
+// number without one (a removed slot, a number past ggml's table) is an error at open,
+// naming the tensor and the number. Only F32, F16, BF16, Q8_0 and Q4_0 tensors can be read as f32; reading another
+// (a q4_K token_embd.weight beside q8_0 MLP weights, say) is an error naming it.
 class GgufFile {
  public:
   // Throws ffn::Error naming the file and the problem.
@@ -80,8 +88,13 @@ class GgufFile {
   std::optional<std::vector<double>> metadata_float_array(const std::string& key) const;
   std::optional<std::vector<std::string>> metadata_string_array(const std::string& key) const;
 
+  // Whether the file has the tensor and read_f32 / read_f32_window convert its type (F32,
+  // F16, BF16, Q8_0, Q4_0); false for an absent name.
+  bool readable(const std::string& name) const;
+
   // The tensor's values as f32: F32 copied, F16/BF16 converted, Q8_0/Q4_0 dequantised. out
-  // must hold tensor(name).elements floats.
+  // must hold tensor(name).elements floats. Throws ffn::Error naming the file, the tensor and
+  // its type when the type is not one of those (see readable).
   void read_f32(const std::string& name, float* out) const;
   // Rows [r0, r1) and columns [c0, c1) of the tensor seen as [rows][ne[0]] into out
   // ([r1 − r0][c1 − c0] floats), converting only the blocks the window touches (a process's
@@ -95,6 +108,7 @@ class GgufFile {
     const std::byte* at = nullptr;  // the value's bytes (an array's first element) in the mapping
   };
   const Value* find_value(const std::string& key) const;
+  const GgufTensorInfo& readable_tensor(const std::string& name) const;  // throws unless readable
   void parse();
 
   MappedFile file_;
@@ -119,6 +133,14 @@ class GgufWriter {
   // Violations are an ffn::Error naming the tensor.
   void add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const float* data);
 
+  // Stores `bytes` bytes at data, already in the layout of ggml type number `ggml_type` (any
+  // type with a known geometry, q4_K included), as the tensor's data; copied now. bytes must
+  // be what ne takes in that type (product(ne) / values per block × bytes per block, ne[0]
+  // whole blocks); names and dimensions as for add_tensor. Violations are an ffn::Error
+  // naming the tensor.
+  void add_tensor_bytes(const std::string& name, uint32_t ggml_type, std::vector<int64_t> ne, const std::byte* data,
+                        int64_t bytes);
+
   // Atomically (temporary file, then rename); every tensor starts at a multiple of the
   // alignment and is zero-padded to one, as ggml writes it.
   void write(const std::string& path) const;
@@ -126,11 +148,13 @@ class GgufWriter {
  private:
   struct Tensor {
     std::string name;
-    GgmlType type;
+    uint32_t type;  // a ggml type number
     std::vector<int64_t> ne;
     std::vector<std::byte> bytes;
   };
   void set(const std::string& key, GgufType type, std::vector<std::byte> value);
+  // Checks a new tensor's name, type and dimensions; its elements and bytes.
+  std::pair<int64_t, int64_t> admit(const std::string& name, uint32_t type, const std::vector<int64_t>& ne) const;
 
   std::vector<std::pair<std::string, std::vector<std::byte>>> metadata_;  // key, (u32 type, value) bytes
   std::vector<Tensor> tensors_;

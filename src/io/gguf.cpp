@@ -2,8 +2,10 @@
 // a cursor bounded by the mapping; counts are checked against the bytes left before any loop
 // (each tensor info takes ≥ 24 bytes, each key-value ≥ 13, each array element ≥ 1), nothing
 // is allocated from a count alone, and metadata values stay in the mapping, decoded on
-// request. Tensors must have a supported type, at most 4 dimensions whose element and byte
-// counts fit 63 bits, an aligned offset, bytes inside the data section and no overlap.
+// request. Tensors must have a ggml type of known geometry (values per block, bytes per
+// block), at most 4 dimensions whose element and byte counts fit 63 bits, a row length that
+// is whole blocks, an aligned offset, bytes inside the data section and no overlap; only the
+// types ffn converts can be read as f32, the others are an error when read.
 #include "ffn/gguf.hpp"
 
 #include <algorithm>
@@ -32,31 +34,60 @@ constexpr size_t kHeaderBytes = 24;      // magic, version, tensor_count, kv_cou
 constexpr uint64_t kMinTensorInfo = 24;  // empty name (8), n_dims (4), type (4), offset (8)
 constexpr uint64_t kMinKv = 13;          // empty key (8), value type (4), a 1-byte value
 
-// ggml's type table (ggml.h, enum ggml_type), by number; removed types keep their slot.
-constexpr std::array<std::string_view, 40> kGgmlTypeNames = {
-    "f32",     "f16",    "q4_0",    "q4_1",       "deprecated", "deprecated", "q5_0",       "q5_1",
-    "q8_0",    "q8_1",   "q2_K",    "q3_K",       "q4_K",       "q5_K",       "q6_K",       "q8_K",
-    "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s",      "iq4_nl",     "iq3_s",      "iq2_s",      "iq4_xs",
-    "i8",      "i16",    "i32",     "i64",        "f64",        "iq1_m",      "bf16",       "deprecated",
-    "deprecated", "deprecated", "tq1_0", "tq2_0", "deprecated", "deprecated", "deprecated", "mxfp4",
+// ggml's type table (ggml.h `enum ggml_type`; geometry from the `blck_size` / `type_size` of
+// ggml.c's type_traits and the block structs of ggml-common.h, QK_K = 256, a ggml_half 2
+// bytes), by number: `block` values take `bytes` bytes. Removed types keep their slot with
+// block 0 (no geometry: a tensor of that type cannot be sized, so a file naming one is refused),
+// as is any number past the table (ggml's types added after q1_0).
+struct TypeInfo {
+  std::string_view name;
+  int64_t block;
+  int64_t bytes;
 };
 
-// Storage of the supported types: `block` values take `bytes` bytes.
+// q8_1 is two ggml_half and 32 quants, 36 bytes (older gguf-py releases still say 40).
+// nvfp4 (40) and q1_0 (41): ggml-common.h's QK_NVFP4 = 64 in 4 + 32 bytes, QK1_0 = 128 in
+// 2 + 16; numbers as llama.cpp's gguf-py 0.19 lists them.
+constexpr std::array<TypeInfo, 42> kGgmlTypes = {{
+    {"f32", 1, 4},         {"f16", 1, 2},         {"q4_0", 32, 18},     {"q4_1", 32, 20},
+    {"deprecated", 0, 0},  {"deprecated", 0, 0},  {"q5_0", 32, 22},     {"q5_1", 32, 24},
+    {"q8_0", 32, 34},      {"q8_1", 32, 36},      {"q2_K", 256, 84},    {"q3_K", 256, 110},
+    {"q4_K", 256, 144},    {"q5_K", 256, 176},    {"q6_K", 256, 210},   {"q8_K", 256, 292},
+    {"iq2_xxs", 256, 66},  {"iq2_xs", 256, 74},   {"iq3_xxs", 256, 98}, {"iq1_s", 256, 50},
+    {"iq4_nl", 32, 18},    {"iq3_s", 256, 110},   {"iq2_s", 256, 82},   {"iq4_xs", 256, 136},
+    {"i8", 1, 1},          {"i16", 1, 2},         {"i32", 1, 4},        {"i64", 1, 8},
+    {"f64", 1, 8},         {"iq1_m", 256, 56},    {"bf16", 1, 2},       {"deprecated", 0, 0},
+    {"deprecated", 0, 0},  {"deprecated", 0, 0},  {"tq1_0", 256, 54},   {"tq2_0", 256, 66},
+    {"deprecated", 0, 0},  {"deprecated", 0, 0},  {"deprecated", 0, 0}, {"mxfp4", 32, 17},
+    {"nvfp4", 64, 36},     {"q1_0", 128, 18},
+}};
+
+// Storage of a type: `block` values take `bytes` bytes.
 struct TypeLayout {
   int64_t block;
   int64_t bytes;
 };
 
+// The geometry of ggml type number `type`; nullopt for a removed slot or a number past the table.
 std::optional<TypeLayout> layout(uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f32: return TypeLayout{1, 4};
-    case GgmlType::f16:
-    case GgmlType::bf16: return TypeLayout{1, 2};
-    case GgmlType::q8_0: return TypeLayout{kQuantBlock, sizeof(BlockQ8_0)};
-    case GgmlType::q4_0: return TypeLayout{kQuantBlock, sizeof(BlockQ4_0)};
-  }
-  return std::nullopt;
+  if (type >= kGgmlTypes.size() || kGgmlTypes[type].block == 0) return std::nullopt;
+  return TypeLayout{kGgmlTypes[type].block, kGgmlTypes[type].bytes};
 }
+
+// The types decode_values and encode_tensor convert; every other type is only stored.
+bool converts(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: case GgmlType::q8_0: case GgmlType::q4_0:
+      return true;
+  }
+  return false;
+}
+
+constexpr const char* kConverted = "F32, F16, BF16, Q8_0, Q4_0";
+
+// The converters copy whole blocks of these structs: the table must agree with quant.hpp.
+static_assert(kGgmlTypes[8].block == kQuantBlock && kGgmlTypes[8].bytes == sizeof(BlockQ8_0));
+static_assert(kGgmlTypes[2].block == kQuantBlock && kGgmlTypes[2].bytes == sizeof(BlockQ4_0));
 
 // Bytes of a scalar metadata value; 0 for string and array.
 uint64_t scalar_bytes(GgufType t) {
@@ -214,13 +245,11 @@ std::pair<int64_t, int64_t> tensor_size(const std::vector<int64_t>& ne, TypeLayo
   return {elements, blocks * l.bytes};
 }
 
-constexpr const char* kSupported = "F32, F16, BF16, Q8_0, Q4_0";
-
 }  // namespace
 
 std::string_view ggml_type_name(GgmlType t) {
   const auto i = static_cast<uint32_t>(t);
-  return i < kGgmlTypeNames.size() ? kGgmlTypeNames[i] : "unknown";
+  return i < kGgmlTypes.size() ? kGgmlTypes[i].name : "unknown";
 }
 
 // ---- reading ----
@@ -284,10 +313,12 @@ void GgufFile::parse() {
       t.ne.push_back(static_cast<int64_t>(n));
     }
     const uint32_t type = c.u32("the type of " + where);
+    // Any type with a known geometry is admitted and sized by it; whether ffn converts it
+    // matters only when it is read.
     const auto l = layout(type);
     if (!l)
       c.fail(where + " has type " + std::string(ggml_type_name(static_cast<GgmlType>(type))) + " (" +
-             std::to_string(type) + "), not supported: " + kSupported);
+             std::to_string(type) + "), which has no known storage layout (a removed or unknown ggml type)");
     t.type = static_cast<GgmlType>(type);
     try {
       std::tie(t.elements, t.bytes) = tensor_size(t.ne, *l, where);
@@ -450,7 +481,7 @@ namespace {
 // the data need not be aligned for its type.
 void decode_values(GgmlType type, const std::byte* data, int64_t first, int64_t n, float* out) {
   if (n <= 0) return;
-  // The switch is complete: open() admits no other type.
+  // Only the converted types come here: the readers check converts() first.
   switch (type) {
     case GgmlType::f32:
       std::memcpy(out, data + first * 4, sizeof(float) * static_cast<size_t>(n));
@@ -476,14 +507,28 @@ void decode_values(GgmlType type, const std::byte* data, int64_t first, int64_t 
 
 }  // namespace
 
-void GgufFile::read_f32(const std::string& name, float* out) const {
+bool GgufFile::readable(const std::string& name) const {
+  auto it = tensors_.find(name);
+  return it != tensors_.end() && converts(static_cast<uint32_t>(it->second.type));
+}
+
+const GgufTensorInfo& GgufFile::readable_tensor(const std::string& name) const {
   const GgufTensorInfo& t = tensor(name);
+  const auto type = static_cast<uint32_t>(t.type);
+  if (!converts(type))
+    throw Error(file_.path() + ": tensor " + quoted(name) + " has type " + std::string(ggml_type_name(t.type)) +
+                " (" + std::to_string(type) + "), which ffn does not convert to f32; it reads " + kConverted);
+  return t;
+}
+
+void GgufFile::read_f32(const std::string& name, float* out) const {
+  const GgufTensorInfo& t = readable_tensor(name);
   decode_values(t.type, t.data, 0, t.elements, out);
 }
 
 void GgufFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                                float* out) const {
-  const GgufTensorInfo& t = tensor(name);
+  const GgufTensorInfo& t = readable_tensor(name);
   const int64_t cols = t.ne.empty() ? 1 : t.ne[0], rows = cols == 0 ? 0 : t.elements / cols;
   io::check_window(path(), name, rows, cols, r0, r1, c0, c1);
   const int64_t width = c1 - c0;
@@ -595,25 +640,54 @@ void GgufWriter::set_u64(const std::string& key, uint64_t value) { set(key, Gguf
 
 void GgufWriter::set_f32(const std::string& key, float value) { set(key, GgufType::f32, encode(value)); }
 
-void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const float* data) {
+std::pair<int64_t, int64_t> GgufWriter::admit(const std::string& name, uint32_t type,
+                                              const std::vector<int64_t>& ne) const {
   const std::string where = "GgufWriter: tensor " + quoted(name);
   if (name.empty() || name.size() > kMaxNameBytes)
     throw Error(where + ": the name has " + std::to_string(name.size()) + " bytes; ggml allows 1 to 63");
   for (const auto& t : tensors_)
     if (t.name == name) throw Error(where + " was already added");
-  const auto l = layout(static_cast<uint32_t>(type));
-  if (!l) throw Error(where + ": type " + std::to_string(uint32_t(type)) + " is not one of " + kSupported);
+  const auto l = layout(type);
+  if (!l)
+    throw Error(where + ": type " + std::to_string(type) + " (" + std::string(ggml_type_name(GgmlType(type))) +
+                ") has no known storage layout");
   if (ne.empty() || ne.size() > kMaxDims)
     throw Error(where + ": " + std::to_string(ne.size()) + " dimensions; ggml takes 1 to 4");
   for (int64_t d : ne)
     if (d < 0) throw Error(where + ": negative dimension in " + dims_string(ne));
-  const auto [elements, bytes] = tensor_size(ne, *l, where);
+  return tensor_size(ne, *l, where);
+}
+
+void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<int64_t> ne, const float* data) {
+  const std::string where = "GgufWriter: tensor " + quoted(name);
+  const auto number = static_cast<uint32_t>(type);
+  if (!converts(number))
+    throw Error(where + ": type " + std::to_string(number) + " (" + std::string(ggml_type_name(type)) +
+                ") is not one of " + kConverted + "; add_tensor_bytes stores the bytes of any ggml type");
+  const auto [elements, bytes] = admit(name, number, ne);
   if (elements > 0 && !data) throw Error(where + ": no data for " + std::to_string(elements) + " elements");
   try {
-    tensors_.push_back({name, type, std::move(ne), encode_tensor(type, data, elements, bytes)});
+    tensors_.push_back({name, number, std::move(ne), encode_tensor(type, data, elements, bytes)});
   } catch (const Error& e) {
     throw Error(where + ": " + e.what());
   }
+}
+
+void GgufWriter::add_tensor_bytes(const std::string& name, uint32_t ggml_type, std::vector<int64_t> ne,
+                                  const std::byte* data, int64_t bytes) {
+  const std::string where = "GgufWriter: tensor " + quoted(name);
+  const auto [elements, want] = admit(name, ggml_type, ne);
+  if (bytes != want) {
+    const auto l = *layout(ggml_type);  // admit checked it
+    throw Error(where + ": " + std::to_string(bytes) + " bytes given; " + std::to_string(elements) + " values " +
+                dims_string(ne) + " of " + std::string(ggml_type_name(GgmlType(ggml_type))) + " take " +
+                std::to_string(want) + " bytes (" + std::to_string(l.bytes) + " per block of " +
+                std::to_string(l.block) + ")");
+  }
+  if (bytes > 0 && !data) throw Error(where + ": no data for " + std::to_string(bytes) + " bytes");
+  std::vector<std::byte> stored(static_cast<size_t>(bytes));
+  if (bytes > 0) std::memcpy(stored.data(), data, stored.size());
+  tensors_.push_back({name, ggml_type, std::move(ne), std::move(stored)});
 }
 
 void GgufWriter::write(const std::string& path) const {
@@ -631,7 +705,7 @@ void GgufWriter::write(const std::string& path) const {
     append_string(head, t.name);
     append<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
     for (int64_t d : t.ne) append<uint64_t>(head, static_cast<uint64_t>(d));
-    append<uint32_t>(head, static_cast<uint32_t>(t.type));
+    append<uint32_t>(head, t.type);
     append<uint64_t>(head, offset);
     offset = align_up(offset + t.bytes.size(), alignment_);
   }

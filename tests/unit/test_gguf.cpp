@@ -6,6 +6,8 @@
 #include <string_view>
 
 #include "expect_error.hpp"
+#include "ffn/checkpoint.hpp"
+#include "ffn/config.hpp"
 #include "ffn/error.hpp"
 #include "ffn/gguf.hpp"
 #include "ffn/quant.hpp"
@@ -424,9 +426,12 @@ TEST(GgufHostile, TensorInfoErrors) {
   open_with({{"w", {1ull << 32, 1ull << 32}, 0, 0}}, {"tensor 'w'", "[4294967296, 4294967296] overflow"});
   open_with({{"w", {1ull << 61, 1}, 0, 0}}, {"tensor 'w'", "overflow 64 bits in bytes"});
   open_with({{"w", {~0ull}, 0, 0}}, {"ne[0] = 18446744073709551615, beyond int64"});
-  open_with({{"blk.0.ffn_up.weight", {256}, 12, 0}},
-            {"tensor 'blk.0.ffn_up.weight' has type q4_K (12), not supported: F32, F16, BF16, Q8_0, Q4_0"});
+  // A type number without a storage geometry: a removed slot, or past ggml's table.
+  open_with({{"w", {32}, 4, 0}}, {"tensor 'w' has type deprecated (4), which has no known storage layout"});
+  open_with({{"w", {32}, 31, 0}}, {"tensor 'w' has type deprecated (31)", "no known storage layout"});
+  open_with({{"w", {128}, 42, 0}}, {"tensor 'w' has type unknown (42)"});
   open_with({{"w", {32}, 99, 0}}, {"type unknown (99)"});
+  open_with({{"w", {32}, 1000, 0}}, {"tensor 'w' has type unknown (1000), which has no known storage layout"});
   open_with({{"w", {16}, 8, 0}}, {"ne[0] = 16 is not a multiple of the block size 32"});
   open_with({{"w", {8}, 0, 128}}, {"tensor 'w' occupies data bytes [128, 128 + 32), outside the 128 bytes"});
   open_with({{"w", {33}, 0, 0}}, {"outside the 128 bytes"});
@@ -444,6 +449,142 @@ TEST(GgufHostile, TensorInfoErrors) {
   expect_error([&] { f.read_f32("missing", &out); }, {"no tensor named 'missing'"});
 }
 
+// ---- tensors of types ffn stores but does not convert ----
+
+// ggml's storage geometry (values per block, bytes per block) of every type it can size,
+// restated from ggml.c's type_traits and ggml-common.h's block structs (QK_K = 256).
+struct Geometry {
+  uint32_t type;
+  const char* name;
+  int64_t block, bytes;
+};
+constexpr Geometry kGeometries[] = {
+    {0, "f32", 1, 4},          {1, "f16", 1, 2},         {2, "q4_0", 32, 18},     {3, "q4_1", 32, 20},
+    {6, "q5_0", 32, 22},       {7, "q5_1", 32, 24},      {8, "q8_0", 32, 34},     {9, "q8_1", 32, 36},
+    {10, "q2_K", 256, 84},     {11, "q3_K", 256, 110},   {12, "q4_K", 256, 144},  {13, "q5_K", 256, 176},
+    {14, "q6_K", 256, 210},    {15, "q8_K", 256, 292},   {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
+    {18, "iq3_xxs", 256, 98},  {19, "iq1_s", 256, 50},   {20, "iq4_nl", 32, 18},  {21, "iq3_s", 256, 110},
+    {22, "iq2_s", 256, 82},    {23, "iq4_xs", 256, 136}, {24, "i8", 1, 1},        {25, "i16", 1, 2},
+    {26, "i32", 1, 4},         {27, "i64", 1, 8},        {28, "f64", 1, 8},       {29, "iq1_m", 256, 56},
+    {30, "bf16", 1, 2},        {34, "tq1_0", 256, 54},   {35, "tq2_0", 256, 66},  {39, "mxfp4", 32, 17},
+    {40, "nvfp4", 64, 36},     {41, "q1_0", 128, 18},
+};
+
+// Bytes 0, 1, 2, ... standing for a tensor already in some type's layout.
+std::vector<std::byte> pattern(int64_t n) {
+  std::vector<std::byte> b(static_cast<size_t>(n));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::byte(i * 7 + 3);
+  return b;
+}
+
+// Every type of known geometry goes through add_tensor_bytes and back with its size and
+// bytes intact; only the five converted types are readable.
+TEST(GgufStoredTypes, EveryKnownGeometryRoundTrips) {
+  TempPath p("geometries.gguf");
+  GgufWriter w;
+  for (const auto& g : kGeometries) {
+    const auto bytes = pattern(2 * 3 * g.bytes);
+    w.add_tensor_bytes(g.name, g.type, {2 * g.block, 3}, bytes.data(), int64_t(bytes.size()));
+  }
+  w.write(p.str());
+  GgufFile f(p.str());
+  for (const auto& g : kGeometries) {
+    const auto& t = f.tensor(g.name);
+    EXPECT_EQ(static_cast<uint32_t>(t.type), g.type) << g.name;
+    EXPECT_EQ(ggml_type_name(t.type), g.name);
+    EXPECT_EQ(t.elements, 6 * g.block) << g.name;
+    ASSERT_EQ(t.bytes, 6 * g.bytes) << g.name;
+    EXPECT_EQ(std::memcmp(t.data, pattern(t.bytes).data(), size_t(t.bytes)), 0) << g.name;
+    const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30;
+    EXPECT_EQ(f.readable(g.name), converted) << g.name;
+  }
+  EXPECT_FALSE(f.readable("missing"));
+}
+
+// A llama.cpp-style file: token_embd.weight in q4_K beside q8_0 MLP weights. It opens, the
+// MLP reads as before and loads as a block; only reading the q4_K tensor is an error.
+TEST(GgufStoredTypes, Q4KTokenEmbeddingBesideQ8_0Mlp) {
+  TempPath p("q4k_embd.gguf");
+  const int64_t D = 64, H = 96, vocab = 5;
+  const auto gate = random_floats(size_t(D * H), 1), up = random_floats(size_t(D * H), 2),
+             down = random_floats(size_t(H * D), 3);
+  const auto embd = pattern(vocab * 144);  // ne = {256, 5}: one q4_K block per row
+  GgufWriter w;
+  w.add_tensor_bytes("token_embd.weight", 12, {256, vocab}, embd.data(), int64_t(embd.size()));
+  w.add_tensor("blk.0.ffn_gate.weight", GgmlType::q8_0, {D, H}, gate.data());
+  w.add_tensor("blk.0.ffn_up.weight", GgmlType::q8_0, {D, H}, up.data());
+  w.add_tensor("blk.0.ffn_down.weight", GgmlType::q8_0, {H, D}, down.data());
+  w.write(p.str());
+
+  GgufFile f(p.str());
+  const auto& e = f.tensor("token_embd.weight");
+  EXPECT_EQ(e.type, GgmlType(12));
+  EXPECT_EQ(e.elements, 256 * vocab);
+  EXPECT_EQ(e.bytes, 144 * vocab);
+  EXPECT_FALSE(f.readable("token_embd.weight"));
+  EXPECT_TRUE(f.readable("blk.0.ffn_up.weight"));
+
+  std::vector<float> y(size_t(D * H));
+  f.read_f32("blk.0.ffn_up.weight", y.data());
+  const auto want = stored_values(GgmlType::q8_0, up);
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], want[i]) << "element " << i;
+
+  std::vector<float> out(size_t(e.elements));
+  expect_error([&] { f.read_f32("token_embd.weight", out.data()); },
+               {p.str().c_str(), "tensor 'token_embd.weight' has type q4_K (12)", "does not convert",
+                "it reads F32, F16, BF16, Q8_0, Q4_0"});
+  expect_error([&] { f.read_f32_window("token_embd.weight", 0, 1, 0, 256, out.data()); },
+               {p.str().c_str(), "tensor 'token_embd.weight'", "q4_K", "F32, F16, BF16, Q8_0, Q4_0"});
+
+  LoadOptions o;
+  o.variant = parse_variant("swiglu");
+  const Block b = load_block(p.str(), o).block;
+  EXPECT_EQ(b.config().d_model, D);
+  EXPECT_EQ(b.config().hidden, H);
+}
+
+// The bounds of a tensor of a type ffn does not convert are checked with its own geometry.
+TEST(GgufStoredTypes, BoundsUseTheTypesGeometry) {
+  TempPath p("q4k_bounds.gguf");
+  const std::vector<uint8_t> data(512, 0);
+  auto open_with = [&](const std::vector<RawTensor>& tensors, std::initializer_list<const char*> parts) {
+    write_bytes(p.str(), gguf_bytes({}, 0, tensors, data));
+    expect_error([&] { GgufFile f(p.str()); }, parts);
+  };
+  open_with({{"w", {128, 2}, 12, 0}}, {"tensor 'w'", "row length ne[0] = 128 is not a multiple of the block size 256"});
+  open_with({{"w", {32}, 39, 0}, {"k", {256, 4}, 12, 32}},  // 4 × 144 bytes from 32: past 512
+            {"tensor 'k' occupies data bytes [32, 32 + 576), outside the 512 bytes of the data section"});
+  open_with({{"w", {256, 1}, 12, 384}}, {"tensor 'w' occupies data bytes [384, 384 + 144), outside the 512"});
+  open_with({{"a", {256}, 12, 0}, {"b", {256}, 14, 128}}, {"tensors 'a' and 'b' overlap (data bytes 128 to 144)"});
+  open_with({{"a", {256}, 12, 16}}, {"tensor 'a' has offset 16, not a multiple of the alignment 32"});
+  // 144 bytes from 0 end before 160: these two fit side by side, and mxfp4's 17-byte blocks
+  // size a 64-value tensor at 34 bytes.
+  write_bytes(p.str(), gguf_bytes({}, 0, {{"a", {256}, 12, 0}, {"b", {256}, 12, 160}, {"m", {64}, 39, 320}}, data));
+  GgufFile f(p.str());
+  EXPECT_EQ(f.tensor("b").bytes, 144);
+  EXPECT_EQ(f.tensor("m").bytes, 34);
+  EXPECT_EQ(f.tensor("m").data - f.tensor("a").data, 320);
+}
+
+TEST(GgufWriterErrors, TensorBytesMustMatchTheGeometry) {
+  GgufWriter w;
+  const auto b = pattern(4 * 144);
+  expect_error([&] { w.add_tensor_bytes("k", 12, {256, 4}, b.data(), 575); },
+               {"tensor 'k'", "575 bytes given", "1024 values [256, 4] of q4_K take 576 bytes (144 per block of 256)"});
+  expect_error([&] { w.add_tensor_bytes("k", 12, {256}, b.data(), 288); }, {"288 bytes given", "take 144 bytes"});
+  expect_error([&] { w.add_tensor_bytes("k", 12, {128, 2}, b.data(), 144); },
+               {"tensor 'k'", "ne[0] = 128 is not a multiple of the block size 256"});
+  expect_error([&] { w.add_tensor_bytes("k", 4, {32}, b.data(), 18); },
+               {"tensor 'k'", "type 4 (deprecated) has no known storage layout"});
+  expect_error([&] { w.add_tensor_bytes("k", 1000, {32}, b.data(), 18); }, {"type 1000 (unknown)"});
+  expect_error([&] { w.add_tensor_bytes("k", 12, {256}, nullptr, 144); }, {"tensor 'k'", "no data for 144 bytes"});
+  expect_error([&] { w.add_tensor_bytes("k", 12, {}, b.data(), 0); }, {"0 dimensions"});
+  expect_error([&] { w.add_tensor_bytes("", 12, {256}, b.data(), 144); }, {"the name has 0 bytes"});
+  w.add_tensor_bytes("k", 12, {256}, b.data(), 144);
+  expect_error([&] { w.add_tensor_bytes("k", 12, {256}, b.data(), 144); }, {"tensor 'k' was already added"});
+  w.add_tensor_bytes("empty", 12, {0, 3}, nullptr, 0);  // no values, no bytes
+}
+
 TEST(GgufWriterErrors, RejectsWhatGgmlCouldNotRead) {
   GgufWriter w;
   std::vector<float> x(64, 1.0f);
@@ -454,7 +595,8 @@ TEST(GgufWriterErrors, RejectsWhatGgmlCouldNotRead) {
   expect_error([&] { w.add_tensor("d", GgmlType::f32, {}, x.data()); }, {"0 dimensions"});
   expect_error([&] { w.add_tensor("n", GgmlType::f32, {-1}, x.data()); }, {"negative dimension in [-1]"});
   expect_error([&] { w.add_tensor(std::string(64, 'x'), GgmlType::f32, {1}, x.data()); }, {"64 bytes"});
-  expect_error([&] { w.add_tensor("t", GgmlType(12), {32}, x.data()); }, {"type 12"});
+  expect_error([&] { w.add_tensor("t", GgmlType(12), {32}, x.data()); },
+               {"tensor 't'", "type 12 (q4_K) is not one of F32, F16, BF16, Q8_0, Q4_0", "add_tensor_bytes"});
   expect_error([&] { w.add_tensor("t", GgmlType::f16, {2, 3}, nullptr); }, {"no data for 6 elements"});
   w.add_tensor("a", GgmlType::f32, {1}, x.data());
   expect_error([&] { w.add_tensor("a", GgmlType::f32, {1}, x.data()); }, {"tensor 'a' was already added"});
@@ -473,7 +615,8 @@ TEST(GgufTypes, NamesFollowGgml) {
   EXPECT_EQ(ggml_type_name(GgmlType::bf16), "bf16");
   EXPECT_EQ(ggml_type_name(GgmlType(12)), "q4_K");
   EXPECT_EQ(ggml_type_name(GgmlType(39)), "mxfp4");
-  EXPECT_EQ(ggml_type_name(GgmlType(40)), "unknown");
+  EXPECT_EQ(ggml_type_name(GgmlType(41)), "q1_0");
+  EXPECT_EQ(ggml_type_name(GgmlType(42)), "unknown");
 }
 
 }  // namespace
