@@ -4,27 +4,11 @@
 
 #include <cstdint>
 #include <optional>
-#include <string_view>
-#include <vector>
 
 #include "ffn/config.hpp"
+#include "ffn/weight_type.hpp"
 
 namespace ffn {
-
-// Storage types for weight matrices. q8_0 / q4_0 are ggml's block formats: 32 weights per
-// block with an f16 scale — 34 and 18 bytes per block. A block format needs the row length
-// (in_features) to be a multiple of 32. Biases are always stored as f32.
-enum class WeightType { f32, bf16, f16, q8_0, q4_0 };
-
-struct WeightTypeInfo {
-  WeightType type;
-  std::string_view name;
-  int64_t block_elements;  // weights per block (1 for plain types)
-  int64_t block_bytes;     // bytes per block
-};
-const std::vector<WeightTypeInfo>& weight_types();
-const WeightTypeInfo& weight_type_info(WeightType t);
-WeightType parse_weight_type(std::string_view name);  // throws ffn::Error
 
 struct Accounting {
   int64_t weight_parameters = 0;  // matrices only: (3 if gated else 2)·D·H
@@ -42,6 +26,8 @@ Accounting account(const BlockConfig& config);
 // Bytes of the weight matrices stored as type t, plus f32 biases; nullopt when t is a
 // block format and some matrix's row length is not a multiple of its block size.
 std::optional<int64_t> weight_bytes(const BlockConfig& config, WeightType t);
+// The same with each matrix in its own type.
+std::optional<int64_t> weight_bytes(const BlockConfig& config, const MatrixTypes& types);
 
 // Bytes one decode step (T = 1) moves per token: every weight byte once, plus reading x
 // and writing y (4·D bytes each, f32). The hidden vector (4·H bytes) stays in cache and is

@@ -21,6 +21,8 @@
 
 #include "ffn/block.hpp"
 #include "ffn/config.hpp"
+#include "ffn/inference_block.hpp"
+#include "ffn/weight_type.hpp"
 
 namespace ffn {
 
@@ -33,17 +35,28 @@ struct LoadOptions {
   // Required when the checkpoint does not say its activation; when it does, a variant given
   // here must agree with it (an error otherwise — never a silently different block).
   std::optional<Variant> variant;
-  // Keep weight matrices stored as f16, bf16, q8_0 or q4_0 (GGUF) in that type, without
-  // widening or re-quantising: the block is Block::from_stored's and its forward reads them
-  // as stored. Only when every matrix has the same such type and the whole block is loaded
-  // (load, not load_slice); otherwise f32 as usual.
-  bool keep_stored_type = false;
 };
 
 struct LoadedBlock {
   Block block;
   std::string scheme;             // which naming scheme matched
   std::string activation_source;  // "config.json hidden_act 'silu'", "--variant", ...
+};
+
+// A layer's block as its matrices are stored, before an InferenceBlock is made of them.
+struct LoadedStoredWeights {
+  BlockConfig config;
+  StoredWeights weights;
+  std::string scheme;             // which naming scheme matched
+  std::string activation_source;  // "config.json hidden_act 'silu'", "--variant", ...
+  MatrixTypes stored;             // each matrix's type in the file (f32 where it has none of ffn's)
+};
+
+struct LoadedInferenceBlock {
+  InferenceBlock block;
+  std::string scheme;             // which naming scheme matched
+  std::string activation_source;  // "config.json hidden_act 'silu'", "--variant", ...
+  MatrixTypes stored;             // each matrix's type in the file (f32 where it has none of ffn's)
 };
 
 // An opened checkpoint: its files mapped and their headers parsed once, so that several
@@ -61,7 +74,17 @@ class Checkpoint {
   // Throws ffn::Error naming the file and the problem: no block found (listing the names
   // present), a missing layer (listing the layers present), inconsistent shapes, partial
   // biases, a variant that disagrees with the checkpoint.
+  // The f32 block, every matrix widened (or dequantised) to f32: for training.
   LoadedBlock load(const LoadOptions& options = {}) const;
+  // The block for inference. Each matrix runs in the type the file stores it in (a GGUF
+  // q8_0 tensor as q8_0, a BF16 safetensors tensor as bf16), its bytes used as they are —
+  // or, when `type` is given, in that type: a matrix the file already stores so is used as
+  // it is, never re-quantised; any other is read as f32 and stored as `type` (q8_0 / q4_0
+  // need d and hidden multiples of 32). A matrix in a type ffn does not read (say q4_K) is
+  // an ffn::Error naming the tensor, its type and the types ffn reads; tensors the block
+  // does not need may have any type.
+  LoadedInferenceBlock load_inference(const LoadOptions& options = {}, std::optional<WeightType> type = std::nullopt,
+                                      ThreadPool* pool = nullptr) const;
   // Only hidden units [hidden_begin, hidden_end) of the block (a tensor-parallel slice,
   // include/ffn/distributed.hpp), as a Block of that hidden width: those rows of the gate
   // and up weights, those columns of the down weight, those entries of the gate and up
@@ -69,8 +92,17 @@ class Checkpoint {
   // checkpoint are read; from GGUF one whole tensor at a time is converted and its slice
   // kept. ffn::Error as load(), and when the range is not within the block's hidden units.
   LoadedBlock load_slice(const LoadOptions& options, int64_t hidden_begin, int64_t hidden_end) const;
+  // The matrices load_inference runs, of hidden units [hidden_begin, hidden_end) as
+  // load_slice cuts them (hidden_end = 0: the whole block), before they are laid out: for a
+  // caller that changes them first (a tensor-parallel rank drops the down bias). Stored
+  // bytes are sliced as they are when the slice's edges fall on the type's blocks.
+  LoadedStoredWeights load_stored(const LoadOptions& options, int64_t hidden_begin = 0, int64_t hidden_end = 0,
+                                  std::optional<WeightType> type = std::nullopt, ThreadPool* pool = nullptr) const;
   // The configuration load(options) gives, reading no weights: to choose a slice.
   BlockConfig config(const LoadOptions& options = {}) const;
+  // Each matrix's type in the file (f32 where it is in none of the weight types), reading
+  // no weights.
+  MatrixTypes stored_types(const LoadOptions& options = {}) const;
 
  private:
   std::string path_;
@@ -79,10 +111,8 @@ class Checkpoint {
 
 // One-shot forms of the above.
 LoadedBlock load_block(const std::string& path, const LoadOptions& options = {});
-// load_block, with the block's matrices in weight type t: a file that already stores every
-// matrix as t (GGUF) is used as it is, never re-quantised; anything else is read as f32
-// and then stored as t (Block::stored_as; q8_0/q4_0 need d and hidden multiples of 32).
-LoadedBlock load_block_as(const std::string& path, LoadOptions options, WeightType t, ThreadPool* pool = nullptr);
+LoadedInferenceBlock load_inference_block(const std::string& path, const LoadOptions& options = {},
+                                          std::optional<WeightType> type = std::nullopt, ThreadPool* pool = nullptr);
 std::vector<int64_t> checkpoint_layers(const std::string& path);
 
 }  // namespace ffn

@@ -26,6 +26,7 @@
 #include "ffn/block.hpp"
 #include "ffn/collective.hpp"
 #include "ffn/config.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"
 
@@ -80,9 +81,9 @@ class Communicator final : public Collective {
 
 // ---- Slicing: which hidden units a rank holds ----
 
-// The hidden units each slice boundary must be a multiple of for weights stored as t:
-// 1 for f32/bf16/f16; 32 for q8_0 and q4_0, whose blocks of 32 run along each row, and
-// W_down's rows run along H, so a column split of W_down inside a block would cut it.
+// The hidden units each slice boundary must be a multiple of for W_down stored as t: its
+// type's block (1 for f32/bf16/f16; 32 for q8_0 and q4_0), since blocks run along each row
+// and W_down's rows run along H, so a column split of W_down inside a block would cut it.
 // (W_gate and W_up are split by whole rows, which never cuts a block.)
 int64_t hidden_granule(WeightType t);
 
@@ -140,6 +141,26 @@ class TensorParallelBlock {
   BlockConfig full_config_;
   HiddenSlice slice_;
   Block local_;
+  Communicator* comm_;
+};
+
+// The inference form of a tensor-parallel block: this rank's slice as an InferenceBlock
+// (each matrix in its weight type, as one process runs it), forward only. The slice's down
+// bias must be given on rank 0 only (zero or none elsewhere), so that it is added once.
+class TensorParallelInferenceBlock {
+ public:
+  TensorParallelInferenceBlock(InferenceBlock local, const BlockConfig& full_config, HiddenSlice slice,
+                               Communicator& comm);
+  const BlockConfig& config() const { return full_config_; }  // the whole block's
+  const InferenceBlock& local() const { return local_; }      // this rank's slice
+  HiddenSlice slice() const { return slice_; }
+  // y = block(x) on every rank, as TensorParallelBlock::forward.
+  void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr, TensorParallelTimes* times = nullptr) const;
+
+ private:
+  BlockConfig full_config_;
+  HiddenSlice slice_;
+  InferenceBlock local_;
   Communicator* comm_;
 };
 

@@ -9,6 +9,7 @@
 #include "ffn/config.hpp"
 #include "ffn/error.hpp"
 #include "ffn/gguf.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/mapped_file.hpp"
 #include "ffn/npy.hpp"
@@ -20,3 +21,4 @@
 #include "ffn/thread_pool.hpp"
 #include "ffn/train.hpp"
 #include "ffn/version.hpp"
+#include "ffn/weight_type.hpp"

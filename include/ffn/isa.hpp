@@ -27,9 +27,8 @@ bool avx512_vnni_supported();
 // raised on first use), else the widest supported.
 Isa active_isa();
 void set_isa(Isa isa);  // throws ffn::Error if this CPU does not support it
-// Whether bf16 blocks on the active ISA — packed, and as stored from
-// stored_packed_min_tokens — round their activations to bf16 for AVX512_BF16's dot
-// product (avx512_bf16) rather than widen the weights and stay in f32.
+// Whether bf16 inference blocks on the active ISA round their activations to bf16 for
+// AVX512_BF16's dot product (avx512_bf16) rather than widen the weights and stay in f32.
 bool bf16_dot_products_active();
 
 }  // namespace ffn

@@ -14,13 +14,13 @@ from . import _core
 
 Error = _core.Error
 __version__ = _core.__version__
-__all__ = ["Block", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
-           "GEGLU", "GatedGeluTanh", "load", "from_torch", "active_isa", "Error"]
+__all__ = ["Block", "InferenceBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
+           "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "Error"]
 
 
 def active_isa():
     """The instruction set the kernels use: scalar, avx2, avx512 or avx512_bf16 (the widest
-    this CPU supports unless FFN_ISA names another). On avx512_bf16 packed bf16 blocks round
+    this CPU supports unless FFN_ISA names another). On avx512_bf16 bf16 inference blocks round
     their activations to bf16 for the dot products (see the README's accuracy table)."""
     return _core.active_isa()
 
@@ -45,27 +45,14 @@ class Block:
     d_model = property(lambda self: self._core.d_model)
     hidden = property(lambda self: self._core.hidden)
     bias = property(lambda self: self._core.bias)
-    dtype = property(lambda self: self._core.dtype, doc="the weight matrices' type: f32, bf16, f16, q8_0, q4_0")
-
-    def stored_as(self, dtype):
-        """A new block of the same variant whose weight matrices are stored as `dtype` (bf16,
-        f16, q8_0 or q4_0, in ggml's block layouts; biases stay float32) and read as stored by
-        its forward. It keeps no float32 copy: parameters() and backward() are not available
-        on it. q8_0 and q4_0 round as ggml's reference quantisers and need d and hidden to be
-        multiples of 32."""
-        return type(self)._wrap(self._core.stored_as(dtype))
-
-    def packed(self):
-        """A new block for inference: the same weights, in this block's type (float32, or the
-        bf16/f16/q8_0/q4_0 of stored_as), laid out once in the panels the forward kernels
-        read (gate and up of the same hidden units side by side) — the fastest forward of
-        that type. Its outputs are bit-identical for any thread count and whatever else is in
-        the batch. bf16 blocks on an avx512_bf16 CPU (see active_isa()) round the activations
-        to bf16 for the dot products, as torch's bf16 modules do. It keeps no row-major copy:
-        parameters() and backward() are not available on it."""
-        return type(self)._wrap(self._core.packed())
-
-    is_packed = property(lambda self: self._core.is_packed)
+    def for_inference(self, dtype="f32", gate=None, up=None, down=None):
+        """This block made once for inference (an InferenceBlock): its matrices stored as
+        `dtype` (f32, bf16, f16, q8_0, q4_0 — or each as `gate`, `up`, `down` say; biases
+        stay float32) and laid out in the panels the forward kernels read. q8_0 and q4_0
+        round as ggml's reference quantisers and need d and hidden to be multiples of 32.
+        Its outputs are bit-identical for any thread count and whatever else is in the
+        batch. This block stays as it is (trainable)."""
+        return InferenceBlock._wrap(self._core.for_inference(gate or dtype, up or dtype, down or dtype))
 
     def named_parameters(self):
         """(name, NumPy view) pairs in torch's order: gate, up, down (each weight, then bias)."""
@@ -102,10 +89,54 @@ class Block:
         return self._core.backward(x, dy, recompute, threads)
 
     def __repr__(self):
-        dtype = "" if self.dtype == "f32" else f", dtype={self.dtype!r}"
-        dtype += ", packed" if self.is_packed else ""
         return (f"{type(self).__name__}(variant={self.variant!r}, d={self.d_model}, hidden={self.hidden}, "
-                f"bias={self.bias}{dtype})")
+                f"bias={self.bias})")
+
+
+class InferenceBlock:
+    """A feed-forward block made once for inference and then only run: each matrix in its
+    own weight type (`types`), laid out for the forward kernels. Made by
+    Block.for_inference(dtype) or ffn.load(path). bf16 matrices on an avx512_bf16 CPU (see
+    active_isa()) round the activations to bf16 for the dot products, as torch's bf16
+    modules do; q8_0 / q4_0 quantise them to q8_0. It has no parameters() or backward():
+    train a Block."""
+
+    @classmethod
+    def _wrap(cls, core):
+        block = cls.__new__(cls)
+        block._core = core
+        return block
+
+    variant = property(lambda self: self._core.variant)
+    gated = property(lambda self: self._core.gated)
+    activation = property(lambda self: self._core.activation)
+    d_model = property(lambda self: self._core.d_model)
+    hidden = property(lambda self: self._core.hidden)
+    bias = property(lambda self: self._core.bias)
+    types = property(lambda self: self._core.types, doc="each matrix's weight type, e.g. {'gate': 'q8_0', ...}")
+    weight_bytes = property(lambda self: self._core.weight_bytes, doc="bytes of the weights as stored, plus biases")
+
+    @property
+    def dtype(self):
+        """The matrices' weight type when they share one, else None (see `types`)."""
+        kinds = set(self.types.values())
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def describe(self):
+        """The kernels the forward runs on the active ISA, one line."""
+        return self._core.describe()
+
+    def __call__(self, x, threads=None):
+        """y = block(x) for float32 x of shape [T, d] or [d]; x is not copied when it is
+        already a C-ordered float32 array. `threads`: default one per core."""
+        return self._core.forward(x, threads)
+
+    forward = __call__
+
+    def __repr__(self):
+        types = ", ".join(f"{k}={v}" for k, v in self.types.items())
+        return (f"InferenceBlock(variant={self.variant!r}, d={self.d_model}, hidden={self.hidden}, "
+                f"bias={self.bias}, {types})")
 
 
 def _gated(variant_name, doc):
@@ -153,12 +184,21 @@ def _as_class_of_its_variant(core):
 
 
 def load(path, layer=0, variant=None, dtype=None):
-    """The MLP of `layer` from a checkpoint: safetensors (one file, or sharded through
-    model.safetensors.index.json), GGUF, or a folder holding one. The activation comes from
-    config.json beside the weights or GGUF metadata; else give `variant`. `dtype` (f32,
-    bf16, f16, q8_0, q4_0) keeps the weights in that type: a GGUF file that already stores
-    it is used as it is, never re-quantised; default: float32."""
+    """The MLP of `layer` from a checkpoint, for inference (an InferenceBlock): safetensors
+    (one file, or sharded through model.safetensors.index.json), GGUF, or a folder holding
+    one. The activation comes from config.json beside the weights or GGUF metadata; else
+    give `variant`. Each matrix runs in the type the file stores it in (a q8_0 GGUF as
+    q8_0, a bf16 safetensors file as bf16); `dtype` (f32, bf16, f16, q8_0, q4_0) converts
+    every matrix to it — one the file already stores so is used as it is, never
+    re-quantised. To train the layer, use load_trainable."""
     core, _scheme, _source = _core.load(str(path), layer, variant, dtype)
+    return InferenceBlock._wrap(core)
+
+
+def load_trainable(path, layer=0, variant=None):
+    """The MLP of `layer` from a checkpoint as a trainable float32 Block (of its variant's
+    class), every matrix widened or dequantised to float32."""
+    core, _scheme, _source = _core.load_trainable(str(path), layer, variant)
     return _as_class_of_its_variant(core)
 
 

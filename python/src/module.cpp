@@ -75,7 +75,9 @@ void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& va
 }
 
 // x: float32 [T, d] or [d] (converted, without a copy when it already is float32 C-order).
-py::array forward(const ffn::Block& block, const FloatArray& x, std::optional<int> threads) {
+// Block or InferenceBlock.
+template <class AnyBlock>
+py::array forward(const AnyBlock& block, const FloatArray& x, std::optional<int> threads) {
   const int64_t D = block.config().d_model;
   if (x.ndim() != 1 && x.ndim() != 2)
     throw ffn::Error("x must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) + ",), got " +
@@ -169,28 +171,43 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("hidden", [](const ffn::Block& b) { return b.config().hidden; })
       .def_property_readonly("bias", [](const ffn::Block& b) { return b.config().bias; })
       .def_property_readonly("num_parameters", [](const ffn::Block& b) { return ffn::account(b.config()).parameters; })
-      .def_property_readonly(
-          "dtype", [](const ffn::Block& b) { return std::string(ffn::weight_type_info(b.weight_type()).name); })
       .def(
-          "stored_as",
-          [](const ffn::Block& b, const std::string& dtype) {
-            const ffn::WeightType t = ffn::parse_weight_type(dtype);
+          "for_inference",
+          [](const ffn::Block& b, const std::string& gate, const std::string& up, const std::string& down) {
+            const ffn::MatrixTypes t{ffn::parse_weight_type(gate), ffn::parse_weight_type(up),
+                                     ffn::parse_weight_type(down)};
             py::gil_scoped_release release;
-            return std::make_unique<ffn::Block>(b.stored_as(t));
+            return std::make_unique<ffn::InferenceBlock>(b, t);
           },
-          py::arg("dtype"))
-      .def("packed",
-           [](const ffn::Block& b) {
-             py::gil_scoped_release release;
-             return std::make_unique<ffn::Block>(b.packed());
-           })
-      .def_property_readonly("is_packed", &ffn::Block::is_packed)
+          py::arg("gate"), py::arg("up"), py::arg("down"))
       .def("tensor_names", &tensor_names)
       .def("tensor", &view_of, py::arg("name"))
       .def("set_tensor", &set_tensor, py::arg("name"), py::arg("value"))
-      .def("forward", &forward, py::arg("x"), py::arg("threads") = py::none())
+      .def("forward", &forward<ffn::Block>, py::arg("x"), py::arg("threads") = py::none())
       .def("backward", &backward, py::arg("x"), py::arg("dy"), py::arg("recompute") = false,
            py::arg("threads") = py::none());
+
+  py::class_<ffn::InferenceBlock>(m, "InferenceBlock")
+      .def_property_readonly("variant",
+                             [](const ffn::InferenceBlock& b) { return ffn::variant_name(b.config().variant); })
+      .def_property_readonly("gated", [](const ffn::InferenceBlock& b) { return b.config().variant.gated; })
+      .def_property_readonly(
+          "activation",
+          [](const ffn::InferenceBlock& b) { return std::string(ffn::activation_name(b.config().variant.activation)); })
+      .def_property_readonly("d_model", [](const ffn::InferenceBlock& b) { return b.config().d_model; })
+      .def_property_readonly("hidden", [](const ffn::InferenceBlock& b) { return b.config().hidden; })
+      .def_property_readonly("bias", [](const ffn::InferenceBlock& b) { return b.config().bias; })
+      .def_property_readonly("types",
+                             [](const ffn::InferenceBlock& b) {
+                               py::dict d;
+                               if (b.config().variant.gated) d["gate"] = std::string(ffn::weight_type_name(b.types().gate));
+                               d["up"] = std::string(ffn::weight_type_name(b.types().up));
+                               d["down"] = std::string(ffn::weight_type_name(b.types().down));
+                               return d;
+                             })
+      .def_property_readonly("weight_bytes", &ffn::InferenceBlock::weight_bytes)
+      .def("describe", &ffn::InferenceBlock::describe)
+      .def("forward", &forward<ffn::InferenceBlock>, py::arg("x"), py::arg("threads") = py::none());
 
   m.def(
       "load",
@@ -198,12 +215,24 @@ PYBIND11_MODULE(_core, m) {
         ffn::LoadOptions o;
         o.layer = layer;
         if (variant) o.variant = ffn::parse_variant(*variant);
-        ffn::LoadedBlock loaded =
-            dtype ? ffn::load_block_as(path, o, ffn::parse_weight_type(*dtype)) : ffn::load_block(path, o);
-        return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
+        std::optional<ffn::WeightType> type;
+        if (dtype) type = ffn::parse_weight_type(*dtype);
+        ffn::LoadedInferenceBlock loaded = ffn::load_inference_block(path, o, type);
+        return py::make_tuple(std::make_unique<ffn::InferenceBlock>(std::move(loaded.block)), loaded.scheme,
                               loaded.activation_source);
       },
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
+  m.def(
+      "load_trainable",
+      [](const std::string& path, int64_t layer, std::optional<std::string> variant) {
+        ffn::LoadOptions o;
+        o.layer = layer;
+        if (variant) o.variant = ffn::parse_variant(*variant);
+        ffn::LoadedBlock loaded = ffn::load_block(path, o);
+        return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
+                              loaded.activation_source);
+      },
+      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });

@@ -29,7 +29,7 @@
 
 #include "block/bias_rows.hpp"
 #include "block/panels.hpp"
-#include "block/training_views.hpp"
+#include "block/view_checks.hpp"
 #include "ffn/backward.hpp"
 #include "kernels/kernels.hpp"
 #include "parallel/scratch.hpp"
@@ -102,15 +102,15 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
   const auto& c = block.config();
   const auto& w = block.weights();
   const int64_t D = c.d_model, H = c.hidden;
-  training::check_view("input x", x, D);
-  training::check_view("gradient dy", dy, D);
-  training::check_same_rows("input x", x, "gradient dy", dy);
+  views::check_view("input x", x, D);
+  views::check_view("gradient dy", dy, D);
+  views::check_same_rows("input x", x, "gradient dy", dy);
   const bool want_dx = dx.data != nullptr;
   if (want_dx) {
-    training::check_view("gradient dx", dx, D);
-    training::check_same_rows("input x", x, "gradient dx", dx);
-    if (training::overlap(dx, x)) throw Error("gradient dx overlaps input x");
-    if (training::overlap(dx, dy)) throw Error("gradient dx overlaps gradient dy");
+    views::check_view("gradient dx", dx, D);
+    views::check_same_rows("input x", x, "gradient dx", dx);
+    if (views::overlap(dx, x)) throw Error("gradient dx overlaps input x");
+    if (views::overlap(dx, dy)) throw Error("gradient dx overlaps gradient dy");
   }
   check_cache(cache, c, x.rows);
   check_like("gate", grads.gate, w.gate);

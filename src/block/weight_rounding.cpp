@@ -1,52 +1,39 @@
-// round_weights_to: a block's weights as a given storage type holds them.
+// round_weights_to: a block's weights as a given weight type holds them (the table's
+// reference quantiser, then its exact widening).
 #include <string>
 #include <vector>
 
+#include "core/weight_type_table.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 
 namespace ffn {
 namespace {
 
-// Rounds each row of m (length m.cols(), a multiple of 32 for block formats) in place.
+// Rounds each row of m (length a multiple of t's block) in place.
 void round_matrix(Matrix& m, const char* name, WeightType t) {
-  if (m.empty()) return;
+  if (m.empty() || t == WeightType::f32) return;
+  const auto& traits = weight_type_traits(t);
   const int64_t n = m.cols();
-  if ((t == WeightType::q8_0 || t == WeightType::q4_0) && n % kQuantBlock != 0)
-    throw Error(std::string(name) + " rows have " + std::to_string(n) + " weights; " +
-                std::string(weight_type_info(t).name) + " stores rows in blocks of 32");
-  std::vector<BlockQ8_0> q8(static_cast<size_t>(n / kQuantBlock));
-  std::vector<BlockQ4_0> q4(static_cast<size_t>(n / kQuantBlock));
+  if (n % traits.info.block_elements != 0)
+    throw Error(std::string(name) + " rows have " + std::to_string(n) + " weights; " + std::string(traits.info.name) +
+                " stores rows in blocks of " + std::to_string(traits.info.block_elements));
+  std::vector<std::byte> row(static_cast<size_t>(traits.info.row_bytes(n)));
   for (int64_t r = 0; r < m.rows(); ++r) {
-    float* row = m.row(r);
-    switch (t) {
-      case WeightType::f32: return;
-      case WeightType::bf16:
-        for (int64_t i = 0; i < n; ++i) row[i] = bf16_to_f32(f32_to_bf16(row[i]));
-        break;
-      case WeightType::f16:
-        for (int64_t i = 0; i < n; ++i) row[i] = f16_to_f32(f32_to_f16(row[i]));
-        break;
-      case WeightType::q8_0:
-        quantize_row_q8_0(row, q8.data(), n);
-        dequantize_row_q8_0(q8.data(), row, n);
-        break;
-      case WeightType::q4_0:
-        quantize_row_q4_0(row, q4.data(), n);
-        dequantize_row_q4_0(q4.data(), row, n);
-        break;
-    }
+    traits.from_f32(m.row(r), row.data(), n);
+    traits.to_f32(row.data(), m.row(r), n);
   }
 }
 
 }  // namespace
 
-void round_weights_to(Block& block, WeightType t) {
+void round_weights_to(Block& block, const MatrixTypes& types) {
   auto& w = block.weights();
-  round_matrix(w.gate, "gate", t);
-  round_matrix(w.up, "up", t);
-  round_matrix(w.down, "down", t);
+  round_matrix(w.gate, "gate", types.gate);
+  round_matrix(w.up, "up", types.up);
+  round_matrix(w.down, "down", types.down);
 }
+
+void round_weights_to(Block& block, WeightType t) { round_weights_to(block, MatrixTypes::all(t)); }
 
 }  // namespace ffn

@@ -16,7 +16,7 @@ bool launched_with_several_processes() {
   return false;
 }
 
-int64_t hidden_granule(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0 ? 32 : 1; }
+int64_t hidden_granule(WeightType t) { return weight_type_info(t).block_elements; }
 
 HiddenSlice hidden_slice(int64_t hidden, int rank, int ranks, int64_t granule) {
   if (ranks < 1 || rank < 0 || rank >= ranks)

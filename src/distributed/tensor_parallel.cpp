@@ -20,6 +20,29 @@ void require_dense(const MatrixView& m, const char* what) {
                 std::to_string(m.stride) + " ≠ D = " + std::to_string(m.cols) + ")");
 }
 
+// The local slice's configuration is the whole block's but for its hidden width.
+void check_slice_config(const BlockConfig& c, const BlockConfig& full_config, HiddenSlice slice) {
+  if (c.variant != full_config.variant || c.d_model != full_config.d_model || c.bias != full_config.bias ||
+      c.hidden != slice.size() || slice.begin < 0 || slice.end > full_config.hidden)
+    throw Error("tensor-parallel block: the local slice (d_model " + std::to_string(c.d_model) + ", hidden " +
+                std::to_string(c.hidden) + ") does not match hidden units [" + std::to_string(slice.begin) + ", " +
+                std::to_string(slice.end) + ") of the block (d_model " + std::to_string(full_config.d_model) +
+                ", hidden " + std::to_string(full_config.hidden) + ")");
+}
+
+// The local partial y_r, then y = Σ_r y_r on every rank.
+template <class Local>
+void forward_and_sum(const Local& local, Communicator& comm, ConstMatrixView x, MatrixView y, ThreadPool* pool,
+                     TensorParallelTimes* times) {
+  require_dense(y, "forward output y");
+  auto start = std::chrono::steady_clock::now();
+  local.forward(x, y, pool);
+  if (times) times->local_ms = ms_since(start);
+  start = std::chrono::steady_clock::now();
+  comm.sum(y.data, y.rows * y.cols);
+  if (times) times->reduce_ms = ms_since(start);
+}
+
 }  // namespace
 
 TensorParallelBlock::TensorParallelBlock(const Block& full, Communicator& comm, int64_t granule)
@@ -31,23 +54,22 @@ TensorParallelBlock::TensorParallelBlock(const Block& full, Communicator& comm, 
 TensorParallelBlock::TensorParallelBlock(Block local, const BlockConfig& full_config, HiddenSlice slice,
                                          Communicator& comm)
     : full_config_(full_config), slice_(slice), local_(std::move(local)), comm_(&comm) {
-  const BlockConfig& c = local_.config();
-  if (c.variant != full_config.variant || c.d_model != full_config.d_model || c.bias != full_config.bias ||
-      c.hidden != slice.size() || slice.begin < 0 || slice.end > full_config.hidden)
-    throw Error("tensor-parallel block: the local slice (d_model " + std::to_string(c.d_model) + ", hidden " +
-                std::to_string(c.hidden) + ") does not match hidden units [" + std::to_string(slice.begin) + ", " +
-                std::to_string(slice.end) + ") of the block (d_model " + std::to_string(full_config.d_model) +
-                ", hidden " + std::to_string(full_config.hidden) + ")");
+  check_slice_config(local_.config(), full_config, slice);
 }
 
 void TensorParallelBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool, TensorParallelTimes* times) const {
-  require_dense(y, "forward output y");
-  auto start = std::chrono::steady_clock::now();
-  local_.forward(x, y, pool);
-  if (times) times->local_ms = ms_since(start);
-  start = std::chrono::steady_clock::now();
-  comm_->sum(y.data, y.rows * y.cols);
-  if (times) times->reduce_ms = ms_since(start);
+  forward_and_sum(local_, *comm_, x, y, pool, times);
+}
+
+TensorParallelInferenceBlock::TensorParallelInferenceBlock(InferenceBlock local, const BlockConfig& full_config,
+                                                           HiddenSlice slice, Communicator& comm)
+    : full_config_(full_config), slice_(slice), local_(std::move(local)), comm_(&comm) {
+  check_slice_config(local_.config(), full_config, slice);
+}
+
+void TensorParallelInferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool,
+                                           TensorParallelTimes* times) const {
+  forward_and_sum(local_, *comm_, x, y, pool, times);
 }
 
 void TensorParallelBlock::forward_train(ConstMatrixView x, MatrixView y, ForwardCache& cache, bool recompute,

@@ -2,6 +2,7 @@
 // the shapes checked and the weights converted to f32 in nn.Linear layout.
 #include "ffn/checkpoint.hpp"
 
+#include <cstring>
 #include <vector>
 
 #include "ffn/error.hpp"
@@ -76,46 +77,6 @@ void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
   }
 }
 
-// The block over the matrices' stored bytes (copied), when every matrix has the same
-// stored weight type; nullopt otherwise (the caller widens to f32 then).
-std::optional<Block> load_stored(const io::TensorSource& src, const io::BlockNames& n, const BlockConfig& config) {
-  if (n.conv1d) return std::nullopt;
-  const auto up = src.stored(n.up), down = src.stored(n.down);
-  const auto gate = config.variant.gated ? src.stored(n.gate) : up;
-  if (!up || !down || !gate || down->type != up->type || gate->type != up->type) return std::nullopt;
-  const WeightType t = up->type;
-  const auto& info = weight_type_info(t);
-  auto matrix = [&](const io::TensorSource::Stored& s, int64_t rows, int64_t cols) {
-    TypedMatrix m;
-    m.type = t;
-    m.rows = rows;
-    m.cols = cols;
-    m.row_bytes = cols / info.block_elements * info.block_bytes;
-    m.bytes.assign(s.data, s.data + s.bytes);
-    return m;
-  };
-  const int64_t D = config.d_model, H = config.hidden;
-  TypedWeights w;
-  w.up = matrix(*up, H, D);
-  w.down = matrix(*down, D, H);
-  if (config.variant.gated) w.gate = matrix(*gate, H, D);
-  if (config.bias) {
-    w.up_bias = Matrix(1, H);
-    w.down_bias = Matrix(1, D);
-    src.read_f32(n.up_bias, w.up_bias.data());
-    src.read_f32(n.down_bias, w.down_bias.data());
-    if (config.variant.gated) {
-      w.gate_bias = Matrix(1, H);
-      src.read_f32(n.gate_bias, w.gate_bias.data());
-    }
-  }
-  try {
-    return Block::from_stored(config, std::move(w));
-  } catch (const Error& e) {
-    throw Error(src.path() + ": " + e.what());
-  }
-}
-
 }  // namespace
 
 Checkpoint::Checkpoint(const std::string& path) : path_(path), source_(io::open_tensor_source(path)) {}
@@ -126,6 +87,23 @@ Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
 std::vector<int64_t> Checkpoint::layers() const { return io::block_layers(*source_); }
 
 namespace {
+
+// An empty range is refused here: window() reads h1 = 0 as "all hidden units".
+void check_slice(const std::string& path, int64_t h0, int64_t h1) {
+  if (h1 <= h0)
+    throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
+                ") are not a slice of the block's hidden units: the range is empty");
+}
+
+// Each matrix's type in the file; a Conv1D weight is transposed on reading, so f32.
+MatrixTypes file_types(const io::TensorSource& src, const io::BlockNames& n, bool gated) {
+  auto type = [&](const std::string& name) {
+    std::optional<io::TensorSource::Stored> s;
+    if (!n.conv1d) s = src.stored(name);
+    return s ? s->type : WeightType::f32;
+  };
+  return {gated ? type(n.gate) : type(n.up), type(n.up), type(n.down)};
+}
 
 // What a layer's block is, from names, shapes and metadata alone.
 struct Resolved {
@@ -179,31 +157,109 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
 
 BlockConfig Checkpoint::config(const LoadOptions& o) const { return resolve(path_, source_.get(), o).config; }
 
+MatrixTypes Checkpoint::stored_types(const LoadOptions& o) const {
+  const Resolved r = resolve(path_, source_.get(), o);
+  return file_types(*source_, r.names, r.config.variant.gated);
+}
+
 namespace {
 
-// The block's hidden units [h0, h1) (h1 = 0: all of them).
+// The whole block's configuration and names, and the hidden units [h0, h1) of it to read
+// (h1 = 0: all of them), checked.
+struct Window {
+  Resolved resolved;
+  int64_t h0, h1;
+};
+
+Window window(const std::string& path, const io::TensorSource* src, const LoadOptions& o, int64_t h0, int64_t h1) {
+  Resolved r = resolve(path, src, o);
+  if (h1 == 0) h1 = r.config.hidden;
+  if (h0 < 0 || h0 >= h1 || h1 > r.config.hidden)
+    throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
+                ") are not a slice of the block's " + std::to_string(r.config.hidden));
+  return {std::move(r), h0, h1};
+}
+
+// The biases of hidden units [h0, h1) (gate and up) and the whole down bias, or none.
+void read_biases(const io::TensorSource& src, const io::BlockNames& n, const BlockConfig& whole, int64_t h0,
+                 int64_t h1, Matrix& gate_bias, Matrix& up_bias, Matrix& down_bias) {
+  if (!whole.bias) return;
+  up_bias = Matrix(1, h1 - h0);
+  down_bias = Matrix(1, whole.d_model);
+  src.read_f32_window(n.up_bias, 0, 1, h0, h1, up_bias.data());
+  src.read_f32(n.down_bias, down_bias.data());
+  if (whole.variant.gated) {
+    gate_bias = Matrix(1, h1 - h0);
+    src.read_f32_window(n.gate_bias, 0, 1, h0, h1, gate_bias.data());
+  }
+}
+
 LoadedBlock read_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o, int64_t h0,
                        int64_t h1) {
-  const auto [n, whole, activation_source] = resolve(path, src, o);
-  if (h1 == 0) h1 = whole.hidden;
-  const bool gated = whole.variant.gated, bias = whole.bias;
-  if (h0 < 0 || h0 >= h1 || h1 > whole.hidden)
-    throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
-                ") are not a slice of the block's " + std::to_string(whole.hidden));
-  const bool whole_block = h0 == 0 && h1 == whole.hidden;
-  if (o.keep_stored_type && whole_block)
-    if (auto stored = load_stored(*src, n, whole)) return {std::move(*stored), n.scheme, activation_source};
-  Block block({whole.variant, whole.d_model, h1 - h0, bias});
+  const Window win = window(path, src, o, h0, h1);
+  const auto& [n, whole, activation_source] = win.resolved;
+  h0 = win.h0;
+  h1 = win.h1;
+  Block block({whole.variant, whole.d_model, h1 - h0, whole.bias});
   auto& w = block.weights();
   read_weight(*src, n.up, n.conv1d, w.up, h0, 0);
   read_weight(*src, n.down, n.conv1d, w.down, 0, h0);
-  if (gated) read_weight(*src, n.gate, n.conv1d, w.gate, h0, 0);
-  if (bias) {
-    src->read_f32_window(n.up_bias, 0, 1, h0, h1, w.up_bias.data());
-    src->read_f32(n.down_bias, w.down_bias.data());
-    if (gated) src->read_f32_window(n.gate_bias, 0, 1, h0, h1, w.gate_bias.data());
-  }
+  if (whole.variant.gated) read_weight(*src, n.gate, n.conv1d, w.gate, h0, 0);
+  read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
   return {std::move(block), n.scheme, activation_source};
+}
+
+// Rows [r0, r1) and columns [c0, c1) of a weight in nn.Linear layout as a StoredMatrix of
+// type `want`, or of the type the file stores it in when want is empty (f32 if that is no
+// weight type). The file's bytes are copied as they are when it stores that type, in
+// nn.Linear layout, and the columns fall on whole blocks; otherwise the window is read as
+// f32 (which names the tensor and its type when ffn cannot read it) and encoded.
+StoredMatrix read_stored(const io::TensorSource& src, const std::string& name, bool conv1d, int64_t r0, int64_t r1,
+                         int64_t c0, int64_t c1, std::optional<WeightType> want, ThreadPool& pool) {
+  std::optional<io::TensorSource::Stored> stored;
+  if (!conv1d) stored = src.stored(name);
+  const WeightType t = want ? *want : stored ? stored->type : WeightType::f32;
+  const auto& info = weight_type_info(t);
+  const auto& shape = src.tensors().at(name).shape;  // [rows][cols], checked by resolve
+  if (stored && stored->type == t && c0 % info.block_elements == 0 && c1 % info.block_elements == 0) {
+    const int64_t file_row_bytes = info.row_bytes(shape[1]);
+    if (stored->bytes != shape[0] * file_row_bytes)
+      throw Error(src.path() + ": tensor '" + name + "' holds " + std::to_string(stored->bytes) + " bytes; " +
+                  std::string(info.name) + " [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                  "] needs " + std::to_string(shape[0] * file_row_bytes));
+    StoredMatrix m;
+    m.type = t;
+    m.rows = r1 - r0;
+    m.cols = c1 - c0;
+    const int64_t row_bytes = m.row_bytes(), skip = info.row_bytes(c0);
+    m.bytes.resize(static_cast<size_t>(m.rows * row_bytes));
+    for (int64_t r = r0; r < r1; ++r)
+      std::memcpy(m.bytes.data() + (r - r0) * row_bytes, stored->data + r * file_row_bytes + skip,
+                  static_cast<size_t>(row_bytes));
+    return m;
+  }
+  Matrix f32(r1 - r0, c1 - c0);
+  read_weight(src, name, conv1d, f32, r0, c0);
+  return StoredMatrix::encode(f32, t, src.path() + ": tensor '" + name + "'", &pool);
+}
+
+LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o,
+                                      int64_t h0, int64_t h1, std::optional<WeightType> type, ThreadPool* pool) {
+  const Window win = window(path, src, o, h0, h1);
+  const auto& [n, whole, activation_source] = win.resolved;
+  h0 = win.h0;
+  h1 = win.h1;
+  ThreadPool& p = pool ? *pool : default_thread_pool();
+  const int64_t D = whole.d_model;
+  const bool gated = whole.variant.gated;
+  LoadedStoredWeights out{{whole.variant, D, h1 - h0, whole.bias}, {}, n.scheme, activation_source, {}};
+  StoredWeights& w = out.weights;
+  w.up = read_stored(*src, n.up, n.conv1d, h0, h1, 0, D, type, p);
+  w.down = read_stored(*src, n.down, n.conv1d, 0, D, h0, h1, type, p);
+  if (gated) w.gate = read_stored(*src, n.gate, n.conv1d, h0, h1, 0, D, type, p);
+  read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
+  out.stored = file_types(*src, n, gated);
+  return out;
 }
 
 }  // namespace
@@ -211,25 +267,31 @@ LoadedBlock read_block(const std::string& path, const io::TensorSource* src, con
 LoadedBlock Checkpoint::load(const LoadOptions& o) const { return read_block(path_, source_.get(), o, 0, 0); }
 
 LoadedBlock Checkpoint::load_slice(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end) const {
-  if (hidden_end <= hidden_begin)
-    throw Error(path_ + ": hidden units [" + std::to_string(hidden_begin) + ", " + std::to_string(hidden_end) +
-                ") are not a slice of the block's hidden units: the range is empty");
+  check_slice(path_, hidden_begin, hidden_end);
   return read_block(path_, source_.get(), o, hidden_begin, hidden_end);
+}
+
+LoadedStoredWeights Checkpoint::load_stored(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end,
+                                            std::optional<WeightType> type, ThreadPool* pool) const {
+  if (hidden_end != 0) check_slice(path_, hidden_begin, hidden_end);
+  return read_stored_block(path_, source_.get(), o, hidden_begin, hidden_end, type, pool);
+}
+
+LoadedInferenceBlock Checkpoint::load_inference(const LoadOptions& o, std::optional<WeightType> type,
+                                                ThreadPool* pool) const {
+  LoadedStoredWeights s = load_stored(o, 0, 0, type, pool);
+  try {
+    return {InferenceBlock(s.config, s.weights, pool), s.scheme, s.activation_source, s.stored};
+  } catch (const Error& e) {
+    throw Error(path_ + ": " + e.what());
+  }
 }
 
 LoadedBlock load_block(const std::string& path, const LoadOptions& options) { return Checkpoint(path).load(options); }
 
-LoadedBlock load_block_as(const std::string& path, LoadOptions options, WeightType t, ThreadPool* pool) {
-  Checkpoint checkpoint(path);
-  options.keep_stored_type = t != WeightType::f32;
-  LoadedBlock loaded = checkpoint.load(options);
-  if (loaded.block.weight_type() == t) return loaded;
-  if (loaded.block.weight_type() != WeightType::f32) {  // stored as another type: from f32
-    options.keep_stored_type = false;
-    loaded = checkpoint.load(options);
-  }
-  if (t != WeightType::f32) loaded.block = loaded.block.stored_as(t, pool);
-  return loaded;
+LoadedInferenceBlock load_inference_block(const std::string& path, const LoadOptions& options,
+                                          std::optional<WeightType> type, ThreadPool* pool) {
+  return Checkpoint(path).load_inference(options, type, pool);
 }
 
 std::vector<int64_t> checkpoint_layers(const std::string& path) { return Checkpoint(path).layers(); }

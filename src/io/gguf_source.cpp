@@ -21,13 +21,9 @@ class GgufSource final : public TensorSource {
   const std::string& path() const override { return file_.path(); }
   std::optional<Stored> stored(const std::string& name) const override {
     const GgufTensorInfo& t = file_.tensor(name);
-    switch (t.type) {
-      case GgmlType::f16: return Stored{WeightType::f16, t.data, t.bytes};
-      case GgmlType::bf16: return Stored{WeightType::bf16, t.data, t.bytes};
-      case GgmlType::q8_0: return Stored{WeightType::q8_0, t.data, t.bytes};
-      case GgmlType::q4_0: return Stored{WeightType::q4_0, t.data, t.bytes};
-      default: return std::nullopt;
-    }
+    WeightType type;
+    if (!weight_type_from_gguf(static_cast<uint32_t>(t.type), type)) return std::nullopt;
+    return Stored{type, t.data, t.bytes};
   }
   std::map<std::string, std::string> metadata() const override {
     std::map<std::string, std::string> out;

@@ -16,6 +16,17 @@ namespace {
 
 SourceTensor describe(const TensorInfo& t) { return {t.shape, t.dtype_name}; }
 
+// F32, F16 and BF16 tensors are held in those weight types' row layouts (little-endian
+// elements, rows back to back); other dtypes are read only as f32.
+std::optional<TensorSource::Stored> stored_bytes(const TensorInfo& t) {
+  switch (t.dtype) {
+    case TensorDtype::f32: return TensorSource::Stored{WeightType::f32, t.data, t.bytes};
+    case TensorDtype::f16: return TensorSource::Stored{WeightType::f16, t.data, t.bytes};
+    case TensorDtype::bf16: return TensorSource::Stored{WeightType::bf16, t.data, t.bytes};
+    default: return std::nullopt;
+  }
+}
+
 // A name from the file as it can be shown in a message: bytes outside printable ASCII as
 // \xNN, so that a NUL does not end the message early and control bytes reach no terminal.
 std::string printable(const std::string& s) {
@@ -45,6 +56,7 @@ class SingleFileSource final : public TensorSource {
     file_.read_f32_window(name, r0, r1, c0, c1, out);
   }
   const std::string& path() const override { return file_.path(); }
+  std::optional<Stored> stored(const std::string& name) const override { return stored_bytes(file_.tensor(name)); }
 
  private:
   SafetensorsFile file_;
@@ -102,6 +114,11 @@ class ShardedSource final : public TensorSource {
     shards_[it->second]->read_f32_window(name, r0, r1, c0, c1, out);
   }
   const std::string& path() const override { return path_; }
+  std::optional<Stored> stored(const std::string& name) const override {
+    auto it = shard_of_tensor_.find(name);
+    if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
+    return stored_bytes(shards_[it->second]->tensor(name));
+  }
 
  private:
   std::string path_;

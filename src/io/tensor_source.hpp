@@ -39,7 +39,8 @@ class TensorSource {
   virtual std::optional<int64_t> metadata_int(const std::string&) const { return std::nullopt; }
 
   // A tensor's bytes as stored, when it is held in one of the weight types' row layouts
-  // (GGUF f16, bf16, q8_0, q4_0: ggml's), valid while the source is open; else nullopt.
+  // (safetensors F32, F16, BF16; GGUF tensors of every weight type: ggml's layouts), valid
+  // while the source is open; else nullopt (read it with read_f32).
   struct Stored {
     WeightType type;
     const std::byte* data;

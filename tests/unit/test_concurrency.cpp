@@ -7,7 +7,7 @@
 //   (b) 4 std::threads all on the process-wide default pool (pool = nullptr);
 //   (c) 4 std::threads sharing one explicit pool of 2;
 //   (d) backward from 4 threads, each with its own gradients and cache;
-//   (e) packed blocks (f32, bf16, q4_0) from 4 threads, own pools and one shared pool, with
+//   (e) inference blocks (f32, bf16, q4_0) from 4 threads, own pools and one shared pool, with
 //       a different token count per thread so that each thread's scratch grows.
 #include <gtest/gtest.h>
 
@@ -19,6 +19,7 @@
 
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/thread_pool.hpp"
 #include "same_bits.hpp"
 #include "random_data.hpp"
@@ -152,7 +153,7 @@ TEST(Concurrency, ThreadPoolRunFromSeveralThreadsIsSerialisedAndComplete) {
 TEST(Concurrency, PackedBlocksFromFourThreads) {
   // bf16: on AVX512_BF16 its forward also rounds x and h into per-call scratch.
   for (const WeightType type : {WeightType::f32, WeightType::bf16, WeightType::q4_0}) {
-    const Block packed = Block::random({{true, Activation::swish}, 64, 96, true}, 5).stored_as(type).packed();
+    const InferenceBlock packed(Block::random({{true, Activation::swish}, 64, 96, true}, 5), type);
     std::vector<Matrix> inputs, expected;
     ThreadPool one(1);
     for (int t = 0; t < kThreads; ++t) {

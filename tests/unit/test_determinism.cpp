@@ -14,6 +14,7 @@
 #include "ffn/accounting.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/thread_pool.hpp"
 #include "same_bits.hpp"
 #include "random_data.hpp"
@@ -84,13 +85,13 @@ TEST(Determinism, ForwardAndBackwardAcrossThreadCountsAndRunsForEveryWeightType)
   }
 }
 
-// Blocks stored as bf16, f16, q8_0, q4_0 (forward only: training needs f32), on both sides
-// of each type's change of path (below stored_packed_min_tokens the typed kernels, from
-// there widened panels), at widths that are multiples of 32 as the block formats need.
+// Inference blocks in bf16, f16, q8_0, q4_0 (forward only: training needs f32), below and
+// above the kernels' token block, at widths that are multiples of 32 as the block formats
+// need.
 TEST(Determinism, StoredTypesForwardAcrossThreadCountsAndRuns) {
   for (const WeightType type : {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0}) {
-    for (const int64_t tokens : {int64_t(5), stored_packed_min_tokens(type) + 3}) {
-      const Block block = Block::random({{true, Activation::swish}, 64, 160, true}, 4).stored_as(type);
+    for (const int64_t tokens : {int64_t(5), int64_t(259)}) {
+      const InferenceBlock block(Block::random({{true, Activation::swish}, 64, 160, true}, 4), type);
       const Matrix x = random_matrix(tokens, 64, 13);
       auto forward = [&](int threads) {
         ThreadPool pool(threads);

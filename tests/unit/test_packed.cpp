@@ -14,6 +14,8 @@
 
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
+#include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 #include "forward_checks.hpp"
@@ -169,6 +171,7 @@ struct Shape {
 const Shape kShapes[] = {{1, 1, 1, false},  {7, 13, 2, true},     {33, 171, 17, false},
                          {64, 96, 7, true}, {65, 130, 263, true}, {100, 37, 5, false}};
 
+// The InferenceBlock forward (f32 panels; 16-bit and mixes in test_inference_types.cpp).
 class PackedForward : public testing::TestWithParam<Isa> {};
 
 TEST_P(PackedForward, EveryVariantMatchesReferenceWithinBound) {
@@ -177,8 +180,7 @@ TEST_P(PackedForward, EveryVariantMatchesReferenceWithinBound) {
   for (const Variant& v : all_variants())
     for (const Shape& s : kShapes) {
       const Block block = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
-      const Block packed = block.packed(&pool);
-      EXPECT_TRUE(packed.is_packed());
+      const InferenceBlock packed(block, WeightType::f32, &pool);
       const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
       Matrix y(s.tokens, s.d);
       packed.forward(x.view(), y.view(), &pool);
@@ -199,8 +201,8 @@ TEST_P(PackedForward, SixteenBitBlocksMatchReferenceOnRoundedWeights) {
     for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
       for (const Shape& s : {Shape{64, 96, 7, true}, Shape{96, 160, 263, false}, Shape{33, 171, 9, true}}) {
         const Block block = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool);
-        const Block packed = block.stored_as(type, &pool).packed(&pool);
-        EXPECT_EQ(packed.weight_type(), type);
+        const InferenceBlock packed(block, type, &pool);
+        EXPECT_EQ(packed.types(), MatrixTypes::all(type));
         Block rounded = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool);
         round_weights_to(rounded, type);
         const Matrix x = random_matrix(s.tokens, s.d, 12, 2.0f);
@@ -212,40 +214,11 @@ TEST_P(PackedForward, SixteenBitBlocksMatchReferenceOnRoundedWeights) {
       }
 }
 
-// q8_0 / q4_0 blocks packed: the integer panel kernel computes the same integer sums as
-// the stored block's kernel from the same quantised activations; only the f32 summation
-// of the scaled block sums differs (and, rarely, a requantised hidden value's rounding).
-// Relative RMS difference measured ≈ 1e-7 here; a regrouping mistake (a nibble, a row, a
-// scale) gives O(1). 263 tokens: the hidden values of the second token block are quantised
-// at their own rows.
-TEST_P(PackedForward, IntegerBlocksAgreeWithTheStoredBlock) {
-  test::ScopedIsa isa(GetParam());
-  ThreadPool pool(2);
-  for (const WeightType type : {WeightType::q8_0, WeightType::q4_0})
-    for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
-      for (const Shape& s :
-           {Shape{64, 96, 7, true}, Shape{96, 160, 20, false}, Shape{32, 64, 1, true}, Shape{64, 96, 263, false}}) {
-        const Block stored = Block::random({v, s.d, s.hidden, s.bias}, 5, &pool).stored_as(type, &pool);
-        const Block packed = stored.packed(&pool);
-        const Matrix x = random_matrix(s.tokens, s.d, 12, 2.0f);
-        Matrix y(s.tokens, s.d), y_stored(s.tokens, s.d);
-        packed.forward(x.view(), y.view(), &pool);
-        stored.forward(x.view(), y_stored.view(), &pool);
-        double diff = 0, norm = 0;
-        for (int64_t i = 0; i < y.size(); ++i) {
-          diff += std::pow(double(y.data()[i]) - y_stored.data()[i], 2);
-          norm += std::pow(double(y_stored.data()[i]), 2);
-        }
-        EXPECT_LE(std::sqrt(diff / norm), 1e-4)
-            << weight_type_info(type).name << " " << variant_name(v) << " T=" << s.tokens;
-      }
-}
-
 TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
   test::ScopedIsa isa(GetParam());
   for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
     for (const WeightType type : {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q4_0}) {
-      const Block packed = Block::random({v, 96, 224, true}, 3).stored_as(type).packed();
+      const InferenceBlock packed(Block::random({v, 96, 224, true}, 3), type);
       const int64_t T = 270;
       const Matrix x = random_matrix(T, 96, 5, 2.0f);
       ThreadPool one(1);
@@ -277,25 +250,20 @@ TEST_P(PackedForward, BitIdenticalForAnyThreadCountAndBatch) {
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(PackedForward);
 
-TEST(PackedBlock, IsForwardOnly) {
-  const Block block = Block::random({{true, Activation::swish}, 32, 64, false}, 1);
-  Block packed = block.packed();
-  EXPECT_THROW(packed.weights(), Error);
-  EXPECT_THROW(packed.stored_as(WeightType::q8_0), Error);
-  EXPECT_THROW(packed.packed(), Error);
-  EXPECT_THROW(block.stored_as(WeightType::bf16).packed().weights(), Error);
+TEST(PackedBlock, RefusesViewsOfTheWrongShape) {
+  const InferenceBlock packed(Block::random({{true, Activation::swish}, 32, 64, false}, 1), WeightType::f32);
   const Matrix x = random_matrix(2, 32, 1);
-  Matrix y(2, 32), wrong(2, 31);
-  ForwardCache cache;
-  EXPECT_THROW(forward_train(packed, x.view(), y.view(), cache, false), Error);
-  EXPECT_THROW(packed.forward(x.view(), wrong.view()), Error);
+  Matrix y(2, 32), wrong(2, 31), short_y(1, 32);
+  test::expect_error([&] { packed.forward(x.view(), wrong.view()); }, {"output y", "31 columns"});
+  test::expect_error([&] { packed.forward(x.view(), short_y.view()); }, {"input x has 2 rows", "output y has 1"});
+  test::expect_error([&] { packed.forward(x.view(), {const_cast<float*>(x.data()), 2, 32, 32}); }, {"overlaps"});
   EXPECT_NO_THROW(packed.forward(x.view(), y.view()));
 }
 
 // Scratch kept between calls: a call after a larger one, and after release_scratch(),
 // gives the same bits.
 TEST(PackedBlock, ScratchReuseChangesNothing) {
-  const Block packed = Block::random({{true, Activation::swish}, 64, 96, true}, 2).packed();
+  const InferenceBlock packed(Block::random({{true, Activation::swish}, 64, 96, true}, 2), WeightType::f32);
   const Matrix x = random_matrix(300, 64, 4);
   Matrix all(300, 64), first(3, 64), again(3, 64);
   packed.forward({x.data(), 3, 64, 64}, first.view());
@@ -308,7 +276,7 @@ TEST(PackedBlock, ScratchReuseChangesNothing) {
 }
 
 TEST(PackedBlock, NonFiniteTokensStayInTheirRow) {
-  const Block packed = Block::random({{true, Activation::swish}, 40, 70, true}, 2).packed();
+  const InferenceBlock packed(Block::random({{true, Activation::swish}, 40, 70, true}, 2), WeightType::f32);
   Matrix x = random_matrix(8, 40, 3);
   x.row(2)[5] = NAN;
   x.row(6)[0] = INFINITY;

@@ -1,96 +1,148 @@
-// GGUF weights used as stored: load_block with keep_stored_type gives the block that
-// stored_as gives from the f32 weights — the same bytes (ggml's quantisers and ours round
-// alike), so the same forward bit for bit — without widening or re-quantising.
+// Checkpoints run in the types their files store (Checkpoint::load_inference): a GGUF file's
+// tensors are used as stored — the same bytes as the InferenceBlock made from the f32
+// weights (ggml's quantisers and ours round alike), so the same forward bit for bit —
+// without widening or re-quantising; --dtype converts; mixes of types load per matrix; a
+// tensor of a type ffn does not read is an error only when the block needs it.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
+#include <vector>
 
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/gguf.hpp"
+#include "ffn/inference_block.hpp"
 #include "test_files.hpp"
 
 namespace ffn {
 namespace {
 
-GgmlType ggml_type_of(WeightType t) {
-  switch (t) {
-    case WeightType::f32:
-      return GgmlType::f32;
-    case WeightType::bf16:
-      return GgmlType::bf16;
-    case WeightType::f16:
-      return GgmlType::f16;
-    case WeightType::q8_0:
-      return GgmlType::q8_0;
-    case WeightType::q4_0:
-      return GgmlType::q4_0;
-  }
-  return GgmlType::f32;
-}
+GgmlType ggml_type_of(WeightType t) { return static_cast<GgmlType>(weight_type_info(t).gguf_type); }
 
-TEST(StoredGguf, LoadsWithoutRequantisingAndRunsAsStoredAs) {
-  const int64_t D = 64, H = 96;
-  const BlockConfig c{{true, Activation::swish}, D, H, true};
-  const Block f32 = Block::random(c, 5);
-  const auto& w = f32.weights();
-  Matrix x(3, D), y_loaded(3, D), y_converted(3, D);
+Matrix random_tokens(int64_t T, int64_t D) {
+  Matrix x(T, D);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  for (WeightType t : {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0}) {
+  return x;
+}
+
+// One layer's SwiGLU block with biases as GGUF, each matrix in its type.
+void write_layer(const std::string& path, const Block& f32, const MatrixTypes& t) {
+  const auto& c = f32.config();
+  const auto& w = f32.weights();
+  const int64_t D = c.d_model, H = c.hidden;
+  GgufWriter g;
+  g.set_string("general.architecture", "llama");
+  g.add_tensor("blk.0.ffn_gate.weight", ggml_type_of(t.gate), {D, H}, w.gate.data());
+  g.add_tensor("blk.0.ffn_up.weight", ggml_type_of(t.up), {D, H}, w.up.data());
+  g.add_tensor("blk.0.ffn_down.weight", ggml_type_of(t.down), {H, D}, w.down.data());
+  g.add_tensor("blk.0.ffn_gate.bias", GgmlType::f32, {H}, w.gate_bias.data());
+  g.add_tensor("blk.0.ffn_up.bias", GgmlType::f32, {H}, w.up_bias.data());
+  g.add_tensor("blk.0.ffn_down.bias", GgmlType::f32, {D}, w.down_bias.data());
+  g.write(path);
+}
+
+bool same_forward(const InferenceBlock& a, const InferenceBlock& b, const Matrix& x) {
+  Matrix ya(x.rows(), x.cols()), yb(x.rows(), x.cols());
+  a.forward(x.view(), ya.view());
+  b.forward(x.view(), yb.view());
+  return std::memcmp(ya.data(), yb.data(), sizeof(float) * size_t(x.size())) == 0;
+}
+
+const BlockConfig kConfig{{true, Activation::swish}, 64, 96, true};
+
+TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
+  const Block f32 = Block::random(kConfig, 5);
+  const Matrix x = random_tokens(3, kConfig.d_model);
+  const MatrixTypes mixes[] = {MatrixTypes::all(WeightType::bf16), MatrixTypes::all(WeightType::f16),
+                               MatrixTypes::all(WeightType::q8_0), MatrixTypes::all(WeightType::q4_0),
+                               {WeightType::q4_0, WeightType::q4_0, WeightType::q8_0}};
+  for (const MatrixTypes& t : mixes) {
+    const std::string name = matrix_types_name(t, true);
     test::TempDir dir("stored_gguf");
-    GgufWriter g;
-    g.set_string("general.architecture", "llama");
-    g.add_tensor("blk.0.ffn_gate.weight", ggml_type_of(t), {D, H}, w.gate.data());
-    g.add_tensor("blk.0.ffn_up.weight", ggml_type_of(t), {D, H}, w.up.data());
-    g.add_tensor("blk.0.ffn_down.weight", ggml_type_of(t), {H, D}, w.down.data());
-    g.add_tensor("blk.0.ffn_gate.bias", GgmlType::f32, {H}, w.gate_bias.data());
-    g.add_tensor("blk.0.ffn_up.bias", GgmlType::f32, {H}, w.up_bias.data());
-    g.add_tensor("blk.0.ffn_down.bias", GgmlType::f32, {D}, w.down_bias.data());
-    g.write(dir.file("m.gguf"));
+    write_layer(dir.file("m.gguf"), f32, t);
+    const LoadedInferenceBlock loaded = load_inference_block(dir.file("m.gguf"));
+    EXPECT_EQ(loaded.block.types(), t) << name;
+    EXPECT_EQ(loaded.stored, t) << name;
+    EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, t), x)) << name;
 
-    LoadOptions keep;
-    keep.keep_stored_type = true;
-    const LoadedBlock loaded = load_block(dir.file("m.gguf"), keep);
-    const Block converted = f32.stored_as(t);
-    const char* name = weight_type_info(t).name.data();
-    ASSERT_EQ(loaded.block.weight_type(), t) << name;
-    const auto &a = loaded.block.typed_weights(), &b = converted.typed_weights();
-    for (auto [m, n] : {std::pair{&a.gate, &b.gate}, {&a.up, &b.up}, {&a.down, &b.down}})
-      EXPECT_TRUE(m->bytes == n->bytes) << name;
-    loaded.block.forward(x.view(), y_loaded.view());
-    converted.forward(x.view(), y_converted.view());
-    EXPECT_EQ(0, std::memcmp(y_loaded.data(), y_converted.data(), sizeof(float) * size_t(x.size()))) << name;
-
-    // Without the option the same file loads widened to f32, as before.
-    EXPECT_EQ(load_block(dir.file("m.gguf")).block.weight_type(), WeightType::f32);
+    // --dtype: a matrix already in the type is used as it is; the others are converted
+    // from their stored values, as the f32 block of the file is.
+    const LoadedInferenceBlock as_q8 = load_inference_block(dir.file("m.gguf"), {}, WeightType::q8_0);
+    EXPECT_EQ(as_q8.block.types(), MatrixTypes::all(WeightType::q8_0)) << name;
+    EXPECT_EQ(as_q8.stored, t) << name;
+    if (t == MatrixTypes::all(WeightType::q8_0))
+      EXPECT_TRUE(same_forward(as_q8.block, loaded.block, x)) << name;
+    const Block widened = load_block(dir.file("m.gguf")).block;
+    EXPECT_TRUE(same_forward(load_inference_block(dir.file("m.gguf"), {}, WeightType::f32).block,
+                             InferenceBlock(widened, WeightType::f32), x))
+        << name;
   }
 }
 
-TEST(StoredGguf, FromStoredChecksShapesAndTypes) {
-  const BlockConfig c{{true, Activation::swish}, 64, 96, false};
-  const Block q8 = Block::random(c, 1).stored_as(WeightType::q8_0);
-  auto copy = [&] {
-    const auto& s = q8.typed_weights();
-    TypedWeights w;
-    w.gate = s.gate;
-    w.up = s.up;
-    w.down = s.down;
+TEST(StoredGguf, InferenceBlockChecksStoredShapesAndSizes) {
+  const Block f32 = Block::random({{true, Activation::swish}, 64, 96, false}, 1);
+  const BlockConfig& c = f32.config();
+  auto stored = [&] {
+    StoredWeights w;
+    w.gate = StoredMatrix::encode(f32.weights().gate, WeightType::q8_0, "gate");
+    w.up = StoredMatrix::encode(f32.weights().up, WeightType::q8_0, "up");
+    w.down = StoredMatrix::encode(f32.weights().down, WeightType::q8_0, "down");
     return w;
   };
-  EXPECT_NO_THROW(Block::from_stored(c, copy()));
-  TypedWeights short_down = copy();
+  EXPECT_NO_THROW(InferenceBlock(c, stored()));
+  StoredWeights short_down = stored();
   short_down.down.bytes.pop_back();
-  test::expect_error([&] { Block::from_stored(c, std::move(short_down)); }, {"down holds", "bytes"});
-  TypedWeights wrong_shape = copy();
+  test::expect_error([&] { InferenceBlock(c, short_down); }, {"down holds", "bytes"});
+  StoredWeights wrong_shape = stored();
   std::swap(wrong_shape.up.rows, wrong_shape.up.cols);
-  test::expect_error([&] { Block::from_stored(c, std::move(wrong_shape)); }, {"up is [64, 96]", "[96, 64]"});
-  TypedWeights mixed = copy();
-  mixed.gate.type = WeightType::q4_0;
-  test::expect_error([&] { Block::from_stored(c, std::move(mixed)); }, {"gate is stored as q4_0"});
+  test::expect_error([&] { InferenceBlock(c, wrong_shape); }, {"up is [64, 96]", "[96, 64]"});
+  StoredWeights bias = stored();
+  bias.up_bias = Matrix(1, 96);
+  test::expect_error([&] { InferenceBlock(c, bias); }, {"up bias", "needs 0"});
+  // StoredMatrix::decode gives the values round_weights_to gives.
+  Block rounded(c);
+  rounded.weights().down = f32.weights().down.clone();
+  round_weights_to(rounded, MatrixTypes{WeightType::f32, WeightType::f32, WeightType::q8_0});
+  const Matrix decoded = stored().down.decode();
+  EXPECT_EQ(0, std::memcmp(decoded.data(), rounded.weights().down.data(), sizeof(float) * size_t(decoded.size())));
+}
+
+// A llama.cpp file keeps its token embedding (and often more) in K-quants ffn does not
+// read: the MLP still loads; a block tensor in such a type is an error naming it, its type
+// and the types ffn reads.
+TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
+  // D = 256: a row of the up projection is one q4_K super-block (ggml type 12: 256 weights
+  // in 144 bytes; the bytes' values do not matter here).
+  const BlockConfig c{{true, Activation::swish}, 256, 64, false};
+  const Block f32 = Block::random(c, 5);
+  const auto& w = f32.weights();
+  const int64_t D = c.d_model, H = c.hidden;
+  auto write = [&](const std::string& path, bool up_in_q4k) {
+    const std::vector<std::byte> q4k(size_t(144 * H), std::byte{0x11});
+    GgufWriter g;
+    g.set_string("general.architecture", "llama");
+    g.add_tensor_bytes("token_embd.weight", 12, {256, H}, q4k.data(), int64_t(q4k.size()));
+    g.add_tensor("blk.0.ffn_gate.weight", GgmlType::q8_0, {D, H}, w.gate.data());
+    if (up_in_q4k)
+      g.add_tensor_bytes("blk.0.ffn_up.weight", 12, {D, H}, q4k.data(), int64_t(q4k.size()));
+    else
+      g.add_tensor("blk.0.ffn_up.weight", GgmlType::q8_0, {D, H}, w.up.data());
+    g.add_tensor("blk.0.ffn_down.weight", GgmlType::q8_0, {H, D}, w.down.data());
+    g.write(path);
+  };
+  test::TempDir dir("unread_types");
+  write(dir.file("ok.gguf"), false);
+  const LoadedInferenceBlock loaded = load_inference_block(dir.file("ok.gguf"));
+  EXPECT_EQ(loaded.block.types(), MatrixTypes::all(WeightType::q8_0));
+  EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, WeightType::q8_0), random_tokens(2, D)));
+  EXPECT_NO_THROW((void)load_block(dir.file("ok.gguf")));
+  write(dir.file("bad.gguf"), true);
+  test::expect_error([&] { (void)load_inference_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "q4_K", "Q8_0"});
+  test::expect_error([&] { (void)load_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "q4_K"});
 }
 
 }  // namespace

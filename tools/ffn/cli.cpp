@@ -22,6 +22,7 @@ int run_cli(int argc, char** argv) {
   add_bench_command(app);
   add_demo_command(app);
   add_compare_command(app);
+  add_types_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,6 +23,7 @@
 #include "ffn/atomic_file.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/presets.hpp"
@@ -54,22 +55,6 @@ double rss_mb() {
   long long total = 0, resident = 0;
   statm >> total >> resident;
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
-}
-
-// Which kernels the forward of a packed block of each type runs (src/block/forward_packed.cpp).
-std::string packed_path(WeightType type, bool gated) {
-  const std::string fused = gated ? ", gate+up fused" : ", activation fused";
-  switch (type) {
-    case WeightType::f32: return "f32 panels packed at load" + fused;
-    case WeightType::bf16:
-      if (bf16_dot_products_active())
-        return "bf16 panels packed at load, activations rounded to bf16, vdpbf16ps" + fused;
-      [[fallthrough]];
-    case WeightType::f16: return "16-bit panels packed at load, widened in registers" + fused;
-    case WeightType::q8_0:
-    case WeightType::q4_0: break;
-  }
-  return "integer panels packed at load, activations as q8_0" + fused;
 }
 
 struct MeasuredRoofs {
@@ -108,7 +93,7 @@ constexpr int kBesideReps = 3;
 // would otherwise carry.
 constexpr double kWarmUpMs = 100;
 
-double median_ms(const Block& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
+double median_ms(const InferenceBlock& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
   const auto warm_up_start = std::chrono::steady_clock::now();
   do block.forward(x.view(), y.view(), &pool);
   while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_up_start).count() <
@@ -188,11 +173,10 @@ void run_bench(const BenchOptions& o) {
   print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
-  // Packed once for inference, as `ffn forward` and ffn.load(...).packed() run it.
-  auto typed_block = [&](WeightType type) {
-    const Block base = Block::random(config, 1, &pool);
-    return type == WeightType::f32 ? base.packed(&pool) : base.stored_as(type, &pool).packed(&pool);
-  };
+  // Made once for inference, as `ffn forward` and ffn.load run it.
+  auto typed_block = [&](WeightType type) { return InferenceBlock(Block::random(config, 1, &pool), type, &pool); };
+  const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
+  std::string workspace;  // per type, at t_max tokens
   double peak_rss = 0;  // sampled after every row, before the memory roof's 1 GiB buffer exists
   double memory_before = memory, compute_before = compute, bf16_compute_before = bf16_compute;
   for (WeightType type : types) {
@@ -203,7 +187,10 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(config.hidden));
       continue;
     }
-    const Block typed = typed_block(type);
+    const InferenceBlock typed = typed_block(type);
+    const std::string path = typed.describe();
+    workspace += (workspace.empty() ? "" : "; ") + std::string(weight_type_name(type)) + " " +
+                 fixed(double(typed.workspace_bytes(t_max, o.threads)) / 1e6, 1) + " MB";
     for (int64_t T : token_counts) {
       const Matrix x = bench_input(T, config.d_model);
       Matrix y(T, config.d_model);
@@ -227,7 +214,7 @@ void run_bench(const BenchOptions& o) {
       r.flops = double(acc.matmul_flops_forward) * double(T);
       r.weight_bytes = double(*bytes);
       r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
-      r.path = packed_path(type, config.variant.gated);
+      r.path = path;
       const double row_compute = dot ? bf16_compute : compute;
       const Roofs beside{compute_beside, memory_beside};
       rows.push_back(print_bench_row(r, Roofs{row_compute, memory}, config, o.threads, &beside));
@@ -237,7 +224,7 @@ void run_bench(const BenchOptions& o) {
   if (o.peers) {
     // The row's block again (the same seed), one type at a time, so that no block is kept
     // through the other types' rows (peak RSS stays theirs).
-    std::optional<Block> block;
+    std::optional<InferenceBlock> block;
     std::string block_type;
     report_peers(config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
       if (dtype != block_type) {
@@ -259,22 +246,8 @@ void run_bench(const BenchOptions& o) {
     bench_backward(Block::random(config, 1, &pool), token_counts, roofs, pool, o.reps, rows);
     peak_rss = std::max(peak_rss, rss_mb());
   }
-  // Forward keeps the hidden values [T][H] and a [min(T, 256)][64] tile per thread beyond
-  // the weights, with x and y; bf16 rows on avx512_bf16 add x and h rounded to bf16, integer
-  // rows x and h quantised to q8_0 (1 byte a value, a scale per 32, a 32-bit correction per
-  // 4). All O(T·(D+H)).
-  const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
-  const double T = double(t_max), D = double(config.d_model), H = double(config.hidden);
-  const double base = 4.0 * T * H + 4.0 * double(std::min<int64_t>(t_max, 256)) * 64.0 * o.threads + 8.0 * T * D;
-  std::string workspace = fixed(base / 1e6, 1) + " MB (hidden [T][H], a [T][64] tile per thread, x, y)";
-  for (WeightType type : types) {
-    double extra = 0;
-    if (type == WeightType::bf16 && bf16_dot_products_active()) extra = 2.0 * T * (D + H);
-    if (type == WeightType::q8_0 || type == WeightType::q4_0) extra = (1.0 + 4.0 / 32 + 1.0) * T * (D + H);
-    if (extra > 0)
-      workspace += "; " + std::string(weight_type_info(type).name) + " rows " + fixed((base + extra) / 1e6, 1) +
-                   " MB (" + (type == WeightType::bf16 ? "x and h as bf16" : "x and h as q8_0") + " too)";
-  }
+  // Forward keeps the hidden values, a tile per thread, and x and h in the formats the
+  // kernels take (InferenceBlock::workspace_bytes), beyond the weights, x and y.
   std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n",
               fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max), workspace.c_str());
   // The roofs again: a machine that was busier at the start than later (others share it)

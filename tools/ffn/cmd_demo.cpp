@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/roofs.hpp"
@@ -53,9 +54,9 @@ Matrix random_tokens(int64_t T, int64_t D, uint64_t seed) {
   return x;
 }
 
-// Times `fast` (the block packed for inference, as `ffn forward` runs it) and checks its
+// Times `fast` (the block made for inference, as `ffn forward` runs it) and checks its
 // rows against the reference computed from `block`'s f32 weights.
-Measurement measure(const Block& block, const Block& fast, int64_t T, const DemoOptions& o, ThreadPool& pool) {
+Measurement measure(const Block& block, const InferenceBlock& fast, int64_t T, const DemoOptions& o, ThreadPool& pool) {
   const int64_t D = block.config().d_model;
   const Matrix x = random_tokens(T, D, o.seed + static_cast<uint64_t>(T));
   Matrix y(T, D);
@@ -105,7 +106,7 @@ void run_demo(const DemoOptions& o) {
   for (int b = 0; b < 2; ++b) {
     const BlockConfig config = resolve(specs[b]);
     const Block block = Block::random(config, o.seed, &pool);
-    const Block packed = block.packed(&pool);
+    const InferenceBlock fast(block, WeightType::f32, &pool);
     const Accounting a = account(config);
     const int64_t weight_bytes_f32 = *weight_bytes(config, WeightType::f32);
     if (b == 0) {
@@ -118,7 +119,7 @@ void run_demo(const DemoOptions& o) {
     }
     int ti = 0;
     for (int64_t T : {int64_t{1}, int64_t{64}}) {
-      const Measurement m = measure(block, packed, T, o, pool);
+      const Measurement m = measure(block, fast, T, o, pool);
       const double bytes_per_token = static_cast<double>(weight_bytes_f32) / static_cast<double>(T) + 8.0 * static_cast<double>(o.d);
       const double gbps = bytes_per_token * static_cast<double>(T) / (m.ms * 1e-3) / 1e9;
       const double gflops = static_cast<double>(a.matmul_flops_forward) * static_cast<double>(T) / (m.ms * 1e-3) / 1e9;

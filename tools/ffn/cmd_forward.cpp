@@ -1,11 +1,12 @@
 // ffn forward: y = block(x) for a block read from a safetensors file, x and y as .npy.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "across_processes.hpp"
 #include "commands.hpp"
-#include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
@@ -34,19 +35,13 @@ void run_forward(const ForwardOptions& o) {
   load.layer = o.layer;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
   ThreadPool pool(o.threads);
-  // With --dtype the block keeps only its matrices in that type and the forward reads them
-  // so; a file that already stores that type (GGUF) is used as it is, not re-quantised.
-  // The weights are packed once into the forward kernels' panels (Block::packed): a
-  // token's output is then the same whatever else is in the file of tokens. The loaded
-  // block is freed once packed, so the forward runs with one copy of the weights.
-  std::string scheme, activation_source;
-  const Block block = [&] {
-    LoadedBlock loaded = o.dtype.empty() ? load_block(o.weights, load)
-                                         : load_block_as(o.weights, load, parse_weight_type(o.dtype), &pool);
-    scheme = loaded.scheme;
-    activation_source = loaded.activation_source;
-    return loaded.block.packed(&pool);
-  }();
+  // Each matrix runs in the type the file stores it in, laid once into the forward
+  // kernels' panels; --dtype converts (a matrix already stored so is used as it is). A
+  // token's output is the same whatever else is in the file of tokens.
+  const std::optional<WeightType> dtype =
+      o.dtype.empty() ? std::nullopt : std::optional<WeightType>(parse_weight_type(o.dtype));
+  const LoadedInferenceBlock loaded = load_inference_block(o.weights, load, dtype, &pool);
+  const InferenceBlock& block = loaded.block;
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
@@ -68,15 +63,13 @@ void run_forward(const ForwardOptions& o) {
   write_npy(o.output, x.shape, y.data());
   if (!o.quiet)
     std::printf(
-        "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s: %lld token%s in %.3f ms "
-        "(%d threads, %s%s) → %s\n",
-        variant_name(variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
-        activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
-        block.config().bias ? " bias" : "", static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
-        std::string(isa_name(active_isa())).c_str(),
-        block.weight_type() == WeightType::bf16 && bf16_dot_products_active()
-            ? "; bf16 weights dotted with activations rounded to bf16"
-            : "",
+        "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s, weights %s%s: %lld token%s in "
+        "%.3f ms (%d threads, %s) → %s\n",
+        variant_name(variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
+        loaded.activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
+        block.config().bias ? " bias" : "", matrix_types_name(block.types(), variant.gated).c_str(),
+        dtype ? (" (stored " + matrix_types_name(loaded.stored, variant.gated) + ")").c_str() : "",
+        static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads, std::string(isa_name(active_isa())).c_str(),
         o.output.c_str());
 }
 
@@ -95,10 +88,11 @@ void add_forward_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
-                  "run with the weights stored as this type and read as stored: f32, bf16, f16, q8_0, "
-                  "q4_0 (q8_0 / q4_0 quantise the activations to q8_0 at few tokens; accuracy contract in "
-                  "the README); a GGUF file storing that type is used without re-quantising. Default: "
-                  "as stored in the file, widened to f32");
+                  "run every matrix in this weight type (`ffn types`: f32, bf16, f16, q8_0, q4_0); a "
+                  "matrix the file already stores in it is used as it is, never re-quantised, any other "
+                  "is converted (--dtype f32 widens). Default: each matrix in the type the file stores "
+                  "(a q8_0 GGUF runs as q8_0, a bf16 safetensors file as bf16). q8_0 / q4_0 quantise the "
+                  "activations to q8_0; accuracy contract per type in the README");
   cmd->add_option("--variant", o->variant,
                   "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
                   "gated_<activation>; needed when no config.json (or GGUF metadata) says "

@@ -29,16 +29,8 @@ struct QuantizeOptions {
   int threads = ThreadPool::default_threads();
 };
 
-GgmlType ggml_type_of(WeightType t) {
-  switch (t) {
-    case WeightType::f32: return GgmlType::f32;
-    case WeightType::bf16: return GgmlType::bf16;
-    case WeightType::f16: return GgmlType::f16;
-    case WeightType::q8_0: return GgmlType::q8_0;
-    case WeightType::q4_0: return GgmlType::q4_0;
-  }
-  throw Error("unknown weight type");
-}
+// The GGUF tensor type of a weight type (the weight-type table's number).
+GgmlType ggml_type_of(WeightType t) { return static_cast<GgmlType>(weight_type_info(t).gguf_type); }
 
 // Adds one layer's tensors under GGUF's names; weights [out][in] are ne = {in, out}.
 void add_layer(GgufWriter& w, const Block& b, int64_t layer, GgmlType type) {

@@ -14,6 +14,7 @@ void add_demo_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
+void add_types_command(CLI::App& app);
 
 // The seeds' table and the derivation of both hidden sizes (ffn params; the demo's start).
 void print_params_table(int64_t d, int64_t multiple);

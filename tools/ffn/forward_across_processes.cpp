@@ -24,21 +24,21 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   const int threads = threads_per_process(o.threads);
   ThreadPool pool(threads);
   // Each rank reads only its slice of the checkpoint's tensors (for safetensors, only those
-  // bytes of the mapping; GGUF tensors are converted one at a time and sliced).
+  // bytes of the mapping), each matrix in the type the file stores it in or in --dtype, as
+  // one process runs it (ffn forward). The slice's edges fall on whole blocks (granule):
+  // q8_0 / q4_0 blocks run along rows, and the slice's columns of W_down start on one.
   const Checkpoint checkpoint(o.weights);
   const BlockConfig whole = checkpoint.config(load);
   std::optional<WeightType> type;
   if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
-  const int64_t granule = type ? hidden_granule(*type) : 1;
+  const int64_t granule = hidden_granule(type ? *type : checkpoint.stored_types(load).down);
   const HiddenSlice slice = hidden_slice(whole.hidden, comm.rank(), comm.size(), granule);
-  LoadedBlock loaded = checkpoint.load_slice(load, slice.begin, slice.end);
+  LoadedStoredWeights loaded = checkpoint.load_stored(load, slice.begin, slice.end, type, &pool);
   // The down bias is added once across ranks: by rank 0.
-  if (comm.rank() != 0 && whole.bias) std::fill_n(loaded.block.weights().down_bias.data(), whole.d_model, 0.0f);
-  // Rounding a slice gives the whole block's rounded values: q8_0/q4_0 blocks run along
-  // rows, and the slice's columns of W_down start on a block boundary (granule 32).
-  if (type) round_weights_to(loaded.block, *type);
-  const std::string scheme = loaded.scheme, activation_source = loaded.activation_source;
-  const TensorParallelBlock tp(std::move(loaded.block), whole, slice, comm);
+  if (comm.rank() != 0 && whole.bias) std::fill_n(loaded.weights.down_bias.data(), whole.d_model, 0.0f);
+  const TensorParallelInferenceBlock tp(InferenceBlock(loaded.config, loaded.weights, &pool), whole, slice, comm);
+  const std::string& scheme = loaded.scheme;
+  const std::string& activation_source = loaded.activation_source;
   const int64_t D = tp.config().d_model;
 
   NpyArray x = read_npy(o.input);

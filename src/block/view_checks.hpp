@@ -1,4 +1,4 @@
-// Argument checks and small row loops shared by forward_train and backward (internal).
+// Argument checks of the views the forwards and backward take (internal).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include "ffn/error.hpp"
 #include "ffn/tensor.hpp"
 
-namespace ffn::training {
+namespace ffn::views {
 
 // A [rows][D] view with a sane stride and data; ffn::Error naming the view otherwise.
 inline void check_view(const std::string& name, ConstMatrixView v, int64_t D) {
@@ -32,4 +32,12 @@ inline bool overlap(ConstMatrixView a, ConstMatrixView b) {
   return a.data < b_end && b.data < a_end;
 }
 
-}  // namespace ffn::training
+// The checks of every forward: x and y [T][D] views with the same T that do not overlap.
+inline void check_forward_views(ConstMatrixView x, ConstMatrixView y, int64_t D) {
+  check_view("input x", x, D);
+  check_view("output y", y, D);
+  check_same_rows("input x", x, "output y", y);
+  if (overlap(x, y)) throw Error("output y overlaps input x");
+}
+
+}  // namespace ffn::views

@@ -1,11 +1,11 @@
-// Forward of blocks stored as bf16, f16, q8_0 and q4_0, on every ISA, against the
+// InferenceBlock in every weight type and in mixes of types, on every ISA, against the
 // double-precision reference on the same (rounded / dequantised) weights. The accuracy
 // contract, as in the README:
-//   bf16 / f16: the weights are exact f32 values and every product and sum is f32, so the
-//     f32 bound of reference_forward_token holds unchanged — except bf16 on AVX512_BF16
-//     from stored_packed_min_tokens, whose products take x and h rounded to bf16: that
-//     bound plus the rounding (operand_rounding 2⁻⁸).
-//   q8_0 / q4_0: that bound plus the activations' quantisation to q8_0 (few-token path): an
+//   f32 / bf16 / f16: the weights are exact f32 values and every product and sum is f32, so
+//     the f32 bound of reference_forward_token holds unchanged — except bf16 on
+//     AVX512_BF16, whose products take x and h rounded to bf16: that bound plus the
+//     rounding (operand_rounding 2⁻⁸).
+//   q8_0 / q4_0: that bound plus the activations' quantisation to q8_0 (at every T): an
 //     activation of a block with largest magnitude a is off by at most
 //     e(a) = a/254 + 127·max(2⁻¹¹·a/127, 2⁻²⁵)   (half a step, plus the binary16 rounding
 //     of the scale a/127, relative 2⁻¹¹ or absolute 2⁻²⁵ when subnormal), propagated:
@@ -14,7 +14,9 @@
 //       δh = L·δu                                (2-matrix);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
-//     The many-token path quantises nothing and meets the f32 bound alone, inside this one.
+//   A mix of types meets the bound of its widest terms: the quantisation term where any
+//     matrix is q8_0 / q4_0 and the bf16 rounding where any is bf16 (each bounds the stages
+//     that do not quantise or round, too).
 // A wrong nibble order or a doubled block scale falls outside it (checked below).
 #include <gtest/gtest.h>
 
@@ -27,8 +29,8 @@
 #include "kernels/kernels.hpp"
 #include "parallel/scratch.hpp"
 #include "expect_error.hpp"
-#include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
 #include "forward_checks.hpp"
 #include "isa_param.hpp"
@@ -112,112 +114,141 @@ double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quan
 }
 
 bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0; }
+bool any_integer(const MatrixTypes& t) { return is_integer(t.gate) || is_integer(t.up) || is_integer(t.down); }
 
-const WeightType kStored[] = {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};
+const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};
+// Mixes as quantisation mixes store them (gate and up in one type, down in another: one
+// panel holds gate and up) and with gate and up in different types (their own panels).
+const MatrixTypes kMixes[] = {{WeightType::q4_0, WeightType::q4_0, WeightType::q8_0},
+                              {WeightType::q8_0, WeightType::q8_0, WeightType::bf16},
+                              {WeightType::q8_0, WeightType::f16, WeightType::q4_0},
+                              {WeightType::bf16, WeightType::f32, WeightType::f16}};
 
 struct Shape {
   int64_t d, hidden, tokens;
   bool bias;
 };
-// Few-token (integer / widened-in-register) and many-token (panel) paths — 100 tokens take
-// panels for bf16/f16, 515 for every type (stored_packed_min_tokens); D and H multiples of
-// 32, one not a multiple of 64, with and without bias.
+// T below, at and above a strip of tokens and the kernels' token block (256); D and H
+// multiples of 32, one not a multiple of 64, with and without bias.
 const Shape kShapes[] = {{32, 64, 1, false}, {64, 96, 3, true},    {96, 160, 7, false},
                          {64, 96, 100, true}, {32, 224, 2, true}, {32, 64, 515, false}};
 
-class TypedForward : public testing::TestWithParam<Isa> {};
+class InferenceTypes : public testing::TestWithParam<Isa> {};
 
-// The activations' rounding to bf16 (relative 2⁻⁸) of a bf16 block's panel path where the
-// ISA dots bf16 pairs; 0 for every other path.
-double bf16_operand_rounding(Isa isa, WeightType t, int64_t tokens) {
+// The activations' rounding to bf16 (relative 2⁻⁸) where a matrix is bf16 and the ISA dots
+// bf16 pairs; 0 otherwise.
+double bf16_operand_rounding(Isa isa, const MatrixTypes& t) {
   const bool bf16_dot = kernels::kernel_table(isa).bf16_dot_panel_gemm != nullptr;
-  return t == WeightType::bf16 && bf16_dot && tokens >= stored_packed_min_tokens(t) ? 0x1p-8 : 0.0;
+  const bool any_bf16 = t.gate == WeightType::bf16 || t.up == WeightType::bf16 || t.down == WeightType::bf16;
+  return bf16_dot && any_bf16 ? 0x1p-8 : 0.0;
 }
 
-TEST_P(TypedForward, EveryVariantAndTypeWithinItsContract) {
+// A copy of `block` with its weights rounded to the values `types` store.
+Block rounded_copy(const Block& block, const MatrixTypes& types) {
+  Block out(block.config());
+  const auto& w = block.weights();
+  auto& o = out.weights();
+  for (auto [dst, src] : {std::pair{&o.gate, &w.gate}, {&o.up, &w.up}, {&o.down, &w.down},
+                          {&o.gate_bias, &w.gate_bias}, {&o.up_bias, &w.up_bias}, {&o.down_bias, &w.down_bias}})
+    *dst = src->clone();
+  round_weights_to(out, types);
+  return out;
+}
+
+// y of `types` against the reference of the rounded weights, within the contract.
+void expect_within_contract(const Block& f32, const MatrixTypes& types, const Matrix& x, ThreadPool& pool,
+                            const std::string& what) {
+  const InferenceBlock fast(f32, types, &pool);
+  const Block rounded = rounded_copy(f32, types);
+  Matrix y(x.rows(), x.cols());
+  fast.forward(x.view(), y.view(), &pool);
+  EXPECT_LE(worst_ratio(rounded, x, y, any_integer(types), bf16_operand_rounding(active_isa(), types)), 1.0)
+      << what << " " << matrix_types_name(types, f32.config().variant.gated);
+}
+
+TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
   test::ScopedIsa isa(GetParam());
   ThreadPool pool(2);
   for (const Variant& v : all_variants())
     for (const Shape& s : kShapes) {
       const Block f32 = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
       const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
-      for (WeightType t : kStored) {
-        const Block stored = f32.stored_as(t, &pool);
-        Block rounded = f32.stored_as(WeightType::f32);
-        round_weights_to(rounded, t);
-        Matrix y(s.tokens, s.d);
-        stored.forward(x.view(), y.view(), &pool);
-        EXPECT_LE(worst_ratio(rounded, x, y, is_integer(t), bf16_operand_rounding(GetParam(), t, s.tokens)), 1.0)
-            << variant_name(v) << " " << weight_type_info(t).name << " d=" << s.d << " hidden=" << s.hidden
-            << " T=" << s.tokens << " bias=" << s.bias;
-      }
+      const std::string what = variant_name(v) + " d=" + std::to_string(s.d) + " hidden=" + std::to_string(s.hidden) +
+                               " T=" + std::to_string(s.tokens) + " bias=" + std::to_string(s.bias);
+      for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
+      for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
     }
 }
 
-// 16-bit rows at odd D and H on the panel path: a bf16 pair panel over an odd K ends in a
-// padding weight that meets the activations' zero padding. The thread's scratch is filled
-// with NaNs first, so a padding left stale turns outputs into NaN.
-TEST_P(TypedForward, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
+// 16-bit rows at odd D and H: a bf16 pair panel over an odd K ends in a padding weight that
+// meets the activations' zero padding. The thread's scratch is filled with NaNs first, so a
+// padding left stale turns outputs into NaN.
+TEST_P(InferenceTypes, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
   test::ScopedIsa isa(GetParam());
   ThreadPool one(1);  // the calling thread runs the forward: its scratch is the one poisoned
   for (const WeightType t : {WeightType::bf16, WeightType::f16}) {
-    const int64_t T = stored_packed_min_tokens(t) + 3;
+    const int64_t T = 67;
     const BlockConfig c{{true, Activation::swish}, 33, 171, true};
     const Block f32 = Block::random(c, 9);
-    const Block stored = f32.stored_as(t);
-    Block rounded = f32.stored_as(WeightType::f32);
-    round_weights_to(rounded, t);
+    const InferenceBlock fast(f32, t, &one);
+    const Block rounded = rounded_copy(f32, MatrixTypes::all(t));
     const Matrix x = random_matrix(T, 33, 3, 2.0f);
-    for (const Scratch slot : {Scratch::tile, Scratch::tile2}) {
+    for (const Scratch slot : {Scratch::tile, Scratch::tile2, Scratch::x_bf16, Scratch::hidden_bf16}) {
       const MatrixView poison = scratch_matrix(slot, 1, int64_t(1) << 20);
       std::fill(poison.data, poison.data + poison.cols, std::nanf(""));
     }
     Matrix y(T, 33);
-    stored.forward(x.view(), y.view(), &one);
-    EXPECT_LE(worst_ratio(rounded, x, y, false, bf16_operand_rounding(GetParam(), t, T)), 1.0)
+    fast.forward(x.view(), y.view(), &one);
+    EXPECT_LE(worst_ratio(rounded, x, y, false, bf16_operand_rounding(GetParam(), MatrixTypes::all(t))), 1.0)
         << weight_type_info(t).name;
   }
 }
 
-TEST_P(TypedForward, BitIdenticalForAnyThreadCount) {
+TEST_P(InferenceTypes, BitIdenticalForAnyThreadCountAndBatch) {
   test::ScopedIsa isa(GetParam());
   for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}}) {
     const Block f32 = Block::random({v, 96, 224, true}, 3);
-    for (WeightType t : kStored) {
-      const Block stored = f32.stored_as(t);
-      for (int64_t T : {3, 100, 515}) {  // every path (stored_packed_min_tokens)
+    std::vector<MatrixTypes> all(std::begin(kMixes), std::end(kMixes));
+    for (WeightType t : kTypes) all.push_back(MatrixTypes::all(t));
+    for (const MatrixTypes& types : all) {
+      const InferenceBlock fast(f32, types);
+      for (int64_t T : {3, 100, 515}) {
         const Matrix x = random_matrix(T, 96, 5, 2.0f);
         Matrix first(T, 96);
         ThreadPool one(1);
-        stored.forward(x.view(), first.view(), &one);
+        fast.forward(x.view(), first.view(), &one);
         for (int threads : {2, 3}) {
           ThreadPool pool(threads);
           Matrix y(T, 96);
-          stored.forward(x.view(), y.view(), &pool);
+          fast.forward(x.view(), y.view(), &pool);
           for (int64_t i = 0; i < y.size(); ++i)
-            ASSERT_EQ(first.data()[i], y.data()[i])
-                << weight_type_info(t).name << " T=" << T << " threads=" << threads << " element " << i;
+            ASSERT_EQ(first.data()[i], y.data()[i]) << matrix_types_name(types, v.gated) << " T=" << T
+                                                    << " threads=" << threads << " element " << i;
         }
+        // The last token alone gives its bits in the batch.
+        Matrix alone(1, 96);
+        fast.forward({x.row(T - 1), 1, 96, 96}, alone.view(), &one);
+        for (int64_t i = 0; i < 96; ++i)
+          ASSERT_EQ(first.row(T - 1)[i], alone.data()[i]) << matrix_types_name(types, v.gated) << " T=" << T;
       }
     }
   }
 }
 
-FFN_INSTANTIATE_FOR_EVERY_ISA(TypedForward);
+FFN_INSTANTIATE_FOR_EVERY_ISA(InferenceTypes);
 
 // The q8_0 / q4_0 contract is tight enough to see real mistakes: the output of a correct
 // forward, judged against the reference of wrongly decoded weights, must fall outside it.
-TEST(TypedForward, QuantisedBoundCatchesNibbleOrderAndScale) {
+TEST(InferenceTypes, QuantisedBoundCatchesNibbleOrderAndScale) {
   const BlockConfig c{{true, Activation::swish}, 64, 96, false};
   const Block f32 = Block::random(c, 1);
   const Matrix x = random_matrix(3, 64, 4, 2.0f);
   Matrix y(3, 64);
-  f32.stored_as(WeightType::q4_0).forward(x.view(), y.view());
-  Block rounded = f32.stored_as(WeightType::f32);
-  round_weights_to(rounded, WeightType::q4_0);
+  InferenceBlock(f32, WeightType::q4_0).forward(x.view(), y.view());
+  const Block rounded = rounded_copy(f32, MatrixTypes::all(WeightType::q4_0));
   EXPECT_LE(worst_ratio(rounded, x, y, true), 1.0);
 
-  Block swapped = rounded.stored_as(WeightType::f32);  // low and high nibbles exchanged
+  Block swapped = rounded_copy(rounded, MatrixTypes{});  // low and high nibbles exchanged
   for (Matrix* m : {&swapped.weights().gate, &swapped.weights().up, &swapped.weights().down})
     for (int64_t i = 0; i < m->size(); i += 32)
       for (int64_t j = 0; j < 16; ++j) std::swap(m->data()[i + j], m->data()[i + j + 16]);
@@ -226,38 +257,33 @@ TEST(TypedForward, QuantisedBoundCatchesNibbleOrderAndScale) {
   // Every other block's scale doubled. (The bound is a worst case, Σ|W|·e, while real
   // quantisation errors partly cancel: a 25% error on every other scale stays inside it
   // at this size, which is why the kernels are also held bit for bit to the scalar one.)
-  Block rescaled = rounded.stored_as(WeightType::f32);
+  Block rescaled = rounded_copy(rounded, MatrixTypes{});
   for (Matrix* m : {&rescaled.weights().gate, &rescaled.weights().up, &rescaled.weights().down})
     for (int64_t i = 0; i < m->size(); ++i) m->data()[i] *= (i / 32) % 2 ? 2.0f : 1.0f;
   EXPECT_GT(worst_ratio(rescaled, x, y, true), 1.0);
 }
 
-TEST(TypedForward, StorageKeepsOnlyTheStoredType) {
+TEST(InferenceTypes, WeightBytesAreEachMatrixsType) {
   const Block f32 = Block::random({{true, Activation::swish}, 64, 96, true}, 1);
-  const Block q4 = f32.stored_as(WeightType::q4_0);
-  EXPECT_EQ(q4.weight_type(), WeightType::q4_0);
-  EXPECT_EQ(q4.typed_weights().up.bytes.size(), size_t(96 * 2 * 18));
-  EXPECT_EQ(q4.typed_weights().down.bytes.size(), size_t(64 * 3 * 18));
-  EXPECT_EQ(q4.typed_weights().down_bias.size(), 64);
-  const Block bf = f32.stored_as(WeightType::bf16);
-  EXPECT_EQ(bf.typed_weights().gate.bytes.size(), size_t(96 * 64 * 2));
-  test::expect_error([&] { (void)q4.weights(); }, {"stores its weights as q4_0"});
-  test::expect_error([&] { (void)q4.stored_as(WeightType::q8_0); }, {"already stored as q4_0"});
+  const int64_t biases = 4 * (2 * 96 + 64);
+  EXPECT_EQ(InferenceBlock(f32, WeightType::q4_0).weight_bytes(), 2 * 96 * 2 * 18 + 64 * 3 * 18 + biases);
+  EXPECT_EQ(InferenceBlock(f32, WeightType::bf16).weight_bytes(), 3 * 96 * 64 * 2 + biases);
+  const InferenceBlock mix(f32, MatrixTypes{WeightType::q4_0, WeightType::q4_0, WeightType::q8_0});
+  EXPECT_EQ(mix.weight_bytes(), 2 * 96 * 2 * 18 + 64 * 3 * 34 + biases);
+  EXPECT_EQ(mix.types(), (MatrixTypes{WeightType::q4_0, WeightType::q4_0, WeightType::q8_0}));
+  EXPECT_EQ(matrix_types_name(mix.types(), true), "gate q4_0, up q4_0, down q8_0");
   const Block odd = Block::random({{true, Activation::swish}, 40, 96, false}, 1);
-  test::expect_error([&] { (void)odd.stored_as(WeightType::q8_0); }, {"40 weights"});
-  EXPECT_NO_THROW((void)odd.stored_as(WeightType::f16));
+  test::expect_error([&] { (void)InferenceBlock(odd, WeightType::q8_0); }, {"gate", "40 weights", "blocks of 32"});
+  EXPECT_NO_THROW((void)InferenceBlock(odd, WeightType::f16));
+  // Only the matrix whose rows are not whole blocks is refused: down's rows (H = 96) are.
+  EXPECT_NO_THROW((void)InferenceBlock(odd, MatrixTypes{WeightType::f16, WeightType::f16, WeightType::q8_0}));
 }
 
-// Training reads f32 weights: a stored block refuses it by name rather than reading nothing.
-TEST(TypedForward, TrainingAStoredBlockIsAnError) {
-  const Block q8 = Block::random({{true, Activation::swish}, 32, 64, false}, 1).stored_as(WeightType::q8_0);
-  const Matrix x = random_matrix(2, 32, 1, 2.0f);
-  Matrix y(2, 32);
-  ForwardCache cache;
-  test::expect_error([&] { forward_train(q8, x.view(), y.view(), cache, false); }, {"stores its weights as q8_0"});
-  BlockGradients grads = zero_gradients(q8.config());
-  Matrix dx(2, 32);
-  test::expect_error([&] { backward(q8, x.view(), cache, y.view(), dx.view(), grads); }, {"q8_0"});
+TEST(InferenceTypes, NonFiniteWeightsOfABlockTypeAreAnErrorNamingTheMatrix) {
+  Block f32 = Block::random({{true, Activation::swish}, 32, 64, false}, 1);
+  f32.weights().down.data()[5] = std::nanf("");
+  test::expect_error([&] { (void)InferenceBlock(f32, WeightType::q8_0); }, {"down"});
+  EXPECT_NO_THROW((void)InferenceBlock(f32, WeightType::bf16));
 }
 
 }  // namespace

@@ -1,0 +1,110 @@
+// The inference form of a feed-forward block: made once, then only run (like a oneDNN
+// primitive created once with its weights reordered).
+//
+//   gated:    h = act(x·W_gateᵀ + b_gate) ⊙ (x·W_upᵀ + b_up);  y = h·W_downᵀ + b_down
+//   2-matrix: h = act(x·W_upᵀ + b_up);                          y = h·W_downᵀ + b_down
+//
+// x, y: [T][D]; W_gate, W_up: [H][D]; W_down: [D][H]; biases f32 [H], [H], [D].
+//
+// Each matrix has its own weight type (ffn/weight_type.hpp, `ffn types`), and is laid out
+// once, at construction, into the panels its forward kernel reads: 64 weight rows' k-th
+// values side by side; a gated block whose gate and up share a type keeps 32 gate rows and
+// the same 32 up rows in one panel, so one pass over the weights gives both halves of 32
+// hidden units and the activation is applied to the tile at once. f32 panels hold the
+// weights; bf16 / f16 panels the stored 16-bit values, widened exactly in registers (or, on
+// AVX512_BF16, bf16 dotted with bf16-rounded activations); q8_0 / q4_0 panels the stored
+// blocks regrouped (the same bytes and scales, never re-quantised), dotted in integers with
+// the activations quantised to q8_0. No row-major copy is kept: the memory is the panels'.
+//
+// Every token's output is one fixed chain of operations per element, so it is bit-identical
+// for any thread count and whatever other tokens share its batch. Accuracy contract per
+// type: README, "Accuracy".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ffn/block.hpp"
+#include "ffn/config.hpp"
+#include "ffn/tensor.hpp"
+#include "ffn/thread_pool.hpp"
+#include "ffn/weight_type.hpp"
+
+namespace ffn {
+
+// One weight matrix as a file or a quantiser stores it: `rows` rows of `cols` weights in
+// `type`'s row layout (ggml's for the block types: cols/32 blocks of 32 consecutive weights
+// of the row), row r at bytes + r·row_bytes, row_bytes = weight_type_info(type).row_bytes(cols).
+struct StoredMatrix {
+  WeightType type = WeightType::f32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<std::byte> bytes;
+  bool empty() const { return rows == 0; }
+  int64_t row_bytes() const;
+  const std::byte* row(int64_t r) const { return bytes.data() + r * row_bytes(); }
+  // m's rows stored as t (t's reference quantiser: ggml's rounding for q8_0 / q4_0, nearest
+  // even for bf16 / f16). ffn::Error when a row's length is not a multiple of t's block, or
+  // a value cannot be stored (non-finite in a block type), naming `name`.
+  static StoredMatrix encode(const Matrix& m, WeightType t, const std::string& name, ThreadPool* pool = nullptr);
+  // The exact f32 values.
+  Matrix decode() const;
+};
+
+// A block's matrices as stored, and its f32 biases.
+struct StoredWeights {
+  StoredMatrix gate;  // [H][D]; empty for 2-matrix blocks
+  StoredMatrix up;    // [H][D]
+  StoredMatrix down;  // [D][H]
+  Matrix gate_bias;   // [1][H]; empty without bias or gate
+  Matrix up_bias;     // [1][H]; empty without bias
+  Matrix down_bias;   // [1][D]; empty without bias
+};
+
+class InferenceBlock {
+ public:
+  // An f32 block's weights with every matrix stored as `type` (or each as `types` says),
+  // then laid into panels. The values are those of round_weights_to(copy of block, type).
+  // ffn::Error when a matrix's row length is not a multiple of its type's block (q8_0 /
+  // q4_0: D and H multiples of 32), naming the matrix.
+  InferenceBlock(const Block& block, WeightType type, ThreadPool* pool = nullptr);
+  InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool = nullptr);
+  // Matrices already stored (a checkpoint's tensors, used as they are): each must have the
+  // config's shape and its type's row layout, each bias its length or none; ffn::Error
+  // naming the matrix and the mismatch otherwise.
+  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool = nullptr);
+  ~InferenceBlock();
+  InferenceBlock(InferenceBlock&&) noexcept;
+  InferenceBlock& operator=(InferenceBlock&&) noexcept;
+
+  const BlockConfig& config() const;
+  const MatrixTypes& types() const;
+  // Bytes of the weights as their types store them, plus the f32 biases (what a decode
+  // step reads; the panels hold these bytes plus padding to 64 rows).
+  int64_t weight_bytes() const;
+  // What the forward runs on the active ISA, one line: the kernels and activation formats
+  // of both stages, e.g. "gate+up: q_panel_gemm_avx512vnni_2x64 (q8_0 activations), fused;
+  // down: ...".
+  std::string describe() const;
+  // Bytes of scratch a forward of T tokens on `threads` threads uses beyond the weights, x
+  // and y: the hidden values [T][H] in f32, a [min(T, 256)][64] tile per thread ([..][128]
+  // when gate and up differ in type), and x and h in the formats the kernels take (bf16:
+  // 2 bytes a value; q8_0: a byte a value, a 4-byte scale per 32, a 4-byte sum per 4).
+  int64_t workspace_bytes(int64_t T, int threads) const;
+
+  // y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool` (default: a
+  // process-wide pool with one thread per core) and the active ISA. ffn::Error on a shape
+  // mismatch, or a non-finite activation where a stage quantises to q8_0.
+  void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;
+
+  // The panels (internal: src/block/inference_panels.hpp).
+  struct Panels;
+
+ private:
+  std::unique_ptr<const Panels> panels_;
+};
+
+}  // namespace ffn

@@ -1,0 +1,72 @@
+// The weight types a block's matrices can be stored and run in. Every fact about a type —
+// its name, GGUF number, block geometry, quantiser, panel layout, the activations its
+// kernels take and its kernel per ISA — lives in one table (src/core/weight_type_table.cpp);
+// this header is the public view of it. `ffn types` prints the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ffn/isa.hpp"
+
+namespace ffn {
+
+// f32 and the 16-bit floats store one weight per element; q8_0 / q4_0 are ggml's block
+// formats: 32 weights of one row per block with a binary16 scale (34 and 18 bytes). A block
+// format needs each row's length to be a multiple of its block. Biases are always f32.
+enum class WeightType { f32, bf16, f16, q8_0, q4_0 };
+
+// What the forward kernels of a type take as activations: f32 rows; bf16 rows (x and h
+// rounded to bf16 once per forward, for AVX512_BF16's dot product); or q8_0 blocks (x and h
+// quantised as ggml's quantize_row_q8_0 does, for integer dot products).
+enum class ActivationFormat { f32, bf16, q8_0 };
+
+struct WeightTypeInfo {
+  WeightType type;
+  std::string_view name;     // "q8_0", as ggml and GGUF files name it
+  uint32_t gguf_type;        // ggml's type number in GGUF tensor infos
+  int64_t block_elements;    // weights per block (1 for the element types)
+  int64_t block_bytes;       // bytes per block
+  std::string_view summary;  // one line: the layout
+  double bits_per_weight() const { return 8.0 * double(block_bytes) / double(block_elements); }
+  // Bytes of a row of n weights; n must be a multiple of block_elements.
+  int64_t row_bytes(int64_t n) const { return n / block_elements * block_bytes; }
+};
+
+// The type of each matrix of a block; a 2-matrix block has no gate and ignores it.
+// llama.cpp's quantisation mixes store gate and up in one type and down in another on some
+// layers (Q4_K_M: down in Q6_K on the layers its rule picks).
+struct MatrixTypes {
+  WeightType gate = WeightType::f32;
+  WeightType up = WeightType::f32;
+  WeightType down = WeightType::f32;
+  static MatrixTypes all(WeightType t) { return {t, t, t}; }
+  bool operator==(const MatrixTypes&) const = default;
+};
+// "q8_0" when every matrix of the block (gated or not) has one type, else
+// "gate q4_0, up q4_0, down q8_0".
+std::string matrix_types_name(const MatrixTypes& types, bool gated);
+
+// Every type, in the table's order.
+const std::vector<WeightTypeInfo>& weight_types();
+const WeightTypeInfo& weight_type_info(WeightType t);
+std::string_view weight_type_name(WeightType t);
+WeightType parse_weight_type(std::string_view name);  // throws ffn::Error listing the names
+// The type of a GGUF tensor's ggml type number, if ffn has it.
+bool weight_type_from_gguf(uint32_t gguf_type, WeightType& out);
+// The types' names joined: "f32, bf16, f16, q8_0, q4_0".
+std::string weight_type_names();
+
+// What the forward of matrices of type t runs on ISA `isa` (which this CPU must support):
+// the panel kernel's name and the activation format it takes.
+struct WeightTypeKernel {
+  std::string_view kernel;
+  std::string_view arithmetic;  // "vdpbf16ps", "f32 FMA", ...
+  ActivationFormat activations;
+};
+WeightTypeKernel weight_type_kernel(WeightType t, Isa isa);
+std::string_view activation_format_name(ActivationFormat f);
+
+}  // namespace ffn

@@ -1,0 +1,205 @@
+// Making an InferenceBlock: every matrix checked, then laid once into the panels of its
+// weight type (inference_panels.hpp), from stored bytes as they are or from f32 rows
+// encoded a panel's rows at a time (no whole encoded copy of a matrix is made).
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "block/inference_panels.hpp"
+#include "core/weight_type_table.hpp"
+#include "ffn/accounting.hpp"
+#include "ffn/error.hpp"
+#include "ffn/quant.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn {
+namespace {
+
+constexpr int64_t kW = kernels::kPanelWidth;
+
+// Where a matrix's rows come from while packing: stored bytes, or an f32 matrix whose rows
+// are encoded as `type` when asked for.
+struct RowSource {
+  const char* name;
+  WeightType type;
+  int64_t cols;
+  const StoredMatrix* stored = nullptr;
+  const Matrix* f32 = nullptr;
+
+  int64_t row_bytes() const { return weight_type_info(type).row_bytes(cols); }
+  // Rows [r0, r0 + n) in the type's stored layout (buf holds them when they are encoded).
+  const std::byte* rows(int64_t r0, int64_t n, std::vector<std::byte>& buf) const {
+    if (stored) return stored->row(r0);
+    if (type == WeightType::f32) return reinterpret_cast<const std::byte*>(f32->row(r0));
+    const auto& traits = weight_type_traits(type);
+    buf.resize(static_cast<size_t>(n * row_bytes()));
+    try {
+      for (int64_t r = 0; r < n; ++r) traits.from_f32(f32->row(r0 + r), buf.data() + r * row_bytes(), cols);
+    } catch (const Error& e) {
+      throw Error(std::string(name) + ": " + e.what());
+    }
+    return buf.data();
+  }
+};
+
+// The panels of `rows` rows over K, rows_per_panel of each part's rows a panel, part i's
+// in columns parts[i].second onwards; panels split across the pool.
+PanelSet pack(WeightType type, int64_t K, int64_t rows, int64_t rows_per_panel,
+              std::initializer_list<std::pair<const RowSource*, int64_t>> parts, ThreadPool& pool) {
+  const auto& traits = weight_type_traits(type);
+  PanelSet s;
+  s.type = type;
+  s.count = (rows + rows_per_panel - 1) / rows_per_panel;
+  s.panel_bytes = traits.panel_bytes(K);
+  s.storage = AlignedFloats((s.count * s.panel_bytes + 3) / 4);
+  auto* base = reinterpret_cast<std::byte*>(s.storage.data());
+  const auto& k = kernels::active_kernels();
+  pool.run([&](int ith, int nth) {
+    std::vector<std::byte> buf;
+    const auto [p0, p1] = split_range(s.count, ith, nth);
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r0 = p * rows_per_panel, n = std::min(rows_per_panel, rows - r0);
+      for (const auto& [src, j0] : parts)
+        traits.rows_into_panel(k, src->rows(r0, n, buf), src->row_bytes(), n, K, base + p * s.panel_bytes, j0);
+    }
+  });
+  return s;
+}
+
+void check_row_length(const char* name, WeightType t, int64_t cols) {
+  const auto& info = weight_type_info(t);
+  if (cols % info.block_elements != 0)
+    throw Error(std::string(name) + " rows have " + std::to_string(cols) + " weights; " + std::string(info.name) +
+                " stores rows in blocks of " + std::to_string(info.block_elements));
+}
+
+void check_stored(const StoredMatrix& m, const char* name, int64_t rows, int64_t cols) {
+  const std::string n = name;
+  if (m.rows != rows || m.cols != cols)
+    throw Error(n + " is [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]; the block needs [" +
+                std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  check_row_length(name, m.type, cols);
+  const int64_t row_bytes = m.row_bytes();
+  if (static_cast<int64_t>(m.bytes.size()) != rows * row_bytes)
+    throw Error(n + " holds " + std::to_string(m.bytes.size()) + " bytes; " + std::string(weight_type_name(m.type)) +
+                " needs " + std::to_string(rows) + " rows of " + std::to_string(row_bytes));
+}
+
+void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
+  if (wanted ? (b.rows() != 1 || b.cols() != n) : !b.empty())
+    throw Error(std::string(name) + " has " + std::to_string(b.size()) + " values; the block needs " +
+                std::to_string(wanted ? n : 0));
+}
+
+std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSource* gate, const RowSource& up,
+                                              const RowSource& down, ThreadPool& pool) {
+  const int64_t D = c.d_model, H = c.hidden;
+  auto p = std::make_unique<InferenceBlock::Panels>();
+  p->config = c;
+  p->types = {gate ? gate->type : up.type, up.type, down.type};
+  p->fused = gate && gate->type == up.type;
+  p->units_per_panel = p->fused ? kW / 2 : kW;
+  if (p->fused) {
+    p->first = pack(up.type, D, H, kW / 2, {{gate, 0}, {&up, kW / 2}}, pool);
+  } else {
+    p->first = pack(up.type, D, H, kW, {{&up, 0}}, pool);
+    if (gate) p->gate = pack(gate->type, D, H, kW, {{gate, 0}}, pool);
+  }
+  p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
+  return p;
+}
+
+}  // namespace
+
+InferenceBlock::InferenceBlock(const Block& block, WeightType type, ThreadPool* pool)
+    : InferenceBlock(block, MatrixTypes::all(type), pool) {}
+
+InferenceBlock::InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool) {
+  const BlockConfig& c = block.config();
+  const auto& w = block.weights();
+  const bool gated = c.variant.gated;
+  if (gated) check_row_length("gate", types.gate, c.d_model);
+  check_row_length("up", types.up, c.d_model);
+  check_row_length("down", types.down, c.hidden);
+  const RowSource gate{"gate", types.gate, c.d_model, nullptr, &w.gate};
+  const RowSource up{"up", types.up, c.d_model, nullptr, &w.up};
+  const RowSource down{"down", types.down, c.hidden, nullptr, &w.down};
+  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool());
+  p->gate_bias = w.gate_bias.clone();
+  p->up_bias = w.up_bias.clone();
+  p->down_bias = w.down_bias.clone();
+  panels_ = std::move(p);
+}
+
+InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool) {
+  validate(c);
+  const int64_t D = c.d_model, H = c.hidden;
+  const bool gated = c.variant.gated;
+  if (gated)
+    check_stored(w.gate, "gate", H, D);
+  else if (!w.gate.empty())
+    throw Error("gate is given but the block is not gated");
+  check_stored(w.up, "up", H, D);
+  check_stored(w.down, "down", D, H);
+  check_bias(w.gate_bias, "gate bias", c.bias && gated, H);
+  check_bias(w.up_bias, "up bias", c.bias, H);
+  check_bias(w.down_bias, "down bias", c.bias, D);
+  const RowSource gate{"gate", w.gate.type, D, &w.gate};
+  const RowSource up{"up", w.up.type, D, &w.up};
+  const RowSource down{"down", w.down.type, H, &w.down};
+  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool());
+  p->gate_bias = w.gate_bias.clone();
+  p->up_bias = w.up_bias.clone();
+  p->down_bias = w.down_bias.clone();
+  panels_ = std::move(p);
+}
+
+InferenceBlock::~InferenceBlock() = default;
+InferenceBlock::InferenceBlock(InferenceBlock&&) noexcept = default;
+InferenceBlock& InferenceBlock::operator=(InferenceBlock&&) noexcept = default;
+
+const BlockConfig& InferenceBlock::config() const { return panels_->config; }
+const MatrixTypes& InferenceBlock::types() const { return panels_->types; }
+
+int64_t InferenceBlock::weight_bytes() const { return *ffn::weight_bytes(panels_->config, panels_->types); }
+
+std::string InferenceBlock::describe() const {
+  const auto& k = kernels::active_kernels();
+  const Panels& p = *panels_;
+  auto stage = [&](const char* what, WeightType t) {
+    const PanelKernel kern = weight_type_traits(t).kernel(k);
+    return std::string(what) + " " + std::string(weight_type_name(t)) + " panels: " + kern.name + ", " +
+           kern.arithmetic + " on " + std::string(activation_format_name(kern.activations)) + " activations";
+  };
+  std::string first;
+  if (!p.config.variant.gated)
+    first = stage("up", p.types.up) + ", activation fused";
+  else if (p.fused)
+    first = stage("gate+up", p.types.up) + ", gate and up in one panel, activation fused";
+  else
+    first = stage("gate", p.types.gate) + "; " + stage("up", p.types.up) + ", activation fused";
+  return first + "; " + stage("down", p.types.down);
+}
+
+int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
+  const Panels& p = *panels_;
+  const int64_t D = p.config.d_model, H = p.config.hidden;
+  const bool split = p.config.variant.gated && !p.fused;
+  const auto& k = kernels::active_kernels();
+  // Bytes a value of activations takes in a format beyond f32 rows the forward already has.
+  auto format_bytes = [&](WeightType t, int64_t K) -> int64_t {
+    switch (weight_type_traits(t).kernel(k).activations) {
+      case ActivationFormat::f32: return 0;
+      case ActivationFormat::bf16: return T * kernels::bf16_panel_rows(K) * 2;
+      case ActivationFormat::q8_0: return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
+    }
+    return 0;
+  };
+  const int64_t tile = std::min<int64_t>(T, kernels::kPanelTokenBlock) * (split ? 2 * kW : kW) * 4;
+  return 4 * T * H + tile * threads + format_bytes(p.types.up, D) + (split ? format_bytes(p.types.gate, D) : 0) +
+         format_bytes(p.types.down, H);
+}
+
+}  // namespace ffn
