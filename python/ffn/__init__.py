@@ -4,7 +4,8 @@
     m = ffn.SwiGLU(4096)                         # hidden 11008, like the seeds' module
     print(m.hidden, sum(p.size for p in m.parameters()))
     y = m(x)                                     # x: float32 NumPy array [T, 4096]
-    m = ffn.load("model.safetensors", layer=3)   # HF / Meta / GPT-2 / GGUF names
+    m = ffn.load("model.gguf", layer=3)          # for inference, in the file's types (HF / Meta / GPT-2 / GGUF names)
+    m = ffn.load_trainable("model.safetensors", layer=3)  # f32, trainable
     m = ffn.from_torch(torch_module)             # a seeds' or Hugging Face MLP module
 
 Parameters are NumPy views of the block's own f32 weights (nn.Linear layout [out, in]):

@@ -144,8 +144,9 @@ def test_quantize_to_gguf_and_run_it(tmp_path, run_ffn, ffn_module, wtype, max_r
 
     # The GGUF holds exactly ggml's rounding of each weight (checked against a NumPy
     # restatement of ggml's reference quantisers), and runs as the same block.
-    loaded = ffn_module.load(out, layer=1)
+    loaded = ffn_module.load_trainable(out, layer=1)
     assert loaded.variant == "swiglu"
+    assert ffn_module.load(out, layer=1).dtype == wtype  # for inference: as the file stores it
     roundtrip = {"f32": lambda w: w, "f16": lambda w: w.astype(np.float16).astype(np.float32),
                  "q8_0": quant_ref.q8_0_roundtrip, "q4_0": quant_ref.q4_0_roundtrip,
                  "bf16": lambda w: (torch.from_numpy(w).to(torch.bfloat16).float().numpy())}[wtype]

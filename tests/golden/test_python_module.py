@@ -97,10 +97,14 @@ def test_load_and_from_torch(ffn_module, tmp_path):
                             {f"model.layers.{n}.mlp.{k.split('.')[0]}_proj.weight": v
                              for n, m in enumerate(layers) for k, v in m.state_dict().items()})
     (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "silu"}))
-    block = ffn.load(tmp_path, layer=2)
+    block = ffn.load_trainable(tmp_path, layer=2)
     assert isinstance(block, ffn.SwiGLU) and block.hidden == 64
     x = np.random.default_rng(1).standard_normal((5, 32)).astype(np.float32)
     assert within_bound(layers[2].state_dict(), x, "swiglu", True, block(x))
+    # load: for inference, in the file's types (F32 here).
+    fast = ffn.load(tmp_path, layer=2)
+    assert isinstance(fast, ffn.InferenceBlock) and fast.types == {"gate": "f32", "up": "f32", "down": "f32"}
+    assert within_bound(layers[2].state_dict(), x, "swiglu", True, fast(x))
 
     # The seeds' module, and a Hugging Face-style LlamaMLP (gate_proj/up_proj/down_proj,
     # config.hidden_act), both become the same block.
@@ -138,64 +142,60 @@ def test_load_and_from_torch(ffn_module, tmp_path):
     assert ffn.from_torch(Unknown(), variant="relu").bias
 
 
-def test_packed_block(ffn_module):
-    """A packed f32 block: within the f32 bound, the same bits for a token alone or in a batch."""
+def test_inference_block(ffn_module):
+    """An f32 inference block: within the f32 bound, the same bits for a token alone or in a batch."""
     ffn = ffn_module
     block = ffn.SwiGLU(64, hidden=96, seed=3, bias=True)
-    packed = block.packed()
-    assert isinstance(packed, ffn.SwiGLU) and packed.is_packed and not block.is_packed and "packed" in repr(packed)
+    fast = block.for_inference()
+    assert isinstance(fast, ffn.InferenceBlock) and fast.dtype == "f32" and "InferenceBlock" in repr(fast)
     x = np.random.default_rng(4).standard_normal((9, 64)).astype(np.float32)
-    assert within_bound(block.state_dict(), x, "swiglu", True, packed(x))
-    np.testing.assert_array_equal(packed(x[3]), packed(x)[3])
-    with pytest.raises(ffn.Error, match="packed"):
-        packed.parameters()
-    with pytest.raises(ffn.Error, match="packed"):
-        packed.backward(x, x)
+    assert within_bound(block.state_dict(), x, "swiglu", True, fast(x))
+    np.testing.assert_array_equal(fast(x[3]), fast(x)[3])
+    # Inference only: no parameters to train, no backward.
+    assert not hasattr(fast, "parameters") and not hasattr(fast, "backward")
+    assert "panels" in fast.describe()
     # bf16 panels: the f32 bound on the bf16-rounded weights (biases stay float32), plus
     # the activations' rounding to bf16 where the CPU's bf16 dot product takes them so.
-    packed16 = block.stored_as("bf16").packed()
-    assert packed16.dtype == "bf16" and packed16.is_packed
+    fast16 = block.for_inference("bf16")
+    assert fast16.dtype == "bf16"
     rounded = {k: torch.from_numpy(np.array(v)).to(torch.bfloat16).float().numpy() if k.endswith("weight") else v
                for k, v in block.state_dict().items()}
     operand_rounding = 2.0**-8 if ffn.active_isa() == "avx512_bf16" else 0.0
-    assert within_bound(rounded, x, "swiglu", True, packed16(x), operand_rounding)
-    # q4_0 panels: the stored block's integer sums regrouped (see test_packed.cpp).
-    stored4 = block.stored_as("q4_0")
-    y4, y4_packed = stored4(x), stored4.packed()(x)
-    assert np.sqrt(np.mean((y4_packed - y4) ** 2) / np.mean(y4 ** 2)) < 1e-4
+    assert within_bound(rounded, x, "swiglu", True, fast16(x), operand_rounding)
+    # Each matrix its own type, as quantisation mixes store them.
+    mix = block.for_inference(gate="q4_0", up="q4_0", down="q8_0")
+    assert mix.types == {"gate": "q4_0", "up": "q4_0", "down": "q8_0"} and mix.dtype is None
+    assert mix.weight_bytes == 2 * 96 * 2 * 18 + 64 * 3 * 34 + 4 * (2 * 96 + 64)
 
 
 def test_stored_types(ffn_module, tmp_path):
-    """Blocks whose weights stay bf16/f16/q8_0/q4_0: same class, weights read as stored."""
+    """Inference blocks whose weights are bf16/f16/q8_0/q4_0, read as stored."""
     ffn = ffn_module
     block = ffn.SwiGLU(64, hidden=96, seed=3)
     x = np.random.default_rng(2).standard_normal((5, 64)).astype(np.float32)
     y = block(x)
+    operand_rounding = 2.0**-8 if ffn.active_isa() == "avx512_bf16" else 0.0
     for dtype, to_torch in (("bf16", torch.bfloat16), ("f16", torch.float16)):
-        stored = block.stored_as(dtype)
-        assert isinstance(stored, ffn.SwiGLU) and stored.dtype == dtype and dtype in repr(stored)
-        # bf16/f16 weights are exact in f32: the f32 bound on the rounded weights holds.
+        stored = block.for_inference(dtype)
+        assert isinstance(stored, ffn.InferenceBlock) and stored.dtype == dtype and dtype in repr(stored)
+        # bf16/f16 weights are exact in f32: the f32 bound on the rounded weights holds (bf16
+        # plus the activations' rounding where the CPU dots bf16).
         rounded = {k: torch.from_numpy(np.array(v)).to(to_torch).float().numpy() for k, v in block.state_dict().items()}
-        assert within_bound(rounded, x, "swiglu", True, stored(x))
+        assert within_bound(rounded, x, "swiglu", True, stored(x), operand_rounding if dtype == "bf16" else 0.0)
     for dtype, budget in (("q8_0", 4e-2), ("q4_0", 3e-1)):
-        stored = block.stored_as(dtype)
+        stored = block.for_inference(dtype)
         # Relative RMS error against f32: weights of 8 (4) bits and activations quantised
         # to 8 bits; measured 1.3e-2 (q8_0) and 1.2e-1 (q4_0) on this small block (fixed
         # seeds) — a wrong scale or nibble order gives ~1.
         err = np.sqrt(np.mean((stored(x) - y) ** 2) / np.mean(y ** 2))
         assert err < budget, (dtype, err)
-        with pytest.raises(ffn.Error, match=dtype):
-            stored.parameters()
-        with pytest.raises(ffn.Error, match=dtype):
-            stored.backward(x, x)
-    assert block.dtype == "f32"
     with pytest.raises(ffn.Error, match="32"):
-        ffn.SwiGLU(40, hidden=96).stored_as("q4_0")
+        ffn.SwiGLU(40, hidden=96).for_inference("q4_0")
 
-    # load(dtype=...) from a safetensors file converts; the f32 load is unchanged.
+    # load(dtype=...) from a safetensors file converts; without it the file's F32 is kept.
     files.write_safetensors(tmp_path / "model.safetensors",
                             {f"{k}": torch.from_numpy(np.array(v)) for k, v in block.state_dict().items()})
     loaded = ffn.load(tmp_path / "model.safetensors", variant="swiglu", dtype="q8_0")
     assert loaded.dtype == "q8_0"
-    np.testing.assert_array_equal(loaded(x), block.stored_as("q8_0")(x))
+    np.testing.assert_array_equal(loaded(x), block.for_inference("q8_0")(x))
     assert ffn.load(tmp_path / "model.safetensors", variant="swiglu").dtype == "f32"

@@ -16,7 +16,7 @@
 
 #include "ffn/quant.hpp"
 #include "isa_param.hpp"
-#include "block/panels.hpp"
+#include "core/weight_type_table.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"
 
@@ -122,7 +122,7 @@ TEST_P(TypedKernels, IntegerPanelEqualsScalarBitForBitAndIsWithinBound) {
           const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
           AlignedFloats storage(K / 32 * kernels::q_panel_block_bytes(t) / 4);
           auto* panel = reinterpret_cast<std::byte*>(storage.data());
-          panels::q_rows_into(t, w.bytes.data(), w.row_bytes, 0, N, K, panel, 0);
+          weight_type_traits(t).rows_into_panel(kt, w.bytes.data(), w.row_bytes, N, K, panel, 0);
           std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
           kt.q_panel_gemm(t, T, K, rows, panel, c.data(), 64);
           kernels::q_panel_gemm_scalar(t, T, K, rows, panel, ref.data(), 64);
