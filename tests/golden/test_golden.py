@@ -90,11 +90,17 @@ def test_every_isa_matches_module(tmp_path, run_ffn, isa):
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_precision_files(tmp_path, run_ffn, dtype):
-    """F16 and BF16 weights are widened exactly; the block then matches the module whose
-    weights were rounded the same way."""
+    """F16 and BF16 weights run as the file stores them (the default), matching the module
+    whose weights were rounded the same way: f16 (and bf16 without AVX512_BF16) widened
+    exactly, the f32 bound; bf16 on avx512_bf16 dotted with bf16 activations, the bound with
+    their rounding. --dtype f32 widens them, the f32 bound everywhere."""
     module, gated = make_block("swiglu", 40, 72, True)
     x = torch.randn(9, 40)
-    check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype)
+    check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype, args=("--dtype", "f32"))
+    bf16_dot = dtype == torch.bfloat16 and " avx512_bf16" in open("/proc/cpuinfo").read()
+    module, gated = make_block("swiglu", 40, 72, True)
+    check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype,
+                         operand_rounding=2.0**-8 if bf16_dot else 0.0)
 
 
 @pytest.mark.parametrize("isa,operand_rounding", [("avx512", 0.0), ("avx512_bf16", 2.0**-8)])
