@@ -162,6 +162,29 @@ def test_quantize_to_gguf_and_run_it(tmp_path, run_ffn, ffn_module, wtype, max_r
     np.testing.assert_array_equal(y_gguf, y_dtype)
 
 
+def test_a_file_runs_in_the_types_it_stores(tmp_path, run_ffn, ffn_module):
+    """ffn forward, ffn bench --weights and ffn.load run a q8_0 GGUF as q8_0 (what --dtype
+    q8_0 gives, bit for bit); --dtype f32 widens it, and gives another result (f32
+    activations, no quantisation)."""
+    blocks = two_layers(seeds.SwiGLU)
+    out = tmp_path / "mlp-q8_0.gguf"
+    run_ffn("quantize", hf_checkpoint(tmp_path, blocks), out, "--type", "q8_0", "--all-layers")
+    x = torch.randn(5, 64)
+    y_stored = run_layer(tmp_path, run_ffn, out, 1, x)
+    np.testing.assert_array_equal(y_stored, run_layer(tmp_path, run_ffn, out, 1, x, "--dtype", "q8_0"))
+    y_f32 = run_layer(tmp_path, run_ffn, out, 1, x, "--dtype", "f32")
+    assert not np.array_equal(y_stored, y_f32)
+    np.testing.assert_array_equal(ffn_module.load(out, layer=1)(x.numpy()), y_stored)
+    files.write_npy(tmp_path / "x.npy", x.numpy())
+    said = run_ffn("forward", "--weights", out, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
+                   tmp_path / "y.npy").stdout
+    assert "weights q8_0" in said
+    bench = tmp_path / "bench.json"
+    run_ffn("bench", "--weights", out, "--layer", 1, "--tokens", "1", "--reps", "1", "--threads", "1", "--json", bench)
+    rows = json.loads(bench.read_text())["rows"]
+    assert [r["dtype"] for r in rows] == ["q8_0"] and "q_panel_gemm" in rows[0]["path"]
+
+
 def test_quantize_rejects_rows_not_in_blocks(tmp_path, run_ffn):
     torch.manual_seed(0)
     files.write_safetensors(tmp_path / "w.safetensors", seeds.SwiGLU(40, hidden=96).state_dict())

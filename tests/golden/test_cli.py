@@ -156,3 +156,21 @@ def test_demo_small(run_ffn):
     out = run_ffn("demo", "--d", 64, "--reps", 1).stdout
     assert "GELU MLP  parameters 32,768" in out
     assert out.count(" ok") == 4 and "FAIL" not in out
+
+
+def test_types_lists_the_weight_type_table(run_ffn):
+    """`ffn types --json`: every type with ggml's GGUF number and block geometry (the
+    numbers of ggml's type traits), and a kernel with its activation format on every ISA."""
+    table = json.loads(run_ffn("types", "--json").stdout)
+    got = {t["name"]: (t["gguf_type"], t["block_elements"], t["block_bytes"]) for t in table}
+    assert got == {"f32": (0, 1, 4), "bf16": (30, 1, 2), "f16": (1, 1, 2), "q8_0": (8, 32, 34), "q4_0": (2, 32, 18)}
+    for t in table:
+        assert t["bits_per_weight"] == 8 * t["block_bytes"] / t["block_elements"]
+        assert "scalar" in t["kernels"]
+        for isa, k in t["kernels"].items():
+            assert k["kernel"].endswith("_scalar") == (isa == "scalar"), (t["name"], isa, k)
+            want = "q8_0" if t["name"].startswith("q") else ("bf16" if t["name"] == "bf16" and isa == "avx512_bf16"
+                                                             else "f32")
+            assert k["activations"] == want, (t["name"], isa, k)
+    text = run_ffn("types").stdout
+    assert "q4_0" in text and "4.50" in text and "forward kernels" in text

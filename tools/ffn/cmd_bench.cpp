@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -23,6 +25,7 @@
 #include "ffn/atomic_file.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
+#include "ffn/checkpoint.hpp"
 #include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
@@ -36,6 +39,10 @@ namespace {
 
 struct BenchOptions {
   std::string preset;
+  std::string weights;  // a checkpoint instead of a shape
+  int64_t layer = 0;
+  std::string variant_given;  // --variant when given (a checkpoint's own activation otherwise)
+  bool dtype_given = false;
   std::string variant = "swiglu";
   std::optional<int64_t> d;
   std::optional<int64_t> hidden;
@@ -117,21 +124,23 @@ Matrix bench_input(int64_t T, int64_t D) {
   return x;
 }
 
-void run_bench(const BenchOptions& o) {
+// What a run measures: the block's shape, and one entry per set of weight types.
+struct BenchPlan {
   BlockConfig config;
   std::string label;
-  if (!o.preset.empty()) {
-    config = find_preset(o.preset).config();
-    label = o.preset;
-  } else {
-    if (!o.d) throw Error("bench: give --preset P, or --d N (with --variant V)");
-    config = resolve({parse_variant(o.variant), *o.d, o.hidden, {}, false});
-    label = variant_name(config.variant);
-  }
-  std::vector<WeightType> types;
-  for (const auto& t : split_list(o.dtypes)) types.push_back(parse_weight_type(t));
   std::vector<int64_t> token_counts;
-  for (const auto& t : split_list(o.tokens)) {
+  // Each row set: its name, and how its block is made (random weights, or the checkpoint's).
+  struct Rows {
+    std::string dtype;
+    MatrixTypes types;
+    std::function<InferenceBlock()> make;
+  };
+  std::vector<Rows> rows;
+};
+
+std::vector<int64_t> parse_token_counts(const std::string& list) {
+  std::vector<int64_t> out;
+  for (const auto& t : split_list(list)) {
     int64_t v = 0;
     try {
       v = std::stoll(t);
@@ -139,85 +148,181 @@ void run_bench(const BenchOptions& o) {
       throw Error("tokens = '" + t + "': not a number");
     }
     if (v < 1 || v > 65536) throw Error("tokens = " + t + ": must be in [1, 65536]");
-    token_counts.push_back(v);
+    out.push_back(v);
   }
-  // The results are written at the end of a run of minutes: a path that cannot be written fails now.
-  if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
-  if (o.tp) return run_bench_across_processes({config, label, token_counts, o.threads, o.reps, o.json_path});
-  ThreadPool pool(o.threads);
-  const MachineDescription machine = describe_machine();
-  const Accounting acc = account(config);
-  std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", label.c_str(),
-              variant_name(config.variant).c_str(), static_cast<long long>(config.d_model),
-              static_cast<long long>(config.hidden), o.threads, o.threads == 1 ? "" : "s",
+  return out;
+}
+
+// The block of --preset / --variant --d (random weights, in each --dtype), or of
+// --weights (the layer's matrices in the types its file stores, or in each --dtype given).
+BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
+  BenchPlan plan;
+  plan.token_counts = parse_token_counts(o.tokens);
+  std::vector<WeightType> types;
+  if (o.dtype_given)
+    for (const auto& t : split_list(o.dtypes)) types.push_back(parse_weight_type(t));
+  if (!o.weights.empty()) {
+    if (o.peers) throw Error("bench: --peers times random weights of a shape; give --preset or --d, not --weights");
+    LoadOptions load;
+    load.layer = o.layer;
+    if (!o.variant_given.empty()) load.variant = parse_variant(o.variant_given);
+    auto checkpoint = std::make_shared<Checkpoint>(o.weights);
+    plan.config = checkpoint->config(load);
+    plan.label = o.weights + " layer " + std::to_string(o.layer);
+    const bool gated = plan.config.variant.gated;
+    auto from_file = [checkpoint, load, &pool](std::optional<WeightType> t) {
+      return [checkpoint, load, t, &pool] { return checkpoint->load_inference(load, t, &pool).block; };
+    };
+    if (!o.dtype_given) {
+      const MatrixTypes stored = checkpoint->stored_types(load);
+      plan.rows.push_back({matrix_types_name(stored, gated), stored, from_file(std::nullopt)});
+    }
+    for (WeightType t : types)
+      plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t), from_file(t)});
+    return plan;
+  }
+  if (!o.preset.empty()) {
+    plan.config = find_preset(o.preset).config();
+    plan.label = o.preset;
+  } else {
+    if (!o.d) throw Error("bench: give --preset P, or --d N (with --variant V), or --weights FILE");
+    plan.config = resolve({parse_variant(o.variant), *o.d, o.hidden, {}, false});
+    plan.label = variant_name(plan.config.variant);
+  }
+  if (types.empty()) types.push_back(WeightType::f32);
+  for (WeightType t : types) {
+    const BlockConfig c = plan.config;
+    plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t),
+                         [c, t, &pool] { return InferenceBlock(Block::random(c, 1, &pool), t, &pool); }});
+  }
+  return plan;
+}
+
+// The roofs a run's rows are judged against: those of its start, and those measured beside
+// the previous row (the "before" half of each row's beside figure).
+struct RunRoofs {
+  MeasuredRoofs start;
+  double memory_before = 0, compute_before = 0, bf16_compute_before = 0;
+};
+
+void print_run_header(const BenchPlan& plan, const BenchOptions& o, const MachineDescription& machine,
+                      const MeasuredRoofs& r) {
+  std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", plan.label.c_str(),
+              variant_name(plan.config.variant).c_str(), static_cast<long long>(plan.config.d_model),
+              static_cast<long long>(plan.config.hidden), o.threads, o.threads == 1 ? "" : "s",
               std::string(isa_name(active_isa())).c_str());
   std::printf("%s\n", machine_line(machine).c_str());
-  std::fflush(stdout);
-
-  // Packed bf16 blocks on AVX512_BF16 run bf16 dot products: their rows are judged against
-  // that instruction's roof (twice the FMA's FLOPs per instruction), measured likewise.
-  const bool bf16_rows = std::find(types.begin(), types.end(), WeightType::bf16) != types.end();
-  const MeasuredRoofs start = measure_roofs(pool, bf16_rows);
-  const double compute = start.compute, memory = start.memory, bf16_compute = start.bf16_dot;
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
       "(streaming read of 1 GiB, best of 5 rounds of 3 read patterns)\n"
       "efficiency: against these roofs; beside: against the memory roof and the row's compute roof measured again "
       "just before and just after the row (mean of the two, best of 3 rounds each)\n\n",
-      fixed(compute, 1).c_str(), fixed(memory, 1).c_str());
-  const Roofs roofs{compute, memory};
-  if (bf16_compute > 0)
+      fixed(r.compute, 1).c_str(), fixed(r.memory, 1).c_str());
+  if (r.bf16_dot > 0)
     std::printf("bf16 rows: activations rounded to bf16 and dotted by vdpbf16ps (AVX512_BF16; FFN_ISA=avx512 keeps "
                 "them f32), judged against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
-                fixed(bf16_compute, 1).c_str());
+                fixed(r.bf16_dot, 1).c_str());
+}
+
+// One forward row: timed, then judged against the run's roofs and those beside it.
+nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec, const InferenceBlock& block,
+                           int64_t T, const BenchOptions& o, RunRoofs& roofs, ThreadPool& pool) {
+  const BlockConfig& config = plan.config;
+  const Matrix x = bench_input(T, config.d_model);
+  Matrix y(T, config.d_model);
+  const double ms = median_ms(block, x, y, pool, o.reps);
+  // bf16 blocks on AVX512_BF16 run bf16 dot products: judged against that instruction's
+  // roof (twice the FMA's FLOPs per instruction), measured likewise.
+  const bool dot = spec.types == MatrixTypes::all(WeightType::bf16) && roofs.start.bf16_dot > 0;
+  const double memory_after = measure_memory_roof(pool, kBesideReps);
+  const double memory_beside = 0.5 * (roofs.memory_before + memory_after);
+  roofs.memory_before = memory_after;
+  double& compute_before = dot ? roofs.bf16_compute_before : roofs.compute_before;
+  const double compute_after =
+      dot ? measure_bf16_dot_roof_gflops(pool, kBesideReps) : measure_compute_roof_gflops(pool, kBesideReps);
+  const double compute_beside = 0.5 * (compute_before + compute_after);
+  compute_before = compute_after;
+  BenchRow r;
+  r.dtype = spec.dtype;
+  r.pass = "forward";
+  r.tokens = T;
+  r.ms = ms;
+  r.flops = double(account(config).matmul_flops_forward) * double(T);
+  r.weight_bytes = double(block.weight_bytes());
+  r.moved_bytes = r.weight_bytes + 8.0 * double(T * config.d_model);
+  r.path = block.describe();
+  const Roofs beside{compute_beside, memory_beside};
+  const Roofs run{dot ? roofs.start.bf16_dot : roofs.start.compute, roofs.start.memory};
+  return print_bench_row(r, run, config, o.threads, &beside);
+}
+
+// The roofs again at the end: a machine that was busier at the start than later (others
+// share it) measured roofs too low there, and every efficiency of the run is overstated.
+MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
+  const MeasuredRoofs end = measure_roofs(pool, start.bf16_dot > 0);
+  std::printf("roofs at the end of the run: compute %s GFLOP/s, memory %s GB/s", fixed(end.compute, 1).c_str(),
+              fixed(end.memory, 1).c_str());
+  if (end.bf16_dot > 0) std::printf(", bf16 dot %s GFLOP/s", fixed(end.bf16_dot, 1).c_str());
+  std::printf("\n");
+  const double drift = std::max({end.compute / start.compute, end.memory / start.memory,
+                                 start.bf16_dot > 0 ? end.bf16_dot / start.bf16_dot : 0.0});
+  if (drift > 1.1)
+    std::printf("WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
+                "this run's efficiencies are overstated; run it again when the machine is quiet\n",
+                fixed(100.0 * (drift - 1.0), 0).c_str());
+  return end;
+}
+
+void write_bench_json(const std::string& path, const MeasuredRoofs& start, const MeasuredRoofs& end,
+                      const MachineDescription& machine, const nlohmann::json& rows) {
+  nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory}};
+  if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
+  roofs["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
+  if (end.bf16_dot > 0) roofs["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
+  const nlohmann::json out{{"roofs", roofs},
+                           {"isa", std::string(isa_name(active_isa()))},
+                           {"machine", machine_json(machine)},
+                           {"rows", rows}};
+  write_file_atomically(path, out.dump(2) + "\n");
+}
+
+void run_bench(const BenchOptions& o) {
+  ThreadPool pool(o.threads);
+  const BenchPlan plan = plan_bench(o, pool);
+  // The results are written at the end of a run of minutes: a path that cannot be written fails now.
+  if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
+  if (o.tp)
+    return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
+  const MachineDescription machine = describe_machine();
+  const bool bf16_rows = std::any_of(plan.rows.begin(), plan.rows.end(), [](const BenchPlan::Rows& r) {
+    return r.types == MatrixTypes::all(WeightType::bf16);
+  });
+  RunRoofs roofs;
+  roofs.start = measure_roofs(pool, bf16_rows);
+  roofs.memory_before = roofs.start.memory;
+  roofs.compute_before = roofs.start.compute;
+  roofs.bf16_compute_before = roofs.start.bf16_dot;
+  print_run_header(plan, o, machine, roofs.start);
+  std::fflush(stdout);
   print_bench_header();
 
   nlohmann::json rows = nlohmann::json::array();
-  // Made once for inference, as `ffn forward` and ffn.load run it.
-  auto typed_block = [&](WeightType type) { return InferenceBlock(Block::random(config, 1, &pool), type, &pool); };
-  const int64_t t_max = *std::max_element(token_counts.begin(), token_counts.end());
-  std::string workspace;  // per type, at t_max tokens
-  double peak_rss = 0;  // sampled after every row, before the memory roof's 1 GiB buffer exists
-  double memory_before = memory, compute_before = compute, bf16_compute_before = bf16_compute;
-  for (WeightType type : types) {
-    const auto bytes = weight_bytes(config, type);
-    if (!bytes) {
-      std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of 32\n",
-                  std::string(weight_type_info(type).name).c_str(), static_cast<long long>(config.d_model),
-                  static_cast<long long>(config.hidden));
+  const int64_t t_max = *std::max_element(plan.token_counts.begin(), plan.token_counts.end());
+  std::string workspace;  // per row set, at t_max tokens
+  double peak_rss = 0;    // sampled after every row, before the memory roof's 1 GiB buffer exists
+  for (const auto& spec : plan.rows) {
+    if (!weight_bytes(plan.config, spec.types)) {
+      std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of 32\n", spec.dtype.c_str(),
+                  static_cast<long long>(plan.config.d_model), static_cast<long long>(plan.config.hidden));
       continue;
     }
-    const InferenceBlock typed = typed_block(type);
-    const std::string path = typed.describe();
-    workspace += (workspace.empty() ? "" : "; ") + std::string(weight_type_name(type)) + " " +
-                 fixed(double(typed.workspace_bytes(t_max, o.threads)) / 1e6, 1) + " MB";
-    for (int64_t T : token_counts) {
-      const Matrix x = bench_input(T, config.d_model);
-      Matrix y(T, config.d_model);
-      const double ms = median_ms(typed, x, y, pool, o.reps);
+    const InferenceBlock block = spec.make();
+    workspace += (workspace.empty() ? "" : "; ") + spec.dtype + " " +
+                 fixed(double(block.workspace_bytes(t_max, o.threads)) / 1e6, 1) + " MB";
+    for (int64_t T : plan.token_counts) {
+      rows.push_back(forward_row(plan, spec, block, T, o, roofs, pool));
       const double row_rss = rss_mb();
       peak_rss = std::max(peak_rss, row_rss);
-      const bool dot = type == WeightType::bf16 && bf16_compute > 0;
-      const double memory_after = measure_memory_roof(pool, kBesideReps);
-      const double memory_beside = 0.5 * (memory_before + memory_after);
-      memory_before = memory_after;
-      double& compute_before_row = dot ? bf16_compute_before : compute_before;
-      const double compute_after =
-          dot ? measure_bf16_dot_roof_gflops(pool, kBesideReps) : measure_compute_roof_gflops(pool, kBesideReps);
-      const double compute_beside = 0.5 * (compute_before_row + compute_after);
-      compute_before_row = compute_after;
-      BenchRow r;
-      r.dtype = std::string(weight_type_info(type).name);
-      r.pass = "forward";
-      r.tokens = T;
-      r.ms = ms;
-      r.flops = double(acc.matmul_flops_forward) * double(T);
-      r.weight_bytes = double(*bytes);
-      r.moved_bytes = double(*bytes) + 8.0 * double(T * config.d_model);
-      r.path = path;
-      const double row_compute = dot ? bf16_compute : compute;
-      const Roofs beside{compute_beside, memory_beside};
-      rows.push_back(print_bench_row(r, Roofs{row_compute, memory}, config, o.threads, &beside));
       rows.back()["rss_mb"] = row_rss;
     }
   }
@@ -226,14 +331,14 @@ void run_bench(const BenchOptions& o) {
     // through the other types' rows (peak RSS stays theirs).
     std::optional<InferenceBlock> block;
     std::string block_type;
-    report_peers(config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
+    report_peers(plan.config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
       if (dtype != block_type) {
         block.reset();
-        block = typed_block(parse_weight_type(dtype));
+        block = InferenceBlock(Block::random(plan.config, 1, &pool), parse_weight_type(dtype), &pool);
         block_type = dtype;
       }
-      const Matrix x = bench_input(T, config.d_model);
-      Matrix y(T, config.d_model);
+      const Matrix x = bench_input(T, plan.config.d_model);
+      Matrix y(T, plan.config.d_model);
       return median_ms(*block, x, y, pool, o.reps);
     });
   }
@@ -241,39 +346,19 @@ void run_bench(const BenchOptions& o) {
     std::printf(
         "\ntraining step (forward_train + backward), f32; useful FLOPs 6·W per token; kept for backward per "
         "token: %s bytes saved mode, %s bytes recompute mode\n",
-        grouped(saved_bytes_per_token(config, false)).c_str(), grouped(saved_bytes_per_token(config, true)).c_str());
+        grouped(saved_bytes_per_token(plan.config, false)).c_str(),
+        grouped(saved_bytes_per_token(plan.config, true)).c_str());
     print_bench_header();
-    bench_backward(Block::random(config, 1, &pool), token_counts, roofs, pool, o.reps, rows);
+    bench_backward(Block::random(plan.config, 1, &pool), plan.token_counts,
+                   Roofs{roofs.start.compute, roofs.start.memory}, pool, o.reps, rows);
     peak_rss = std::max(peak_rss, rss_mb());
   }
   // Forward keeps the hidden values, a tile per thread, and x and h in the formats the
   // kernels take (InferenceBlock::workspace_bytes), beyond the weights, x and y.
   std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n",
               fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max), workspace.c_str());
-  // The roofs again: a machine that was busier at the start than later (others share it)
-  // measured roofs too low there, and every efficiency of the run is overstated.
-  const MeasuredRoofs end = measure_roofs(pool, bf16_rows);
-  std::printf("roofs at the end of the run: compute %s GFLOP/s, memory %s GB/s", fixed(end.compute, 1).c_str(),
-              fixed(end.memory, 1).c_str());
-  if (end.bf16_dot > 0) std::printf(", bf16 dot %s GFLOP/s", fixed(end.bf16_dot, 1).c_str());
-  std::printf("\n");
-  const double drift =
-      std::max({end.compute / compute, end.memory / memory, bf16_compute > 0 ? end.bf16_dot / bf16_compute : 0.0});
-  if (drift > 1.1)
-    std::printf("WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
-                "this run's efficiencies are overstated; run it again when the machine is quiet\n",
-                fixed(100.0 * (drift - 1.0), 0).c_str());
-  if (!o.json_path.empty()) {
-    nlohmann::json roofs_json{{"compute_gflops", compute}, {"memory_gbps", memory}};
-    if (bf16_compute > 0) roofs_json["bf16_dot_gflops"] = bf16_compute;
-    roofs_json["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
-    if (end.bf16_dot > 0) roofs_json["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
-    nlohmann::json out{{"roofs", roofs_json},
-                       {"isa", std::string(isa_name(active_isa()))},
-                       {"machine", machine_json(machine)},
-                       {"rows", rows}};
-    write_file_atomically(o.json_path, out.dump(2) + "\n");
-  }
+  const MeasuredRoofs end = report_end_roofs(roofs.start, pool);
+  if (!o.json_path.empty()) write_bench_json(o.json_path, roofs.start, end, machine, rows);
 }
 
 }  // namespace
@@ -286,7 +371,18 @@ void add_bench_command(CLI::App& app) {
   auto* d = cmd->add_option("--d", o->d, "model width");
   auto* hidden = cmd->add_option("--hidden", o->hidden, "hidden width (default: the variant's rule)");
   for (auto* opt : {variant, d, hidden}) preset->excludes(opt);
-  cmd->add_option("--dtype", o->dtypes, "comma-separated weight types: f32,bf16,f16,q8_0,q4_0")->capture_default_str();
+  auto* weights = cmd->add_option("--weights", o->weights,
+                                  "a checkpoint (as ffn forward takes): time its layer's MLP, in the types its file "
+                                  "stores unless --dtype is given")
+                      ->check(CLI::ExistingPath);
+  weights->excludes(preset);
+  weights->excludes(d);
+  weights->excludes(hidden);
+  cmd->add_option("--layer", o->layer, "with --weights: the layer")->check(CLI::NonNegativeNumber)->capture_default_str();
+  auto* dtype = cmd->add_option("--dtype", o->dtypes,
+                                "comma-separated weight types (`ffn types`): f32,bf16,f16,q8_0,q4_0; default f32, "
+                                "or with --weights the file's own types")
+                    ->capture_default_str();
   cmd->add_option("--tokens", o->tokens, "comma-separated token counts")->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--reps", o->reps, "timed repetitions per row (median shown)")
@@ -300,7 +396,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
-  cmd->callback([o] { run_bench(*o); });
+  cmd->callback([o, dtype, variant] {
+    o->dtype_given = dtype->count() > 0;
+    if (variant->count() > 0) o->variant_given = o->variant;
+    run_bench(*o);
+  });
 }
 
 }  // namespace ffn::cli
