@@ -16,15 +16,10 @@
 // (tests/unit/test_concurrency.cpp); see docs/security.md.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <functional>
-#include <mutex>
-#include <thread>
+#include <memory>
 #include <utility>
-#include <vector>
 
 namespace ffn {
 
@@ -38,33 +33,15 @@ class ThreadPool {
 
   static constexpr int kSpinMicroseconds = 100;
 
-  int size() const { return n_threads_; }
+  int size() const;
   void run(const std::function<void(int ith, int nth)>& fn);
 
   // One thread per core the process may use (sched_getaffinity), at least 1.
   static int default_threads();
 
  private:
-  void worker_loop(int ith);
-  // Spins (when spin_) until done() holds or the spin time is over; returns done().
-  template <class Done>
-  bool spin_until(Done done) const;
-
-  int n_threads_;
-  bool spin_;  // n_threads_ ≤ the cores this process may use
-  std::vector<std::thread> workers_;
-  std::mutex run_mutex_;  // serialises run()
-  // Guards the sleeping side of the hand-over and error_: a thread sleeps on a condition
-  // variable only after checking, under mutex_, the atomic it waits for, and every change
-  // of those atomics is followed by taking mutex_ and notifying, so no wake-up is lost.
-  std::mutex mutex_;
-  std::condition_variable start_cv_;
-  std::condition_variable done_cv_;
-  const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
-  std::atomic<uint64_t> generation_{0};                 // one more for every job
-  std::atomic<int> pending_{0};                         // workers still in the job
-  std::atomic<bool> stopping_{false};
-  std::exception_ptr error_;
+  struct State;  // the workers and the hand-over (src/parallel/thread_pool.cpp)
+  std::unique_ptr<State> state_;
 };
 
 // The range [begin, end) of n items that worker ith of nth takes: contiguous, in order,

@@ -3,8 +3,14 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "ffn/error.hpp"
 
@@ -26,21 +32,53 @@ inline void cpu_relax() {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads), spin_(n_threads <= default_threads()) {
+struct ThreadPool::State {
+  State(int n, bool spin) : n_threads_(n), spin_(spin) {}
+  void worker_loop(int ith);
+  void run(const std::function<void(int, int)>& fn);
+  // Spins (when spin_) until done() holds or the spin time is over; returns done().
+  template <class Done>
+  bool spin_until(Done done) const;
+
+  int n_threads_;
+  bool spin_;  // n_threads_ ≤ the cores this process may use
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // serialises run()
+  // Guards the sleeping side of the hand-over and error_: a thread sleeps on a condition
+  // variable only after checking, under mutex_, the atomic it waits for, and every change
+  // of those atomics is followed by taking mutex_ and notifying, so no wake-up is lost.
+  std::mutex mutex_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
+  std::atomic<uint64_t> generation_{0};                 // one more for every job
+  std::atomic<int> pending_{0};                         // workers still in the job
+  std::atomic<bool> stopping_{false};
+  std::exception_ptr error_;
+};
+
+ThreadPool::ThreadPool(int n_threads) {
   if (n_threads < 1 || n_threads > 4096)
     throw Error("threads = " + std::to_string(n_threads) + ": must be in [1, 4096]");
-  workers_.reserve(static_cast<size_t>(n_threads - 1));
-  for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  state_ = std::make_unique<State>(n_threads, n_threads <= default_threads());
+  State& s = *state_;
+  s.workers_.reserve(static_cast<size_t>(n_threads - 1));
+  for (int i = 1; i < n_threads; ++i) s.workers_.emplace_back([&s, i] { s.worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
+  State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_.store(true, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(s.mutex_);
+    s.stopping_.store(true, std::memory_order_release);
   }
-  start_cv_.notify_all();
-  for (auto& w : workers_) w.join();
+  s.start_cv_.notify_all();
+  for (auto& w : s.workers_) w.join();
 }
+
+int ThreadPool::size() const { return state_->n_threads_; }
+
+void ThreadPool::run(const std::function<void(int, int)>& fn) { state_->run(fn); }
 
 int ThreadPool::default_threads() {
   cpu_set_t set;
@@ -49,7 +87,7 @@ int ThreadPool::default_threads() {
 }
 
 template <class Done>
-bool ThreadPool::spin_until(Done done) const {
+bool ThreadPool::State::spin_until(Done done) const {
   if (done()) return true;
   if (!spin_) return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
@@ -64,7 +102,7 @@ bool ThreadPool::spin_until(Done done) const {
   }
 }
 
-void ThreadPool::run(const std::function<void(int, int)>& fn) {
+void ThreadPool::State::run(const std::function<void(int, int)>& fn) {
   std::lock_guard<std::mutex> run_lock(run_mutex_);
   if (n_threads_ == 1) {
     fn(0, 1);
@@ -94,7 +132,7 @@ void ThreadPool::run(const std::function<void(int, int)>& fn) {
   if (error_) std::rethrow_exception(error_);
 }
 
-void ThreadPool::worker_loop(int ith) {
+void ThreadPool::State::worker_loop(int ith) {
   uint64_t seen = 0;
   for (;;) {
     const auto ready = [&] {
