@@ -1,13 +1,18 @@
 // Internal kernel interface: single-thread kernels with written contracts, one per ISA,
-// and the table runtime dispatch picks from. Threaded drivers live in src/block/.
+// and the table of each ISA (registered by its folder: scalar/register_scalar.cpp, …)
+// that runtime dispatch picks from once. Threaded drivers live in src/block/.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
+#include "kernels/activation_kernels.hpp"
+#include "kernels/named.hpp"
 
 namespace ffn::kernels {
 
@@ -285,39 +290,58 @@ void rows_to_panel16_scalar(int64_t rows, int64_t n, const std::byte* src, int64
 void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                           int64_t j0);
 
+// Every entry of a kernel table, X(type, field), in the table's order: the one list that
+// KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all
+// made from, so that no entry can be left out of the enumeration the tests iterate.
+#define FFN_KERNEL_OPS(X)                                      \
+  X(F32GemmNt, f32_gemm_nt)                                    \
+  X(F32GemmNt, f32_gemm_nt_packed)                             \
+  X(F32PanelGemm, f32_panel_gemm)                              \
+  X(HalfPanelGemm, half_panel_gemm)                            \
+  X(Bf16DotPanelGemm, bf16_dot_panel_gemm)                     \
+  X(F32ToBf16Rows, f32_to_bf16_rows)                           \
+  X(F32GemmNn, f32_gemm_nn)                                    \
+  X(F32GemmTnAdd, f32_gemm_tn_add)                             \
+  X(HalfGemmNt, half_gemm_nt)                                  \
+  X(QGemmNt, q_gemm_nt)                                        \
+  X(QPanelGemm, q_panel_gemm)                                  \
+  X(WidenRows, widen_rows)                                     \
+  X(RowsToPanel32, rows_to_panel32)                            \
+  X(RowsToPanel16, rows_to_panel16)                            \
+  X(F32ActivationRows, f32_activation_rows)                    \
+  X(F32GatedActivationRows, f32_gated_activation_rows)         \
+  X(F32ActivationBackward, f32_activation_backward)            \
+  X(F32GatedActivationBackward, f32_gated_activation_backward) \
+  X(F32Erfc, f32_erfc)                                         \
+  X(F32FmaRoof, f32_fma_roof)                                  \
+  X(F32FmaRoof, bf16_dot_roof)                                 \
+  X(StreamRead, stream_read)
+
+// The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
+// table has every entry except the AVX512_BF16 ones (bf16_dot_panel_gemm,
+// f32_to_bf16_rows, bf16_dot_roof), which are empty elsewhere: packed bf16 blocks dot bf16
+// activations with them.
 struct KernelTable {
-  Isa isa;
-  int64_t f32_lanes;        // floats per vector register
-  int64_t f32_roof_chains;  // independent FMA chains of f32_fma_roof
-  const char* f32_gemm_nt_name;
-  F32GemmNt f32_gemm_nt;
-  const char* f32_gemm_nt_packed_name;
-  F32GemmNt f32_gemm_nt_packed;
-  const char* f32_panel_gemm_name;
-  F32PanelGemm f32_panel_gemm;
-  const char* half_panel_gemm_name;
-  HalfPanelGemm half_panel_gemm;
-  F32FmaRoof f32_fma_roof;
-  const char* f32_gemm_nn_name;
-  F32GemmNn f32_gemm_nn;
-  const char* f32_gemm_tn_add_name;
-  F32GemmTnAdd f32_gemm_tn_add;
-  const char* half_gemm_nt_name;
-  HalfGemmNt half_gemm_nt;
-  const char* q_gemm_nt_name;  // the AVX-512 table names the AVX2 kernel where VNNI is absent
-  QGemmNt q_gemm_nt;
-  const char* q_panel_gemm_name;  // likewise
-  QPanelGemm q_panel_gemm;
-  WidenRows widen_rows;
-  RowsToPanel32 rows_to_panel32;
-  RowsToPanel16 rows_to_panel16;
-  StreamRead stream_read;
-  // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
-  const char* bf16_dot_panel_gemm_name = nullptr;
-  Bf16DotPanelGemm bf16_dot_panel_gemm = nullptr;
-  F32ToBf16Rows f32_to_bf16_rows = nullptr;
-  F32FmaRoof bf16_dot_roof = nullptr;
+  Isa isa = Isa::scalar;
+  int64_t f32_lanes = 0;        // floats per vector register
+  int64_t f32_roof_chains = 0;  // independent FMA chains of f32_fma_roof (and bf16_dot_roof)
+#define FFN_KERNEL_TABLE_FIELD(type, field) Named<type> field;
+  FFN_KERNEL_OPS(FFN_KERNEL_TABLE_FIELD)
+#undef FFN_KERNEL_TABLE_FIELD
 };
+
+// The ops of a table, one per entry (its field's name).
+enum class Op {
+#define FFN_KERNEL_OP_ENUMERATOR(type, field) field,
+  FFN_KERNEL_OPS(FFN_KERNEL_OP_ENUMERATOR)
+#undef FFN_KERNEL_OP_ENUMERATOR
+};
+inline constexpr Op kAllOps[] = {
+#define FFN_KERNEL_OP_ELEMENT(type, field) Op::field,
+    FFN_KERNEL_OPS(FFN_KERNEL_OP_ELEMENT)
+#undef FFN_KERNEL_OP_ELEMENT
+};
+std::string_view op_name(Op op);
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights
 // stream from memory (few tokens: lane-parallel dot products read each weight once, no
@@ -327,16 +351,27 @@ struct KernelTable {
 // recomputation all call it, so they agree bit for bit.
 inline constexpr int64_t kPackedMinTokens = 64;
 inline F32GemmNt forward_gemm(const KernelTable& k, int64_t T) {
-  return T >= kPackedMinTokens ? k.f32_gemm_nt_packed : k.f32_gemm_nt;
+  return T >= kPackedMinTokens ? k.f32_gemm_nt_packed.fn : k.f32_gemm_nt.fn;
 }
 
-// The kernels of one ISA (which must be supported), and those of the active ISA.
+// The kernels of one ISA (which must be supported: ffn::Error otherwise), and those of the
+// active ISA. Each table is built once, on first use; no call asks the CPU again.
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_kernels();
 
-// Activations in f32 on the active ISA (activation_kernels.hpp: libm in scalar, SLEEF's
-// vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512, every formula in the same
-// f32 order):
+// The entries of one ISA's table (any ISA, supported or not: listing runs no kernel), in
+// the table's order, empty entries left out — what the tests iterate, so that every
+// kernel registered on every ISA is checked against its reference.
+struct RegisteredKernel {
+  Op op;
+  std::string_view name;  // the kernel's function, e.g. "q_gemm_nt_avx2_2x2" in the avx512 table
+  Isa isa;                // the table's ISA
+};
+std::vector<RegisteredKernel> registered_kernels(Isa isa);
+
+// Activations in f32 on the active ISA, by its table's entries (activation_kernels.hpp:
+// libm in scalar, SLEEF's vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512,
+// every formula in the same f32 order):
 //   f32_activation_rows:       out[r][i] = act(in[r][i])           (2-matrix blocks)
 //   f32_gated_activation_rows: out[r][i] = act(g[r][i]) · u[r][i]  (gated blocks)
 // over rows × cols elements, each matrix's rows ld floats apart; out may be in (or u)

@@ -1,10 +1,12 @@
-// Every GEMM kernel against a double-precision reference, at sizes below, equal to, above
-// and multiples of its register tile (4×4 AVX-512, 3×3 AVX2) and of its vector width (K of
-// 16 and 8 lanes), plus a check that splitting rows or columns never changes a bit.
+// Every forward GEMM kernel registered on every ISA against a double-precision reference,
+// at sizes below, equal to, above and multiples of its register tile (4×4 AVX-512, 3×3
+// AVX2) and of its vector width (K of 16 and 8 lanes), plus a check that splitting rows or
+// columns never changes a bit; and the memory roof's loop.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ffn/error.hpp"
@@ -16,6 +18,7 @@ namespace ffn {
 namespace {
 
 using kernels::kernel_table;
+using kernels::Op;
 
 class GemmKernel : public testing::TestWithParam<Isa> {};
 
@@ -23,12 +26,10 @@ using test::random_vector;
 
 // Both kernels of the forward's product C = A·Bᵀ: lane-parallel dot products, and the
 // packed outer-product form (K blocks of 256, so K runs past two block edges).
-std::vector<std::pair<const char*, kernels::F32GemmNt>> nt_kernels(const kernels::KernelTable& k) {
-  return {{k.f32_gemm_nt_name, k.f32_gemm_nt}, {k.f32_gemm_nt_packed_name, k.f32_gemm_nt_packed}};
-}
+const test::CheckedOps kNtOps = test::checks_ops({Op::f32_gemm_nt, Op::f32_gemm_nt_packed});
 
 TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
-  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam())))
+  for (const auto& gemm : test::registered_entries<kernels::F32GemmNt>(GetParam(), kNtOps))
     for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17}) {
       for (int64_t N : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64, 65, 130}) {
         for (int64_t K : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 600}) {
@@ -50,7 +51,7 @@ TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
               // (u = 2⁻²⁴); a wrong index or a lost tail element errs by a whole product.
               const double bound = static_cast<double>(K) * 0x1p-24 * abs_sum;
               ASSERT_LE(std::fabs(C[size_t(t * ldc + n)] - exact), bound)
-                  << name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
+                  << gemm.name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
             }
           // Columns of the padding must be untouched.
           for (int64_t t = 0; t < T; ++t)
@@ -61,7 +62,7 @@ TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
 }
 
 TEST_P(GemmKernel, SplittingRowsOrColumnsChangesNoBit) {
-  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam()))) {
+  for (const auto& gemm : test::registered_entries<kernels::F32GemmNt>(GetParam(), kNtOps)) {
     const int64_t T = 11, N = 37, K = 603;
     const auto A = random_vector(size_t(T * K), 3);
     const auto B = random_vector(size_t(N * K), 4);
@@ -74,7 +75,7 @@ TEST_P(GemmKernel, SplittingRowsOrColumnsChangesNoBit) {
         const int64_t t0 = t_cuts[ti], t1 = t_cuts[ti + 1], n0 = n_cuts[ni], n1 = n_cuts[ni + 1];
         gemm(t1 - t0, n1 - n0, K, A.data() + t0 * K, K, B.data() + n0 * K, K, pieces.data() + t0 * N + n0, N);
       }
-    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << name << " element " << i;
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << gemm.name << " element " << i;
   }
 }
 
@@ -87,22 +88,24 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(GemmKernel);
 // starts; the buffer ends where the range does (ASan runs this too). Sums of ones are exact.
 class RoofLoop : public testing::TestWithParam<Isa> {};
 
+const test::CheckedOps kStreamReadOps = test::checks_ops({Op::stream_read});
+
 TEST_P(RoofLoop, StreamReadReadsEveryFloat) {
-  const auto& k = kernel_table(GetParam());
-  for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern)
-    for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
-      for (int64_t offset : {0, 1, 3}) {
-        std::vector<float> buf(size_t(offset + n), 1.0f);
-        const float* p = buf.data() + offset;
-        const float base = k.stream_read(p, n, pattern);
-        for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
-          if (i < 0) continue;
-          buf[size_t(offset + i)] = 2.0f;
-          EXPECT_NE(k.stream_read(p, n, pattern), base)
-              << "pattern " << pattern << " n=" << n << " offset=" << offset << " float " << i;
-          buf[size_t(offset + i)] = 1.0f;
+  for (const auto& stream_read : test::registered_entries<kernels::StreamRead>(GetParam(), kStreamReadOps))
+    for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern)
+      for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
+        for (int64_t offset : {0, 1, 3}) {
+          std::vector<float> buf(size_t(offset + n), 1.0f);
+          const float* p = buf.data() + offset;
+          const float base = stream_read(p, n, pattern);
+          for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
+            if (i < 0) continue;
+            buf[size_t(offset + i)] = 2.0f;
+            EXPECT_NE(stream_read(p, n, pattern), base)
+                << stream_read.name << " pattern " << pattern << " n=" << n << " offset=" << offset << " float " << i;
+            buf[size_t(offset + i)] = 1.0f;
+          }
         }
-      }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);
@@ -111,11 +114,13 @@ TEST(Isa, DispatchAndNames) {
   EXPECT_TRUE(isa_supported(Isa::scalar));
   EXPECT_EQ(supported_isas().front(), Isa::scalar);
   EXPECT_EQ(parse_isa("avx2"), Isa::avx2);
+  EXPECT_EQ(parse_isa("avx512_vnni"), Isa::avx512_vnni);
   EXPECT_THROW(parse_isa("sse9"), Error);
   for (Isa isa : supported_isas()) {
     test::ScopedIsa scoped(isa);
     EXPECT_EQ(active_isa(), isa);
     EXPECT_EQ(kernels::active_kernels().isa, isa);
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
 }
 
