@@ -1,12 +1,16 @@
 // Runtime choice of instruction set. One binary runs on any x86-64: kernels for wider ISAs
 // are compiled per file and the widest the CPU supports is used, unless FFN_ISA
-// (scalar|avx2|avx512|avx512_bf16) or set_isa() asks for another. Every ISA computes the
-// same results within the tested error bounds; the scalar kernels are the plain-C++
-// reference.
-//   avx512_bf16: the avx512 kernels, except that packed bf16 blocks dot bf16 activations
-//   with AVX512_BF16's vdpbf16ps (twice the products per instruction; activations rounded
-//   to bf16, as PyTorch's and ggml's bf16 products do — README, accuracy). FFN_ISA=avx512
-//   keeps them in f32 on such a CPU.
+// (scalar|avx2|avx512|avx512_vnni|avx512_bf16) or set_isa() asks for another. Every ISA
+// computes the same results within the tested error bounds; the scalar kernels are the
+// plain-C++ reference. Each level is the one before it plus what it names:
+//   avx2:        AVX2 + FMA (+ F16C);
+//   avx512:      AVX-512F; the integer (q8_0 / q4_0) kernels stay AVX2's;
+//   avx512_vnni: + AVX512_VNNI (with BW and VL): integer dot products by vpdpbusd, the same
+//                bits as AVX2's integer kernels;
+//   avx512_bf16: + AVX512_BF16 (every CPU with it has VNNI): packed bf16 blocks dot bf16
+//                activations with vdpbf16ps (twice the products per instruction;
+//                activations rounded to bf16, as PyTorch's and ggml's bf16 products do —
+//                README, accuracy). FFN_ISA=avx512_vnni keeps them in f32 on such a CPU.
 #pragma once
 
 #include <string_view>
@@ -14,14 +18,13 @@
 
 namespace ffn {
 
-enum class Isa { scalar, avx2, avx512, avx512_bf16 };
+enum class Isa { scalar, avx2, avx512, avx512_vnni, avx512_bf16 };
 
 std::string_view isa_name(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names
 std::vector<Isa> supported_isas();     // by this CPU and OS, narrowest first
 bool isa_supported(Isa isa);
-// AVX-512 VNNI (with BW and VL): the avx512 kernels' integer dot products use it where
-// present; without it they run the AVX2 integer kernels, which compute the same bits.
+// isa_supported(Isa::avx512_vnni): AVX-512 VNNI with BW and VL.
 bool avx512_vnni_supported();
 // The ISA kernels use now: FFN_ISA if set (an unsupported or unknown value is an error
 // raised on first use), else the widest supported.

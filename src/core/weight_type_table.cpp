@@ -57,13 +57,13 @@ void bf16_rows_into_panel(const KernelTable& k, const std::byte* src, int64_t ro
 }
 
 PanelKernel f32_kernel(const KernelTable& k) {
-  return {k.f32_panel_gemm_name, "f32 FMA", ActivationFormat::f32,
+  return {k.f32_panel_gemm.name, "f32 FMA", ActivationFormat::f32,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) { k.f32_panel_gemm(T, K, a.f32, a.f32_stride, reinterpret_cast<const float*>(p), C, ldc); }};
 }
 
 PanelKernel f16_kernel(const KernelTable& k) {
-  return {k.half_panel_gemm_name, "widened exactly in registers, f32 FMA", ActivationFormat::f32,
+  return {k.half_panel_gemm.name, "widened exactly in registers, f32 FMA", ActivationFormat::f32,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) {
             k.half_panel_gemm(false, T, K, a.f32, a.f32_stride, reinterpret_cast<const uint16_t*>(p), C, ldc);
@@ -74,12 +74,12 @@ PanelKernel f16_kernel(const KernelTable& k) {
 // else the weights widened exactly in registers and f32 activations.
 PanelKernel bf16_kernel(const KernelTable& k) {
   if (k.bf16_dot_panel_gemm)
-    return {k.bf16_dot_panel_gemm_name, "vdpbf16ps", ActivationFormat::bf16,
+    return {k.bf16_dot_panel_gemm.name, "vdpbf16ps", ActivationFormat::bf16,
             [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
                int64_t ldc) {
               k.bf16_dot_panel_gemm(T, K, a.bf16, a.bf16_stride, reinterpret_cast<const uint16_t*>(p), C, ldc);
             }};
-  return {k.half_panel_gemm_name, "widened exactly in registers, f32 FMA", ActivationFormat::f32,
+  return {k.half_panel_gemm.name, "widened exactly in registers, f32 FMA", ActivationFormat::f32,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) {
             k.half_panel_gemm(true, T, K, a.f32, a.f32_stride, reinterpret_cast<const uint16_t*>(p), C, ldc);
@@ -144,7 +144,7 @@ void q_rows_into_panel(const KernelTable&, const std::byte* src, int64_t row_byt
 
 template <WeightType Type>
 PanelKernel q_kernel(const KernelTable& k) {
-  return {k.q_panel_gemm_name, "exact integer dot products per block", ActivationFormat::q8_0,
+  return {k.q_panel_gemm.name, "exact integer dot products per block", ActivationFormat::q8_0,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) { k.q_panel_gemm(Type, T, K, a.q8, p, C, ldc); }};
 }

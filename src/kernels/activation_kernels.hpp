@@ -1,14 +1,18 @@
-// The activation kernels of each ISA (one table per ISA, loops in activation_tiles.hpp),
-// behind the dispatching f32_activation* functions of kernels.hpp. Contracts:
-//   activation(a, rows, cols, in, ld_in, out, ld_out):
+// The activation kernels of each ISA (loops in activation_tiles.hpp), entries of the
+// kernel tables (kernels.hpp) behind the f32_activation* functions there. Contracts:
+//   f32_activation_rows_<isa>(a, rows, cols, in, ld_in, out, ld_out):
 //                                             out[r][i] = act(in[r][i])
-//   gated(a, rows, cols, g, ld_g, u, ld_u, out, ld_out):
+//   f32_gated_activation_rows_<isa>(a, rows, cols, g, ld_g, u, ld_u, out, ld_out):
 //                                             out[r][i] = act(g[r][i]) · u[r][i]
 //     (r < rows, i < cols; a matrix's rows are ld floats apart; one call takes a whole
 //     tile, so a forward calls once per panel rather than once per token)
-//   backward(a, z, dh, h, dz, n):             h[i] = act(z[i]);  dz[i] = dh[i] · act'(z[i])
-//   gated_backward(a, g, u, dh, h, du, dg, n): h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
+//   f32_activation_backward_<isa>(a, z, dh, h, dz, n):
+//                                             h[i] = act(z[i]);  dz[i] = dh[i] · act'(z[i])
+//   f32_gated_activation_backward_<isa>(a, g, u, dh, h, du, dg, n):
+//                                             h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
 //                                             dg[i] = (dh[i] · u[i]) · act'(g[i])
+//   f32_erfc_<isa>(z, out, n):                out[i] = erfc(z[i]) as the gelu formulas
+//                                             evaluate it (its bound: test_erfc.cpp)
 // Outputs must not overlap inputs, except that out may be in (or u) exactly: the same
 // pointer and stride, updated in place. Accuracy per element: the formula's few f32
 // roundings plus its exp / erfc / tanh (libm in scalar; SLEEF's u10 exp / tanh and
@@ -19,27 +23,28 @@
 
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
+#include "kernels/named.hpp"
 
 namespace ffn::kernels {
 
-struct ActivationTable {
-  void (*activation)(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
-                     int64_t ld_out);
-  void (*gated)(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u, int64_t ld_u,
-                float* out, int64_t ld_out);
-  void (*backward)(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
-  void (*gated_backward)(Activation a, const float* g, const float* u, const float* dh, float* h, float* du, float* dg,
-                         int64_t n);
-  // out[i] = erfc(z[i]) as the gelu formulas evaluate it (its own bound is tested in
-  // test_erfc.cpp).
-  void (*erfc)(const float* z, float* out, int64_t n);
-};
+using F32ActivationRows = void (*)(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
+                                   int64_t ld_out);
+using F32GatedActivationRows = void (*)(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g,
+                                        const float* u, int64_t ld_u, float* out, int64_t ld_out);
+using F32ActivationBackward = void (*)(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
+using F32GatedActivationBackward = void (*)(Activation a, const float* g, const float* u, const float* dh, float* h,
+                                            float* du, float* dg, int64_t n);
+using F32Erfc = void (*)(const float* z, float* out, int64_t n);
 
-extern const ActivationTable activation_table_scalar;
-extern const ActivationTable activation_table_avx2;
-extern const ActivationTable activation_table_avx512;
-
-// The table of one ISA (which must be supported: ffn::Error otherwise).
-const ActivationTable& activation_table(Isa isa);
+// Each ISA's instances of the loops (activation_<isa>.cpp), as constants so that one
+// template is written once for all of them.
+extern const F32ActivationRows f32_activation_rows_scalar, f32_activation_rows_avx2, f32_activation_rows_avx512;
+extern const F32GatedActivationRows f32_gated_activation_rows_scalar, f32_gated_activation_rows_avx2,
+    f32_gated_activation_rows_avx512;
+extern const F32ActivationBackward f32_activation_backward_scalar, f32_activation_backward_avx2,
+    f32_activation_backward_avx512;
+extern const F32GatedActivationBackward f32_gated_activation_backward_scalar, f32_gated_activation_backward_avx2,
+    f32_gated_activation_backward_avx512;
+extern const F32Erfc f32_erfc_scalar, f32_erfc_avx2, f32_erfc_avx512;
 
 }  // namespace ffn::kernels

@@ -121,7 +121,7 @@ void with_derivative(Activation a, Body body) {
   }
 }
 
-// The entry points of ActivationTable (contracts in activation_kernels.hpp).
+// The kernels of activation_kernels.hpp, for one ISA's math M (contracts there).
 template <class M>
 struct ActivationLoops {
   using V = typename M::Vec;
@@ -165,7 +165,6 @@ struct ActivationLoops {
   static void erfc(const float* z, float* out, int64_t n) {
     map_unary<M>(z, out, n, [](V v) { return M::erfc(v); });
   }
-  static constexpr ActivationTable table{activation, gated, backward, gated_backward, erfc};
 };
 
 }  // namespace ffn::kernels

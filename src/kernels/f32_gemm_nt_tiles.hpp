@@ -13,8 +13,8 @@
 //   using Vec;  static constexpr int64_t lanes;
 //   Vec zero(); Vec load(const float*); Vec load_tail(const float*, int64_t count);
 //   Vec fmadd(Vec a, Vec b, Vec acc);  float reduce(Vec);
-// The weight operand B is read through a loader L (default: f32 rows through the traits'
-// own loads); half_gemm_nt passes one that widens bf16 / f16 rows in registers:
+// The weight operand B is read through a loader L (f32 rows through the traits' own loads;
+// a loader that widened 16-bit rows in registers would reuse the tiles):
 //   using Elem;  Vec load(const Elem*);  Vec load_tail(const Elem*, int64_t count);
 #pragma once
 

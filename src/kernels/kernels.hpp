@@ -1,13 +1,18 @@
 // Internal kernel interface: single-thread kernels with written contracts, one per ISA,
-// and the table runtime dispatch picks from. Threaded drivers live in src/block/.
+// and the table of each ISA (registered by its folder: scalar/register_scalar.cpp, …)
+// that runtime dispatch picks from once. Threaded drivers live in src/block/.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
+#include "kernels/activation_kernels.hpp"
+#include "kernels/named.hpp"
 
 namespace ffn::kernels {
 
@@ -41,7 +46,7 @@ void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* 
 void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
                                     const float* B, int64_t ldb, float* C, int64_t ldc);
 
-// Weights packed at load for the forward (Block::packed, src/block/packed_weights.cpp):
+// Weights packed at load for the forward (InferenceBlock, src/block/inference_pack.cpp):
 // each panel holds the k-th values of kPanelWidth weight rows side by side, [K][64] floats,
 // 64-byte aligned, panels consecutive in memory.
 inline constexpr int64_t kPanelWidth = 64;
@@ -164,20 +169,6 @@ void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, 
 void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                  int64_t ldb, float* C, int64_t ldc);
 
-// Weights stored in 16 bits, widened exactly to f32 in registers (bf16: the upper half of an
-// f32; f16: IEEE binary16, F16C's vcvtph2ps) and multiplied with FMA in f32.
-// half_gemm_nt_<isa>_<tile>: C[t][n] = Σ_k A[t][k] · widen(B[n][k]), the contract of
-// f32_gemm_nt (the same tiles and lane order, only the weight loads differ), B a [N][K]
-// array of binary16 (bf16 = false) or bfloat16 (bf16 = true) bits, row stride ldb elements.
-using HalfGemmNt = void (*)(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                            const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
-void half_gemm_nt_scalar(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
-                         int64_t ldb, float* C, int64_t ldc);
-void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                           const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
-void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                             const uint16_t* B, int64_t ldb, float* C, int64_t ldc);
-
 // Activations quantised to q8_0 blocks for the integer kernels, rows of K values (K a
 // multiple of 32), stored apart so that the kernels load whole vectors:
 //   qs   [T][K]     int8, the blocks' values, in order;
@@ -192,26 +183,7 @@ struct Q8Rows {
   const int32_t* corr;
 };
 
-// q_gemm_nt_<isa>_<tile>: C[t][n] = Σ_b d_w[n][b]·d_x[t][b] · Σ_{j<32} w[n][32b+j]·x[t][32b+j]
-//   for weights B stored as q8_0 or q4_0 (type), rows of K/32 ggml blocks, row stride ldb
-//   blocks; activations A quantised as above. K a multiple of 32; T, N ≥ 0.
-//   Arithmetic, the same on every ISA (so the results agree bit for bit): blocks are taken
-//   in pairs (2p, 2p+1); in each, the 64 products are summed exactly in integers into 16
-//   lanes, lane l holding the 4 products 4l … 4l+3 of the pair (block 2p in lanes 0–7,
-//   block 2p+1 in lanes 8–15; a last unpaired block only in lanes 0–7). Per lane,
-//   acc ← fma(float(lane sum), s, acc) in f32 from acc = 0, with s = d_w·d_x of the lane's
-//   block (exact: two binary16 values). At the end the 16 lanes are added in a fixed tree:
-//   l + (l+8), then + (l+4), + (l+2), + (l+1). Nothing depends on T, N or tile position.
-using QGemmNt = void (*)(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
-                         float* C, int64_t ldc);
-void q_gemm_nt_scalar(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
-                      float* C, int64_t ldc);
-void q_gemm_nt_avx2_2x2(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B, int64_t ldb,
-                        float* C, int64_t ldc);
-void q_gemm_nt_avx512vnni_4x4(WeightType type, int64_t T, int64_t N, int64_t K, Q8Rows A, const void* B,
-                              int64_t ldb, float* C, int64_t ldc);
-
-// Integer weights packed at load (Block::packed of a q8_0 / q4_0 block): a panel holds 64
+// Integer weights packed at load (an InferenceBlock's q8_0 / q4_0 matrices): a panel holds 64
 // weight rows, block after block of 32 weights along K. Block b of a panel is
 // q_panel_block_bytes(type) bytes:
 //   128 bytes  the 64 rows' scales, binary16 bits, row order;
@@ -258,13 +230,6 @@ void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows 
 void quantize_q8_rows(WeightType wtype, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
                       int8_t* qs, float* d, int32_t* corr);
 
-// widen_rows_<isa>: out[r][k] = the exact f32 value of weight k of row r of B (type's
-// storage, rows ldb bytes apart), for r < rows, k < K; out rows K floats apart. Every ISA
-// gives the same values (each is exact).
-using WidenRows = void (*)(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
-void widen_rows_scalar(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
-void widen_rows_avx2(WeightType type, int64_t rows, int64_t K, const std::byte* B, int64_t ldb, float* out);
-
 // rows_to_panel32_<isa>: panel[k·64 + j0 + r] = value k of row r, for r < rows ≤ 64 − j0
 // and k < n: rows of 32-bit values — f32 weights, or bf16 weights read in pairs (value k
 // holding weights 2k and 2k + 1, as a bf16 pair panel does: bf16_panel_index) — row r at
@@ -285,39 +250,55 @@ void rows_to_panel16_scalar(int64_t rows, int64_t n, const std::byte* src, int64
 void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                           int64_t j0);
 
+// Every entry of a kernel table, X(type, field), in the table's order: the one list that
+// KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all
+// made from, so that no entry can be left out of the enumeration the tests iterate.
+#define FFN_KERNEL_OPS(X)                                      \
+  X(F32GemmNt, f32_gemm_nt)                                    \
+  X(F32GemmNt, f32_gemm_nt_packed)                             \
+  X(F32PanelGemm, f32_panel_gemm)                              \
+  X(HalfPanelGemm, half_panel_gemm)                            \
+  X(Bf16DotPanelGemm, bf16_dot_panel_gemm)                     \
+  X(F32ToBf16Rows, f32_to_bf16_rows)                           \
+  X(F32GemmNn, f32_gemm_nn)                                    \
+  X(F32GemmTnAdd, f32_gemm_tn_add)                             \
+  X(QPanelGemm, q_panel_gemm)                                  \
+  X(RowsToPanel32, rows_to_panel32)                            \
+  X(RowsToPanel16, rows_to_panel16)                            \
+  X(F32ActivationRows, f32_activation_rows)                    \
+  X(F32GatedActivationRows, f32_gated_activation_rows)         \
+  X(F32ActivationBackward, f32_activation_backward)            \
+  X(F32GatedActivationBackward, f32_gated_activation_backward) \
+  X(F32Erfc, f32_erfc)                                         \
+  X(F32FmaRoof, f32_fma_roof)                                  \
+  X(F32FmaRoof, bf16_dot_roof)                                 \
+  X(StreamRead, stream_read)
+
+// The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
+// table has every entry except the AVX512_BF16 ones (bf16_dot_panel_gemm,
+// f32_to_bf16_rows, bf16_dot_roof), which are empty elsewhere: packed bf16 blocks dot bf16
+// activations with them.
 struct KernelTable {
-  Isa isa;
-  int64_t f32_lanes;        // floats per vector register
-  int64_t f32_roof_chains;  // independent FMA chains of f32_fma_roof
-  const char* f32_gemm_nt_name;
-  F32GemmNt f32_gemm_nt;
-  const char* f32_gemm_nt_packed_name;
-  F32GemmNt f32_gemm_nt_packed;
-  const char* f32_panel_gemm_name;
-  F32PanelGemm f32_panel_gemm;
-  const char* half_panel_gemm_name;
-  HalfPanelGemm half_panel_gemm;
-  F32FmaRoof f32_fma_roof;
-  const char* f32_gemm_nn_name;
-  F32GemmNn f32_gemm_nn;
-  const char* f32_gemm_tn_add_name;
-  F32GemmTnAdd f32_gemm_tn_add;
-  const char* half_gemm_nt_name;
-  HalfGemmNt half_gemm_nt;
-  const char* q_gemm_nt_name;  // the AVX-512 table names the AVX2 kernel where VNNI is absent
-  QGemmNt q_gemm_nt;
-  const char* q_panel_gemm_name;  // likewise
-  QPanelGemm q_panel_gemm;
-  WidenRows widen_rows;
-  RowsToPanel32 rows_to_panel32;
-  RowsToPanel16 rows_to_panel16;
-  StreamRead stream_read;
-  // AVX512_BF16 only (null elsewhere): packed bf16 blocks dot bf16 activations with it.
-  const char* bf16_dot_panel_gemm_name = nullptr;
-  Bf16DotPanelGemm bf16_dot_panel_gemm = nullptr;
-  F32ToBf16Rows f32_to_bf16_rows = nullptr;
-  F32FmaRoof bf16_dot_roof = nullptr;
+  Isa isa = Isa::scalar;
+  int64_t f32_lanes = 0;        // floats per vector register
+  int64_t f32_roof_chains = 0;  // independent FMA chains of f32_fma_roof (and bf16_dot_roof)
+#define FFN_KERNEL_TABLE_FIELD(type, field) Named<type> field;
+  FFN_KERNEL_OPS(FFN_KERNEL_TABLE_FIELD)
+#undef FFN_KERNEL_TABLE_FIELD
 };
+
+// The ops of a table, one per entry (its field's name).
+enum class Op {
+#define FFN_KERNEL_OP_ENUMERATOR(type, field) field,
+  FFN_KERNEL_OPS(FFN_KERNEL_OP_ENUMERATOR)
+#undef FFN_KERNEL_OP_ENUMERATOR
+};
+inline constexpr Op kAllOps[] = {
+#define FFN_KERNEL_OP_ELEMENT(type, field) Op::field,
+    FFN_KERNEL_OPS(FFN_KERNEL_OP_ELEMENT)
+#undef FFN_KERNEL_OP_ELEMENT
+};
+std::string_view op_name(Op op);
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights
 // stream from memory (few tokens: lane-parallel dot products read each weight once, no
@@ -327,16 +308,27 @@ struct KernelTable {
 // recomputation all call it, so they agree bit for bit.
 inline constexpr int64_t kPackedMinTokens = 64;
 inline F32GemmNt forward_gemm(const KernelTable& k, int64_t T) {
-  return T >= kPackedMinTokens ? k.f32_gemm_nt_packed : k.f32_gemm_nt;
+  return T >= kPackedMinTokens ? k.f32_gemm_nt_packed.fn : k.f32_gemm_nt.fn;
 }
 
-// The kernels of one ISA (which must be supported), and those of the active ISA.
+// The kernels of one ISA (which must be supported: ffn::Error otherwise), and those of the
+// active ISA. Each table is built once, on first use; no call asks the CPU again.
 const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_kernels();
 
-// Activations in f32 on the active ISA (activation_kernels.hpp: libm in scalar, SLEEF's
-// vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512, every formula in the same
-// f32 order):
+// The entries of one ISA's table (any ISA, supported or not: listing runs no kernel), in
+// the table's order, empty entries left out — what the tests iterate, so that every
+// kernel registered on every ISA is checked against its reference.
+struct RegisteredKernel {
+  Op op;
+  std::string_view name;  // the kernel's function, e.g. "q_panel_gemm_avx2_1x64" in the avx512 table
+  Isa isa;                // the table's ISA
+};
+std::vector<RegisteredKernel> registered_kernels(Isa isa);
+
+// Activations in f32 on the active ISA, by its table's entries (activation_kernels.hpp:
+// libm in scalar, SLEEF's vector exp / tanh and erfc_f32.hpp's erfc in AVX2 and AVX-512,
+// every formula in the same f32 order):
 //   f32_activation_rows:       out[r][i] = act(in[r][i])           (2-matrix blocks)
 //   f32_gated_activation_rows: out[r][i] = act(g[r][i]) · u[r][i]  (gated blocks)
 // over rows × cols elements, each matrix's rows ld floats apart; out may be in (or u)

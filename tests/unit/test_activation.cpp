@@ -1,4 +1,4 @@
-// The activations and their derivatives on every ISA against double-precision formulas
+// The activation kernels of every ISA's table against double-precision formulas
 // evaluated at the same f32 inputs: a dense sweep of [−30, 30], magnitudes from 1e−45 to
 // 1e5 of both signs, ±100, ±1e4, subnormals, the edge of expf's overflow, ±0, ±Inf, NaN.
 //
@@ -13,6 +13,8 @@
 //          overflows, so the f32 formula gives −0, as PyTorch's does.
 // A wrong constant (0.0447 for 0.044715 moves gelu_tanh(2) by ~10⁻⁴ relative), a lost
 // factor, or erf where erfc belongs (cancellation: ~10⁻³ relative at x = −5) is far outside.
+// The erfc inside gelu is checked here at the same inputs within its own bound (6 ulp);
+// test_erfc.cpp sweeps it densely and bounds its mean error too.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -25,12 +27,13 @@
 #include "float_grids.hpp"
 #include "isa_param.hpp"
 #include "kernels/activation_kernels.hpp"
+#include "kernels/kernels.hpp"
 
 namespace ffn {
 namespace {
 
-using kernels::activation_table;
-using kernels::ActivationTable;
+using kernels::Named;
+using kernels::Op;
 
 constexpr double kU = 0x1p-24;
 
@@ -92,16 +95,44 @@ void expect_close(const char* what, Activation a, float x, float got, double exa
 
 class ActivationTest : public testing::TestWithParam<Isa> {};
 
-// One row of n values, in place, through the table's row-wise entry points.
-void activation_in_place(const ActivationTable& k, Activation a, float* v, int64_t n) {
-  k.activation(a, 1, n, v, n, v, n);
+// The four activation entries of one ISA's table, which the tests below check together —
+// each against the formulas and against the others (every table has all four:
+// KernelRegistry.EveryTableHasEveryOpNamedForIt).
+const test::CheckedOps kRowsOps = test::checks_ops({Op::f32_activation_rows});
+const test::CheckedOps kGatedRowsOps = test::checks_ops({Op::f32_gated_activation_rows});
+const test::CheckedOps kBackwardOps = test::checks_ops({Op::f32_activation_backward});
+const test::CheckedOps kGatedBackwardOps = test::checks_ops({Op::f32_gated_activation_backward});
+
+struct Activations {
+  Named<kernels::F32ActivationRows> activation;
+  Named<kernels::F32GatedActivationRows> gated;
+  Named<kernels::F32ActivationBackward> backward;
+  Named<kernels::F32GatedActivationBackward> gated_backward;
+};
+
+template <class Fn>
+Named<Fn> the_entry(Isa isa, const test::CheckedOps& ops) {
+  const auto entries = test::registered_entries<Fn>(isa, ops);
+  EXPECT_EQ(entries.size(), 1u) << isa_name(isa) << ": " << kernels::op_name(ops.ops.front());
+  return entries.empty() ? Named<Fn>{} : entries.front();
 }
-void gated_in_place(const ActivationTable& k, Activation a, const float* g, float* u, int64_t n) {
+
+Activations activations_of(Isa isa) {
+  return {the_entry<kernels::F32ActivationRows>(isa, kRowsOps),
+          the_entry<kernels::F32GatedActivationRows>(isa, kGatedRowsOps),
+          the_entry<kernels::F32ActivationBackward>(isa, kBackwardOps),
+          the_entry<kernels::F32GatedActivationBackward>(isa, kGatedBackwardOps)};
+}
+
+// One row of n values, in place, through the table's row-wise entry points.
+void activation_in_place(const Activations& k, Activation a, float* v, int64_t n) { k.activation(a, 1, n, v, n, v, n); }
+void gated_in_place(const Activations& k, Activation a, const float* g, float* u, int64_t n) {
   k.gated(a, 1, n, g, n, u, n, u, n);
 }
 
 TEST_P(ActivationTest, ValuesAndDerivativesWithinTheStatedBound) {
-  const ActivationTable& k = activation_table(GetParam());
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.activation && k.backward);
   const std::vector<float> x = sweep_inputs();
   const int64_t n = static_cast<int64_t>(x.size());
   for (const Formula& fm : formulas()) {
@@ -121,7 +152,8 @@ TEST_P(ActivationTest, ValuesAndDerivativesWithinTheStatedBound) {
 }
 
 TEST_P(ActivationTest, SpecialValues) {
-  const ActivationTable& k = activation_table(GetParam());
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.activation && k.backward);
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (const Formula& fm : formulas()) {
     std::vector<float> v = {nan, -nan, inf, -inf, 0.0f, -0.0f};
@@ -143,7 +175,8 @@ TEST_P(ActivationTest, SpecialValues) {
 // Each element depends on its own inputs only: any split of an array (threads, tiles,
 // masked tails) gives the same bits as one call over the whole array.
 TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
-  const ActivationTable& k = activation_table(GetParam());
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.activation && k.gated && k.backward && k.gated_backward);
   std::vector<float> g(71), u(71);
   for (int i = 0; i < 71; ++i) {
     g[i] = std::sin(0.37f * i) * 6.0f;
@@ -181,7 +214,8 @@ TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
 // have the bits of the one-row, in-place form, and nothing beyond `cols` in a row of the
 // output may be written.
 TEST_P(ActivationTest, RowsOfATileGiveTheBitsOfOneRowAtATime) {
-  const ActivationTable& k = activation_table(GetParam());
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.activation && k.gated);
   constexpr int64_t kRows = 7, kTileLd = 64, kOutLd = 100, kCols = 27;  // 27: a masked tail on every ISA
   std::vector<float> tile(kRows * kTileLd);
   for (size_t i = 0; i < tile.size(); ++i) tile[i] = std::sin(0.29f * static_cast<float>(i)) * 7.0f;
@@ -202,6 +236,28 @@ TEST_P(ActivationTest, RowsOfATileGiveTheBitsOfOneRowAtATime) {
         ASSERT_EQ(gated_out[r * kOutLd + i], sentinel) << "gated wrote past its columns at row " << r << ", " << i;
         ASSERT_EQ(plain_out[r * kOutLd + i], sentinel) << "activation wrote past its columns at row " << r;
       }
+    }
+  }
+}
+
+// erfc as gelu evaluates it, every kernel registered, at the sweep's inputs: within 6 ulp
+// of double-precision erfc, plus FLT_TRUE_MIN for results on the subnormal grid (the bound
+// test_erfc.cpp states and measures).
+const test::CheckedOps kErfcOps = test::checks_ops({Op::f32_erfc});
+
+TEST_P(ActivationTest, ErfcWithinSixUlps) {
+  const std::vector<float> x = sweep_inputs();
+  for (const auto& erfc : test::registered_entries<kernels::F32Erfc>(GetParam(), kErfcOps)) {
+    std::vector<float> got(x.size());
+    erfc(x.data(), got.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << erfc.name << ": NaN must propagate";
+        continue;
+      }
+      const double exact = std::erfc(static_cast<double>(x[i]));
+      EXPECT_LE(std::abs(double(got[i]) - exact), 6.0 * kU * exact + FLT_TRUE_MIN)
+          << erfc.name << "(" << x[i] << ") = " << got[i] << ", exact " << exact;
     }
   }
 }

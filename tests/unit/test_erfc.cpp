@@ -20,6 +20,7 @@
 #include "float_grids.hpp"
 #include "isa_param.hpp"
 #include "kernels/activation_kernels.hpp"
+#include "kernels/kernels.hpp"
 
 namespace ffn {
 namespace {
@@ -32,7 +33,7 @@ class Erfc : public testing::TestWithParam<Isa> {
  protected:
   std::vector<float> erfc(const std::vector<float>& z) const {
     std::vector<float> out(z.size());
-    kernels::activation_table(GetParam()).erfc(z.data(), out.data(), static_cast<int64_t>(z.size()));
+    kernels::kernel_table(GetParam()).f32_erfc(z.data(), out.data(), static_cast<int64_t>(z.size()));
     return out;
   }
 };

@@ -1,13 +1,19 @@
-// Every GEMM kernel against a double-precision reference, at sizes below, equal to, above
-// and multiples of its register tile (4×4 AVX-512, 3×3 AVX2) and of its vector width (K of
-// 16 and 8 lanes), plus a check that splitting rows or columns never changes a bit.
+// Every forward GEMM kernel registered on every ISA against a double-precision reference,
+// at sizes below, equal to, above and multiples of its register tile (4×4 AVX-512, 3×3
+// AVX2) and of its vector width (K of 16 and 8 lanes), plus a check that splitting rows or
+// columns never changes a bit; the roofs' loops; and the registry itself: every op that
+// some table registers has a checker here or in another kernel test.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <random>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "ffn/error.hpp"
+#include "ffn/quant.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"
@@ -16,6 +22,7 @@ namespace ffn {
 namespace {
 
 using kernels::kernel_table;
+using kernels::Op;
 
 class GemmKernel : public testing::TestWithParam<Isa> {};
 
@@ -23,12 +30,10 @@ using test::random_vector;
 
 // Both kernels of the forward's product C = A·Bᵀ: lane-parallel dot products, and the
 // packed outer-product form (K blocks of 256, so K runs past two block edges).
-std::vector<std::pair<const char*, kernels::F32GemmNt>> nt_kernels(const kernels::KernelTable& k) {
-  return {{k.f32_gemm_nt_name, k.f32_gemm_nt}, {k.f32_gemm_nt_packed_name, k.f32_gemm_nt_packed}};
-}
+const test::CheckedOps kNtOps = test::checks_ops({Op::f32_gemm_nt, Op::f32_gemm_nt_packed});
 
 TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
-  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam())))
+  for (const auto& gemm : test::registered_entries<kernels::F32GemmNt>(GetParam(), kNtOps))
     for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17}) {
       for (int64_t N : {1, 2, 3, 4, 5, 6, 7, 8, 9, 17, 33, 64, 65, 130}) {
         for (int64_t K : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 255, 256, 257, 600}) {
@@ -50,7 +55,7 @@ TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
               // (u = 2⁻²⁴); a wrong index or a lost tail element errs by a whole product.
               const double bound = static_cast<double>(K) * 0x1p-24 * abs_sum;
               ASSERT_LE(std::fabs(C[size_t(t * ldc + n)] - exact), bound)
-                  << name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
+                  << gemm.name << " T=" << T << " N=" << N << " K=" << K << " at (" << t << "," << n << ")";
             }
           // Columns of the padding must be untouched.
           for (int64_t t = 0; t < T; ++t)
@@ -61,7 +66,7 @@ TEST_P(GemmKernel, MatchesDoubleReferenceWithinSummationBound) {
 }
 
 TEST_P(GemmKernel, SplittingRowsOrColumnsChangesNoBit) {
-  for (const auto& [name, gemm] : nt_kernels(kernel_table(GetParam()))) {
+  for (const auto& gemm : test::registered_entries<kernels::F32GemmNt>(GetParam(), kNtOps)) {
     const int64_t T = 11, N = 37, K = 603;
     const auto A = random_vector(size_t(T * K), 3);
     const auto B = random_vector(size_t(N * K), 4);
@@ -74,7 +79,7 @@ TEST_P(GemmKernel, SplittingRowsOrColumnsChangesNoBit) {
         const int64_t t0 = t_cuts[ti], t1 = t_cuts[ti + 1], n0 = n_cuts[ni], n1 = n_cuts[ni + 1];
         gemm(t1 - t0, n1 - n0, K, A.data() + t0 * K, K, B.data() + n0 * K, K, pieces.data() + t0 * N + n0, N);
       }
-    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << name << " element " << i;
+    for (size_t i = 0; i < whole.size(); ++i) ASSERT_EQ(whole[i], pieces[i]) << gemm.name << " element " << i;
   }
 }
 
@@ -87,22 +92,55 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(GemmKernel);
 // starts; the buffer ends where the range does (ASan runs this too). Sums of ones are exact.
 class RoofLoop : public testing::TestWithParam<Isa> {};
 
+const test::CheckedOps kStreamReadOps = test::checks_ops({Op::stream_read});
+
 TEST_P(RoofLoop, StreamReadReadsEveryFloat) {
-  const auto& k = kernel_table(GetParam());
-  for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern)
-    for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
-      for (int64_t offset : {0, 1, 3}) {
-        std::vector<float> buf(size_t(offset + n), 1.0f);
-        const float* p = buf.data() + offset;
-        const float base = k.stream_read(p, n, pattern);
-        for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
-          if (i < 0) continue;
-          buf[size_t(offset + i)] = 2.0f;
-          EXPECT_NE(k.stream_read(p, n, pattern), base)
-              << "pattern " << pattern << " n=" << n << " offset=" << offset << " float " << i;
-          buf[size_t(offset + i)] = 1.0f;
+  for (const auto& stream_read : test::registered_entries<kernels::StreamRead>(GetParam(), kStreamReadOps))
+    for (int pattern = 0; pattern < kernels::kReadPatterns; ++pattern)
+      for (int64_t n : {1, 7, 15, 16, 17, 31, 33, 63, 255, 256, 257, 1023, 1024, 1031, 5000})
+        for (int64_t offset : {0, 1, 3}) {
+          std::vector<float> buf(size_t(offset + n), 1.0f);
+          const float* p = buf.data() + offset;
+          const float base = stream_read(p, n, pattern);
+          for (int64_t i : {int64_t(0), n / 4, n / 2, 3 * n / 4, n - 2, n - 1}) {
+            if (i < 0) continue;
+            buf[size_t(offset + i)] = 2.0f;
+            EXPECT_NE(stream_read(p, n, pattern), base)
+                << stream_read.name << " pattern " << pattern << " n=" << n << " offset=" << offset << " float " << i;
+            buf[size_t(offset + i)] = 1.0f;
+          }
         }
+}
+
+// The compute roofs count iterations · f32_roof_chains · f32_lanes · FLOPs per lane (2 for
+// an FMA, 4 for a vdpbf16ps pair): so each loop must run exactly that many chains of that
+// many lanes. Its result, the sum of every lane of every chain, shows it: chain c starts at
+// 10⁻³·c (f32_fma_roof.hpp) and steps x ← 0.999·x + 10⁻³ (f32), or x ← x + 2b² with b the
+// bf16 0x3A83 (bf16_dot_avx512bf16.cpp). The model runs in double; f32's roundings stay
+// within 10⁻³ relative for the f32 chains (contracting: ≤ 2u/(1 − 0.999) each) and 10⁻²
+// for the bf16 ones (≤ 1 ulp of x a step), while a chain or a lane too many or too few, or
+// one product a step instead of two, moves the sum by 4% or more.
+const test::CheckedOps kF32RoofOps = test::checks_ops({Op::f32_fma_roof});
+const test::CheckedOps kBf16RoofOps = test::checks_ops({Op::bf16_dot_roof});
+
+TEST_P(RoofLoop, ComputeRoofRunsItsChainsOfLanes) {
+  const auto& k = kernel_table(GetParam());
+  const double m = 0.999f, a = 1e-3f, b = bf16_to_f32(0x3A83);
+  auto check = [&](const kernels::Named<kernels::F32FmaRoof>& roof, bool bf16) {
+    for (int64_t iterations : {0, 1, 10, 1000, 10000}) {
+      double expected = 0;
+      for (int64_t c = 0; c < k.f32_roof_chains; ++c) {
+        double x = double(1e-3f * float(c));
+        for (int64_t i = 0; i < iterations; ++i) x = bf16 ? x + 2 * b * b : x * m + a;
+        expected += double(k.f32_lanes) * x;
       }
+      EXPECT_NEAR(roof(iterations), expected, (bf16 ? 1e-2 : 1e-3) * expected)
+          << roof.name << " iterations=" << iterations << ", " << k.f32_roof_chains << " chains of " << k.f32_lanes
+          << " lanes";
+    }
+  };
+  for (const auto& roof : test::registered_entries<kernels::F32FmaRoof>(GetParam(), kF32RoofOps)) check(roof, false);
+  for (const auto& roof : test::registered_entries<kernels::F32FmaRoof>(GetParam(), kBf16RoofOps)) check(roof, true);
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);
@@ -111,12 +149,68 @@ TEST(Isa, DispatchAndNames) {
   EXPECT_TRUE(isa_supported(Isa::scalar));
   EXPECT_EQ(supported_isas().front(), Isa::scalar);
   EXPECT_EQ(parse_isa("avx2"), Isa::avx2);
+  EXPECT_EQ(parse_isa("avx512_vnni"), Isa::avx512_vnni);
   EXPECT_THROW(parse_isa("sse9"), Error);
   for (Isa isa : supported_isas()) {
     test::ScopedIsa scoped(isa);
     EXPECT_EQ(active_isa(), isa);
     EXPECT_EQ(kernels::active_kernels().isa, isa);
+    EXPECT_EQ(parse_isa(isa_name(isa)), isa);
   }
+}
+
+// Each level needs the one before it (AVX512_BF16 implies VNNI on every CPU), so the
+// supported ISAs are the first levels of the enum.
+TEST(Isa, LevelsAreNested) {
+  const std::vector<Isa> supported = supported_isas();
+  for (size_t i = 0; i < supported.size(); ++i) EXPECT_EQ(static_cast<size_t>(supported[i]), i);
+  EXPECT_EQ(avx512_vnni_supported(), isa_supported(Isa::avx512_vnni));
+  EXPECT_TRUE(!isa_supported(Isa::avx512_bf16) || isa_supported(Isa::avx512_vnni));
+}
+
+// Every op registered on any ISA — the CPU's or not: listing runs no kernel — is checked
+// by some kernel test (test::checks_ops), so a new kernel cannot go untested.
+TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16})
+    for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
+      EXPECT_EQ(r.isa, isa);
+      EXPECT_TRUE(test::ops_with_checkers().count(r.op))
+          << r.name << " (op " << kernels::op_name(r.op) << ", table " << isa_name(isa) << ") has no checker";
+    }
+}
+
+// Every table has a kernel for every op but the AVX512_BF16 ones, which only avx512_bf16
+// has; each is named for its op (the scalar reference's one f32_gemm_nt serving as the
+// packed form too), and a level's entries are the ones its ISA adds or inherits.
+TEST(KernelRegistry, EveryTableHasEveryOpNamedForIt) {
+  const std::set<Op> bf16_only = {Op::bf16_dot_panel_gemm, Op::f32_to_bf16_rows, Op::bf16_dot_roof};
+  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16}) {
+    std::set<Op> present;
+    for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
+      present.insert(r.op);
+      const std::string name(r.name), op(kernels::op_name(r.op));
+      const bool scalar_packed = r.op == Op::f32_gemm_nt_packed && name == "f32_gemm_nt_scalar";
+      EXPECT_TRUE(name.rfind(op + "_", 0) == 0 || scalar_packed) << name << " registered as " << op;
+      EXPECT_TRUE(bf16_only.count(r.op) == 0 || isa == Isa::avx512_bf16) << name << " in " << isa_name(isa);
+    }
+    const size_t all = std::size(kernels::kAllOps);
+    EXPECT_EQ(present.size(), isa == Isa::avx512_bf16 ? all : all - bf16_only.size()) << isa_name(isa);
+  }
+}
+
+// What each level of AVX-512 takes over or adds, in names: VNNI replaces AVX2's integer
+// kernels, which plain AVX-512 keeps (inherited); BF16 adds its three and changes nothing else.
+TEST(KernelRegistry, AvxLevelsInheritWhatTheyDoNotReplace) {
+  auto name_of = [](Isa isa, Op op) {
+    for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa))
+      if (r.op == op) return std::string(r.name);
+    return std::string();
+  };
+  EXPECT_EQ(name_of(Isa::avx512, Op::q_panel_gemm), "q_panel_gemm_avx2_1x64");
+  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::q_panel_gemm), "q_panel_gemm_avx512vnni_2x64");
+  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::f32_panel_gemm), name_of(Isa::avx512, Op::f32_panel_gemm));
+  for (const kernels::RegisteredKernel& r : kernels::registered_kernels(Isa::avx512_vnni))
+    EXPECT_EQ(name_of(Isa::avx512_bf16, r.op), std::string(r.name));
 }
 
 }  // namespace

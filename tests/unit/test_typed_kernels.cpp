@@ -1,13 +1,12 @@
-// The kernels for stored weight types on every ISA this CPU supports:
-//   q_gemm_nt (q8_0 / q4_0 weights × q8_0 activations): bit-identical to the scalar kernel
-//     (the contract fixes every operation, integer dot products are exact), and within
-//     (K/32 + 8)·u·Σ|ŵ·x̂| of the double-precision dot product of the dequantised values —
-//     each lane adds K/64 rounded products, then 4 levels of the lane tree;
-//   half_gemm_nt (bf16 / f16 weights): within the f32 contract's K·u·Σ|a·ŵ| of double;
-//   widen_rows: exactly the scalar codecs' values; quantize_q8_rows: ggml's bytes;
-//   rows_to_panel32 / 16: every bit in its place, nothing else touched.
-// Sizes below, at and above the 32-block, the 64-value pair and the tiles (4×4 / 2×2 / 3×3),
-// odd and even, up to K = 4096.
+// The kernels for stored weight types, every one registered on every ISA this CPU supports:
+//   q_panel_gemm (q8_0 / q4_0 panels × q8_0 activations): bit-identical to the scalar
+//     kernel (the contract fixes every operation, integer dot products are exact), and
+//     within (K/32 + 8)·u·Σ|ŵ·x̂| of the double-precision dot product of the dequantised
+//     values;
+//   quantize_q8_rows: ggml's bytes; rows_to_panel32 / 16: every bit in its place, nothing
+//     else touched.
+// Sizes below, at and above the 32-block, the 64-value pair and the tiles, odd and even, up
+// to K = 4096.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,7 +22,7 @@
 namespace ffn {
 namespace {
 
-using kernels::kernel_table;
+using kernels::Op;
 constexpr double kU = 0x1p-24;
 
 struct QuantRows {
@@ -63,7 +62,8 @@ StoredRows store(WeightType t, int64_t N, int64_t K, uint32_t seed) {
     if (t == WeightType::q8_0) quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), K);
     if (t == WeightType::q4_0) quantize_row_q4_0(src, reinterpret_cast<BlockQ4_0*>(dst), K);
   }
-  kernels::widen_rows_scalar(t, N, K, s.bytes.data(), s.row_bytes, s.values.data());
+  for (int64_t n = 0; n < N; ++n)
+    weight_type_traits(t).to_f32(s.bytes.data() + n * s.row_bytes, s.values.data() + n * K, K);
   return s;
 }
 
@@ -86,56 +86,34 @@ double worst_ratio(int64_t T, int64_t N, int64_t K, const std::vector<float>& a,
 
 class TypedKernels : public testing::TestWithParam<Isa> {};
 
-TEST_P(TypedKernels, IntegerGemmEqualsScalarBitForBitAndIsWithinBound) {
-  const auto& kt = kernel_table(GetParam());
-  for (WeightType t : {WeightType::q8_0, WeightType::q4_0})
-    for (int64_t K : {32, 64, 96, 160, 4096})
-      for (int64_t N : {1, 3, 4, 5, 8, 67})
-        for (int64_t T : {1, 2, 3, 4, 5, 7, 64, 65, 200}) {
-          if (K * N * T > 4096 * 67 * 8 && T > 7) continue;  // the scalar reference's time
-          const StoredRows w = store(t, N, K, uint32_t(K + N));
-          const QuantRows x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T)));
-          const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
-          const int64_t ldb = K / 32;
-          std::vector<float> c(static_cast<size_t>(T * N)), ref(static_cast<size_t>(T * N));
-          kt.q_gemm_nt(t, T, N, K, rows, w.bytes.data(), ldb, c.data(), N);
-          kernels::q_gemm_nt_scalar(t, T, N, K, rows, w.bytes.data(), ldb, ref.data(), N);
-          for (size_t i = 0; i < c.size(); ++i)
-            ASSERT_EQ(c[i], ref[i]) << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N
-                                    << " T=" << T << " element " << i;
-          EXPECT_LE(worst_ratio(T, N, K, x.values, w.values, c, double(K / 32 + 8)), 1.0)
-              << kt.q_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
-        }
-}
+const test::CheckedOps kQPanelOps = test::checks_ops({Op::q_panel_gemm});
 
-// The integer panel kernel (weights packed at load): N ≤ 64 rows regrouped into one panel
-// by the packing code itself, every ISA bit for bit against the scalar reference, and the
-// same bound. K = 2240 crosses the kernels' K block of 64 blocks.
 TEST_P(TypedKernels, IntegerPanelEqualsScalarBitForBitAndIsWithinBound) {
-  const auto& kt = kernel_table(GetParam());
-  for (WeightType t : {WeightType::q8_0, WeightType::q4_0})
-    for (int64_t K : {32, 96, 2240})
-      for (int64_t N : {1, 31, 64})
-        for (int64_t T : {1, 2, 3, 5, 8}) {
-          const StoredRows w = store(t, N, K, uint32_t(K + N + 1));
-          const QuantRows x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
-          const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
-          AlignedFloats storage(K / 32 * kernels::q_panel_block_bytes(t) / 4);
-          auto* panel = reinterpret_cast<std::byte*>(storage.data());
-          weight_type_traits(t).rows_into_panel(kt, w.bytes.data(), w.row_bytes, N, K, panel, 0);
-          std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
-          kt.q_panel_gemm(t, T, K, rows, panel, c.data(), 64);
-          kernels::q_panel_gemm_scalar(t, T, K, rows, panel, ref.data(), 64);
-          std::vector<float> first_n(size_t(T * N));
-          for (int64_t r = 0; r < T; ++r)
-            for (int64_t n = 0; n < N; ++n) {
-              ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)])
-                  << kt.q_panel_gemm_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
-              first_n[size_t(r * N + n)] = c[size_t(r * 64 + n)];
-            }
-          EXPECT_LE(worst_ratio(T, N, K, x.values, w.values, first_n, double(K / 32 + 8)), 1.0)
-              << kt.q_panel_gemm_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
-        }
+  for (const auto& q_panel_gemm : test::registered_entries<kernels::QPanelGemm>(GetParam(), kQPanelOps))
+    for (WeightType t : {WeightType::q8_0, WeightType::q4_0})
+      for (int64_t K : {32, 96, 2240})
+        for (int64_t N : {1, 31, 64})
+          for (int64_t T : {1, 2, 3, 5, 8}) {
+            const StoredRows w = store(t, N, K, uint32_t(K + N + 1));
+            const QuantRows x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
+            const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
+            AlignedFloats storage(K / 32 * kernels::q_panel_block_bytes(t) / 4);
+            auto* panel = reinterpret_cast<std::byte*>(storage.data());
+            weight_type_traits(t).rows_into_panel(kernels::kernel_table(GetParam()), w.bytes.data(), w.row_bytes, N,
+                                                  K, panel, 0);
+            std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+            q_panel_gemm(t, T, K, rows, panel, c.data(), 64);
+            kernels::q_panel_gemm_scalar(t, T, K, rows, panel, ref.data(), 64);
+            std::vector<float> first_n(size_t(T * N));
+            for (int64_t r = 0; r < T; ++r)
+              for (int64_t n = 0; n < N; ++n) {
+                ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)])
+                    << q_panel_gemm.name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
+                first_n[size_t(r * N + n)] = c[size_t(r * 64 + n)];
+              }
+            EXPECT_LE(worst_ratio(T, N, K, x.values, w.values, first_n, double(K / 32 + 8)), 1.0)
+                << q_panel_gemm.name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
+          }
 }
 
 // The bound above is tight enough to see a wrong nibble order or a lost block scale.
@@ -143,9 +121,15 @@ TEST(TypedKernels, IntegerBoundCatchesNibbleOrderAndScale) {
   const int64_t T = 3, N = 5, K = 96;
   const StoredRows w = store(WeightType::q4_0, N, K, 1);
   const QuantRows x = quantise(WeightType::q4_0, T, K, test::random_vector(size_t(T * K), 2));
-  std::vector<float> c(static_cast<size_t>(T * N));
-  kernels::q_gemm_nt_scalar(WeightType::q4_0, T, N, K, {x.qs.data(), x.d.data(), x.corr.data()}, w.bytes.data(), K / 32,
-                            c.data(), N);
+  AlignedFloats storage(K / 32 * kernels::q_panel_block_bytes(WeightType::q4_0) / 4);
+  auto* panel = reinterpret_cast<std::byte*>(storage.data());
+  weight_type_traits(WeightType::q4_0)
+      .rows_into_panel(kernels::kernel_table(Isa::scalar), w.bytes.data(), w.row_bytes, N, K, panel, 0);
+  std::vector<float> tile(static_cast<size_t>(T * 64)), c(static_cast<size_t>(T * N));
+  kernels::q_panel_gemm_scalar(WeightType::q4_0, T, K, {x.qs.data(), x.d.data(), x.corr.data()}, panel, tile.data(),
+                               64);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t n = 0; n < N; ++n) c[size_t(t * N + n)] = tile[size_t(t * 64 + n)];
   std::vector<float> swapped = w.values, rescaled = w.values;
   for (int64_t i = 0; i < N * K; i += 32)
     for (int64_t j = 0; j < 16; ++j) std::swap(swapped[size_t(i + j)], swapped[size_t(i + j + 16)]);
@@ -154,40 +138,12 @@ TEST(TypedKernels, IntegerBoundCatchesNibbleOrderAndScale) {
   EXPECT_GT(worst_ratio(T, N, K, x.values, rescaled, c, double(K / 32 + 8)), 100.0);
 }
 
-TEST_P(TypedKernels, HalfGemmWithinF32Bound) {
-  const auto& kt = kernel_table(GetParam());
-  for (WeightType t : {WeightType::bf16, WeightType::f16})
-    for (int64_t K : {1, 7, 16, 17, 33, 96, 4096})
-      for (int64_t N : {1, 3, 5, 8, 67})
-        for (int64_t T : {1, 2, 3, 5, 7, 64, 65, 200}) {
-          if (K * N * T > 4096 * 67 * 8 && T > 7) continue;  // the double reference's time
-          const StoredRows w = store(t, N, K, uint32_t(K * N));
-          const auto a = test::random_vector(size_t(T * K), uint32_t(T + K));
-          std::vector<float> c(static_cast<size_t>(T * N));
-          kt.half_gemm_nt(t == WeightType::bf16, T, N, K, a.data(), K,
-                          reinterpret_cast<const uint16_t*>(w.bytes.data()), K, c.data(), N);
-          EXPECT_LE(worst_ratio(T, N, K, a, w.values, c, double(K)), 1.0)
-              << kt.half_gemm_nt_name << " " << weight_type_info(t).name << " K=" << K << " N=" << N << " T=" << T;
-        }
-}
-
-TEST_P(TypedKernels, WidenRowsGivesTheCodecsValues) {
-  const auto& kt = kernel_table(GetParam());
-  for (WeightType t : {WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0})
-    for (int64_t K : {32, 96, 4096}) {
-      const StoredRows w = store(t, 3, K, 9);
-      std::vector<float> out(static_cast<size_t>(3 * K));
-      kt.widen_rows(t, 3, K, w.bytes.data(), w.row_bytes, out.data());
-      for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], w.values[i]) << weight_type_info(t).name << " " << i;
-    }
-}
-
 // rows_to_panel32 / rows_to_panel16 copy every value's bits to its place and touch nothing
 // else: rows below, at and above the 8 × 8 block and up to a whole panel, at column offsets
 // 0, 5 and 32; lengths below, at and above 8 and 64; rows starting off their values'
 // alignment (bf16 rows of odd length for the 32-bit copy); NaN bit patterns among the values.
 template <class Value, class RowsToPanel>
-void expect_rows_to_panel_copies_bits(RowsToPanel rows_to_panel) {
+void expect_rows_to_panel_copies_bits(const kernels::Named<RowsToPanel>& rows_to_panel) {
   constexpr int64_t kW = kernels::kPanelWidth, kBytes = sizeof(Value);
   constexpr Value kUntouched = Value(0xDEADBEEF);
   for (int64_t rows : {1, 7, 8, 9, 17, 32, 64})
@@ -205,16 +161,21 @@ void expect_rows_to_panel_copies_bits(RowsToPanel rows_to_panel) {
             Value want = kUntouched;
             if (j >= j0 && j < j0 + rows) std::memcpy(&want, first + (j - j0) * ld_bytes + kBytes * k, kBytes);
             ASSERT_EQ(panel[static_cast<size_t>(k * kW + j)], want)
-                << kBytes * 8 << "-bit rows=" << rows << " j0=" << j0 << " n=" << n << " k=" << k << " j=" << j;
+                << rows_to_panel.name << ": " << kBytes * 8 << "-bit rows=" << rows << " j0=" << j0 << " n=" << n
+                << " k=" << k << " j=" << j;
           }
       }
     }
 }
 
+const test::CheckedOps kRowsToPanel32Ops = test::checks_ops({Op::rows_to_panel32});
+const test::CheckedOps kRowsToPanel16Ops = test::checks_ops({Op::rows_to_panel16});
+
 TEST_P(TypedKernels, RowsToPanelCopiesEveryBitToItsPlace) {
-  const auto& kt = kernel_table(GetParam());
-  expect_rows_to_panel_copies_bits<uint32_t>(kt.rows_to_panel32);
-  expect_rows_to_panel_copies_bits<uint16_t>(kt.rows_to_panel16);
+  for (const auto& k : test::registered_entries<kernels::RowsToPanel32>(GetParam(), kRowsToPanel32Ops))
+    expect_rows_to_panel_copies_bits<uint32_t>(k);
+  for (const auto& k : test::registered_entries<kernels::RowsToPanel16>(GetParam(), kRowsToPanel16Ops))
+    expect_rows_to_panel_copies_bits<uint16_t>(k);
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(TypedKernels);

@@ -4,5 +4,9 @@
 #include "kernels/avx2/math_avx2.hpp"
 
 namespace ffn::kernels {
-const ActivationTable activation_table_avx2 = ActivationLoops<Avx2Math>::table;
+const F32ActivationRows f32_activation_rows_avx2 = ActivationLoops<Avx2Math>::activation;
+const F32GatedActivationRows f32_gated_activation_rows_avx2 = ActivationLoops<Avx2Math>::gated;
+const F32ActivationBackward f32_activation_backward_avx2 = ActivationLoops<Avx2Math>::backward;
+const F32GatedActivationBackward f32_gated_activation_backward_avx2 = ActivationLoops<Avx2Math>::gated_backward;
+const F32Erfc f32_erfc_avx2 = ActivationLoops<Avx2Math>::erfc;
 }  // namespace ffn::kernels

@@ -4,5 +4,9 @@
 #include "kernels/avx512/math_avx512.hpp"
 
 namespace ffn::kernels {
-const ActivationTable activation_table_avx512 = ActivationLoops<Avx512Math>::table;
+const F32ActivationRows f32_activation_rows_avx512 = ActivationLoops<Avx512Math>::activation;
+const F32GatedActivationRows f32_gated_activation_rows_avx512 = ActivationLoops<Avx512Math>::gated;
+const F32ActivationBackward f32_activation_backward_avx512 = ActivationLoops<Avx512Math>::backward;
+const F32GatedActivationBackward f32_gated_activation_backward_avx512 = ActivationLoops<Avx512Math>::gated_backward;
+const F32Erfc f32_erfc_avx512 = ActivationLoops<Avx512Math>::erfc;
 }  // namespace ffn::kernels

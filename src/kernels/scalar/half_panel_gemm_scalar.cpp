@@ -1,23 +1,11 @@
-// Plain C++ GEMM with 16-bit weights (C = A·widen(B)ᵀ), the scalar reference: each weight
-// widened exactly (ffn/quant.hpp), one accumulator, k in order, as f32_gemm_nt_scalar.
+// The plain C++ panel kernel for 16-bit weights (C = A·widen(P)), the scalar reference: each
+// weight widened exactly (ffn/quant.hpp), one accumulator, k in order, as
+// f32_panel_gemm_scalar.
 // Compiled for baseline x86-64 with FMA contraction off.
 #include "ffn/quant.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn::kernels {
-
-void half_gemm_nt_scalar(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
-                         int64_t ldb, float* C, int64_t ldc) {
-  for (int64_t n = 0; n < N; ++n) {
-    const uint16_t* b = B + n * ldb;
-    for (int64_t t = 0; t < T; ++t) {
-      const float* a = A + t * lda;
-      float acc = 0.0f;
-      for (int64_t k = 0; k < K; ++k) acc += a[k] * (bf16 ? bf16_to_f32(b[k]) : f16_to_f32(b[k]));
-      C[t * ldc + n] = acc;
-    }
-  }
-}
 
 // The panel kernel's reference (f32_panel_gemm_scalar with widened weights).
 void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,

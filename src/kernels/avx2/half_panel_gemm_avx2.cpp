@@ -1,11 +1,10 @@
-// AVX2 GEMM with 16-bit weights (C = A·widen(B)ᵀ), the 3×3 tile of f32_gemm_nt_avx2 with
-// loads that widen 8 weights to one ymm: bf16 by zero-extending to 32 bits and shifting
-// left 16 (exact), f16 by F16C's vcvtph2ps (exact).
+// AVX2 panel kernel for 16-bit weights (C = A·widen(P)), the tiles of f32_panel_gemm_avx2
+// with loads that widen 8 weights to one ymm: bf16 pairs by masking or shifting left 16
+// (exact), f16 by F16C's vcvtph2ps (exact).
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
 #include <cstring>
 
 #include "kernels/avx2/vec_avx2.hpp"
-#include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
@@ -20,13 +19,6 @@ __m128i load8_tail(const uint16_t* p, int64_t count) {
   std::memcpy(tmp, p, static_cast<size_t>(count) * sizeof(uint16_t));
   return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
 }
-
-struct LoadBf16 {
-  using Elem = uint16_t;
-  static __m256 widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-  static __m256 load(const uint16_t* p) { return widen(load8(p)); }
-  static __m256 load_tail(const uint16_t* p, int64_t count) { return widen(load8_tail(p, count)); }
-};
 
 struct LoadF16 {
   using Elem = uint16_t;
@@ -48,16 +40,8 @@ struct PairedBf16Panel {
 
 }  // namespace
 
-void half_gemm_nt_avx2_3x3(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
-                           int64_t ldb, float* C, int64_t ldc) {
-  if (bf16)
-    f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
-  else
-    f32_gemm_nt_tiled<Avx2, 3, 3, 48, LoadF16>(T, N, K, A, lda, B, ldb, C, ldc);
-}
-
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
-// out at load (Block::packed). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
+// out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
 // each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
 // tokens, bf16 (whose pair layout the tile reads at k and again at k + 1) up to 2 — and
 // the rest the four-pass 6×16 tile. Measured on the 7B shape, alternating in one process:

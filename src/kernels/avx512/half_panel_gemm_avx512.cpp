@@ -1,11 +1,10 @@
-// AVX-512F GEMM with 16-bit weights (C = A·widen(B)ᵀ), the 4×4 tile of f32_gemm_nt_avx512
-// with loads that widen 16 weights to one zmm: bf16 by zero-extending to 32 bits and
-// shifting left 16 (exact: bf16 is an f32's upper half), f16 by vcvtph2ps (exact, AVX-512F).
+// AVX-512F panel kernel for 16-bit weights (C = A·widen(P)), the 6×64 tile of
+// f32_panel_gemm_avx512 with loads that widen 16 weights to one zmm: bf16 pairs by masking
+// or shifting left 16 (exact: bf16 is an f32's upper half), f16 by vcvtph2ps (exact).
 // Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
 #include <cstring>
 
 #include "kernels/avx512/vec_avx512.hpp"
-#include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/kernels.hpp"
 
@@ -21,13 +20,6 @@ __m256i load16_tail(const uint16_t* p, int64_t count) {
   std::memcpy(tmp, p, static_cast<size_t>(count) * sizeof(uint16_t));
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(tmp));
 }
-
-struct LoadBf16 {
-  using Elem = uint16_t;
-  static __m512 widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-  static __m512 load(const uint16_t* p) { return widen(load16(p)); }
-  static __m512 load_tail(const uint16_t* p, int64_t count) { return widen(load16_tail(p, count)); }
-};
 
 struct LoadF16 {
   using Elem = uint16_t;
@@ -48,16 +40,8 @@ struct PairedBf16Panel {
 
 }  // namespace
 
-void half_gemm_nt_avx512_4x4(bool bf16, int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const uint16_t* B,
-                             int64_t ldb, float* C, int64_t ldc) {
-  if (bf16)
-    f32_gemm_nt_tiled<Avx512, 4, 4, 64, LoadBf16>(T, N, K, A, lda, B, ldb, C, ldc);
-  else
-    f32_gemm_nt_tiled<Avx512, 4, 4, 64, LoadF16>(T, N, K, A, lda, B, ldb, C, ldc);
-}
-
-// The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
-// out at load (Block::packed).
+// The panel kernel (f32_panel_tiles.hpp) with widening loads: 16-bit panels laid out at
+// load (InferenceBlock).
 void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
                                  int64_t ldc) {
   // One strip streams a block (the default StreamedTokens), prefetching 16 KiB ahead.

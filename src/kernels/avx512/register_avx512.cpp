@@ -1,0 +1,37 @@
+// The AVX-512F table (32 zmm registers): its own f32, 16-bit and activation kernels and
+// roof loops. The rest is AVX2's, inherited: the integer kernels (AVX-512 ones need VNNI:
+// avx512_vnni) and rows_to_panel32 / rows_to_panel16, which have no AVX-512 version.
+#include "kernels/register.hpp"
+
+namespace ffn::kernels {
+namespace {
+
+KernelTable avx512_entries() {
+  return {
+      .isa = Isa::avx512,
+      .f32_lanes = 16,
+      .f32_roof_chains = 24,
+      .f32_gemm_nt = FFN_KERNEL(f32_gemm_nt_avx512_4x4),
+      .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_packed_avx512_6x64),
+      .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx512_8x64_6x64),
+      .half_panel_gemm = FFN_KERNEL(half_panel_gemm_avx512_6x64),
+      .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_avx512_8x32),
+      .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_avx512_8x32),
+      .f32_activation_rows = FFN_KERNEL(f32_activation_rows_avx512),
+      .f32_gated_activation_rows = FFN_KERNEL(f32_gated_activation_rows_avx512),
+      .f32_activation_backward = FFN_KERNEL(f32_activation_backward_avx512),
+      .f32_gated_activation_backward = FFN_KERNEL(f32_gated_activation_backward_avx512),
+      .f32_erfc = FFN_KERNEL(f32_erfc_avx512),
+      .f32_fma_roof = FFN_KERNEL(f32_fma_roof_avx512),
+      .stream_read = FFN_KERNEL(stream_read_avx512),
+  };
+}
+
+}  // namespace
+
+const KernelTable& table_avx512() {
+  static const KernelTable table = inherit(table_avx2(), avx512_entries());
+  return table;
+}
+
+}  // namespace ffn::kernels
