@@ -90,10 +90,9 @@ PanelKernel bf16_kernel(const KernelTable& k) {
 
 template <class Block, void (*Quantize)(const float*, Block*, int64_t)>
 void blocks_from_f32(const float* x, std::byte* row, int64_t n) {
-  // The whole row at once (errors name the element of the row), through blocks of this
-  // thread: the row need not be aligned for Block.
-  thread_local std::vector<Block> blocks;
-  blocks.resize(static_cast<size_t>(n / kQuantBlock));
+  // The whole row at once (errors name the element of the row), through a copy: the row
+  // need not be aligned for Block.
+  std::vector<Block> blocks(static_cast<size_t>(n / kQuantBlock));
   Quantize(x, blocks.data(), n);
   if (n > 0) std::memcpy(row, blocks.data(), blocks.size() * sizeof(Block));
 }

@@ -9,6 +9,7 @@
 #include "ffn/gguf.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/weight_type_table.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 #include "io/atomic_file.hpp"
@@ -74,18 +76,30 @@ std::optional<TypeLayout> layout(uint32_t type) {
   return TypeLayout{kGgmlTypes[type].block, kGgmlTypes[type].bytes};
 }
 
-// The types decode_values and encode_tensor convert; every other type is only stored.
+// The types decode_values and encode_tensor convert — the weight types, through the
+// weight-type table's conversions; every other type is only stored.
 bool converts(uint32_t type) {
-  switch (static_cast<GgmlType>(type)) {
-    case GgmlType::f32: case GgmlType::f16: case GgmlType::bf16: case GgmlType::q8_0: case GgmlType::q4_0:
-      return true;
-  }
-  return false;
+  WeightType t;
+  return weight_type_from_gguf(type, t);
 }
 
-constexpr const char* kConverted = "F32, F16, BF16, Q8_0, Q4_0";
+const WeightTypeTraits& traits_of(uint32_t type) {
+  WeightType t{};
+  weight_type_from_gguf(type, t);  // the readers and the writer check converts() first
+  return weight_type_traits(t);
+}
 
-// The converters copy whole blocks of these structs: the table must agree with quant.hpp.
+// "F32, BF16, F16, Q8_0, Q4_0": the weight types, as GGUF's tools name them.
+std::string converted_names() {
+  std::string out;
+  for (const auto& t : weight_types()) {
+    out += out.empty() ? "" : ", ";
+    for (const char c : t.name) out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// The weight-type table's geometry of q8_0 and q4_0 (quant.hpp's structs) is ggml's.
 static_assert(kGgmlTypes[8].block == kQuantBlock && kGgmlTypes[8].bytes == sizeof(BlockQ8_0));
 static_assert(kGgmlTypes[2].block == kQuantBlock && kGgmlTypes[2].bytes == sizeof(BlockQ4_0));
 
@@ -477,32 +491,11 @@ std::optional<std::vector<std::string>> GgufFile::metadata_string_array(const st
 namespace {
 
 // Values [first, first + n) of a tensor of `type` whose data starts at `data`, as f32; first
-// and n are whole blocks of the type. Blocks are copied before use: with a small alignment
-// the data need not be aligned for its type.
+// and n are whole blocks of the type (a run of whole blocks is a row in the type's layout).
 void decode_values(GgmlType type, const std::byte* data, int64_t first, int64_t n, float* out) {
   if (n <= 0) return;
-  // Only the converted types come here: the readers check converts() first.
-  switch (type) {
-    case GgmlType::f32:
-      std::memcpy(out, data + first * 4, sizeof(float) * static_cast<size_t>(n));
-      return;
-    case GgmlType::f16:
-      return f16_bytes_to_f32(data + first * 2, out, n);
-    case GgmlType::bf16:
-      return bf16_bytes_to_f32(data + first * 2, out, n);
-    case GgmlType::q8_0:
-      for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-        const auto block = load<BlockQ8_0>(data + (first / kQuantBlock + b) * int64_t(sizeof(BlockQ8_0)));
-        dequantize_row_q8_0(&block, out + b * kQuantBlock, kQuantBlock);
-      }
-      return;
-    case GgmlType::q4_0:
-      for (int64_t b = 0; b < n / kQuantBlock; ++b) {
-        const auto block = load<BlockQ4_0>(data + (first / kQuantBlock + b) * int64_t(sizeof(BlockQ4_0)));
-        dequantize_row_q4_0(&block, out + b * kQuantBlock, kQuantBlock);
-      }
-      return;
-  }
+  const WeightTypeTraits& t = traits_of(static_cast<uint32_t>(type));
+  t.to_f32(data + t.info.row_bytes(first), out, n);
 }
 
 }  // namespace
@@ -517,7 +510,7 @@ const GgufTensorInfo& GgufFile::readable_tensor(const std::string& name) const {
   const auto type = static_cast<uint32_t>(t.type);
   if (!converts(type))
     throw Error(file_.path() + ": tensor " + quoted(name) + " has type " + std::string(ggml_type_name(t.type)) +
-                " (" + std::to_string(type) + "), which ffn does not convert to f32; it reads " + kConverted);
+                " (" + std::to_string(type) + "), which ffn does not convert to f32; it reads " + converted_names());
   return t;
 }
 
@@ -576,33 +569,10 @@ std::vector<std::byte> encode(T v) {
   return out;
 }
 
-// f32 values stored as `type`: converted element by element, or quantised by rows of blocks.
+// f32 values stored as `type` (the weight-type table's encoder: ggml's rounding).
 std::vector<std::byte> encode_tensor(GgmlType type, const float* x, int64_t n, int64_t bytes) {
   std::vector<std::byte> out(static_cast<size_t>(bytes));
-  switch (type) {
-    case GgmlType::f32:
-      if (n > 0) std::memcpy(out.data(), x, static_cast<size_t>(bytes));
-      break;
-    case GgmlType::f16:
-    case GgmlType::bf16:
-      for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = type == GgmlType::f16 ? f32_to_f16(x[i]) : f32_to_bf16(x[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-      }
-      break;
-    case GgmlType::q8_0: {
-      std::vector<BlockQ8_0> blocks(static_cast<size_t>(n / kQuantBlock));
-      quantize_row_q8_0(x, blocks.data(), n);
-      if (n > 0) std::memcpy(out.data(), blocks.data(), static_cast<size_t>(bytes));
-      break;
-    }
-    case GgmlType::q4_0: {
-      std::vector<BlockQ4_0> blocks(static_cast<size_t>(n / kQuantBlock));
-      quantize_row_q4_0(x, blocks.data(), n);
-      if (n > 0) std::memcpy(out.data(), blocks.data(), static_cast<size_t>(bytes));
-      break;
-    }
-  }
+  if (n > 0) traits_of(static_cast<uint32_t>(type)).from_f32(x, out.data(), n);
   return out;
 }
 
@@ -663,7 +633,7 @@ void GgufWriter::add_tensor(const std::string& name, GgmlType type, std::vector<
   const auto number = static_cast<uint32_t>(type);
   if (!converts(number))
     throw Error(where + ": type " + std::to_string(number) + " (" + std::string(ggml_type_name(type)) +
-                ") is not one of " + kConverted + "; add_tensor_bytes stores the bytes of any ggml type");
+                ") is not one of " + converted_names() + "; add_tensor_bytes stores the bytes of any ggml type");
   const auto [elements, bytes] = admit(name, number, ne);
   if (elements > 0 && !data) throw Error(where + ": no data for " + std::to_string(elements) + " elements");
   try {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "expect_error.hpp"
+#include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/config.hpp"
 #include "ffn/error.hpp"
@@ -532,9 +533,9 @@ TEST(GgufStoredTypes, Q4KTokenEmbeddingBesideQ8_0Mlp) {
   std::vector<float> out(size_t(e.elements));
   expect_error([&] { f.read_f32("token_embd.weight", out.data()); },
                {p.str().c_str(), "tensor 'token_embd.weight' has type q4_K (12)", "does not convert",
-                "it reads F32, F16, BF16, Q8_0, Q4_0"});
+                "it reads F32, BF16, F16, Q8_0, Q4_0"});
   expect_error([&] { f.read_f32_window("token_embd.weight", 0, 1, 0, 256, out.data()); },
-               {p.str().c_str(), "tensor 'token_embd.weight'", "q4_K", "F32, F16, BF16, Q8_0, Q4_0"});
+               {p.str().c_str(), "tensor 'token_embd.weight'", "q4_K", "F32, BF16, F16, Q8_0, Q4_0"});
 
   LoadOptions o;
   o.variant = parse_variant("swiglu");
@@ -596,7 +597,7 @@ TEST(GgufWriterErrors, RejectsWhatGgmlCouldNotRead) {
   expect_error([&] { w.add_tensor("n", GgmlType::f32, {-1}, x.data()); }, {"negative dimension in [-1]"});
   expect_error([&] { w.add_tensor(std::string(64, 'x'), GgmlType::f32, {1}, x.data()); }, {"64 bytes"});
   expect_error([&] { w.add_tensor("t", GgmlType(12), {32}, x.data()); },
-               {"tensor 't'", "type 12 (q4_K) is not one of F32, F16, BF16, Q8_0, Q4_0", "add_tensor_bytes"});
+               {"tensor 't'", "type 12 (q4_K) is not one of F32, BF16, F16, Q8_0, Q4_0", "add_tensor_bytes"});
   expect_error([&] { w.add_tensor("t", GgmlType::f16, {2, 3}, nullptr); }, {"no data for 6 elements"});
   w.add_tensor("a", GgmlType::f32, {1}, x.data());
   expect_error([&] { w.add_tensor("a", GgmlType::f32, {1}, x.data()); }, {"tensor 'a' was already added"});
@@ -617,6 +618,30 @@ TEST(GgufTypes, NamesFollowGgml) {
   EXPECT_EQ(ggml_type_name(GgmlType(39)), "mxfp4");
   EXPECT_EQ(ggml_type_name(GgmlType(41)), "q1_0");
   EXPECT_EQ(ggml_type_name(GgmlType(42)), "unknown");
+}
+
+// Every weight type through GGUF: the weight-type table's encoder writes a row in the
+// bytes its geometry says, GgufFile checks them against ggml's geometry of the type number
+// the table names, and reads back the table's exact widening of them. A table entry whose
+// GGUF number or block bytes disagreed with ggml's would fail here.
+TEST(GgufTypes, EveryWeightTypeRoundTripsThroughItsGgufNumber) {
+  const auto x = random_floats(64 * 3, 4);
+  for (const auto& t : weight_types()) {
+    TempPath p("weight_type.gguf");
+    GgufWriter w;
+    w.add_tensor("m", static_cast<GgmlType>(t.gguf_type), {64, 3}, x.data());
+    w.write(p.str());
+    const GgufFile f(p.str());
+    ASSERT_EQ(f.tensor("m").bytes, 3 * t.row_bytes(64)) << t.name;
+    EXPECT_EQ(ggml_type_name(f.tensor("m").type), t.name);
+    EXPECT_TRUE(f.readable("m")) << t.name;
+    std::vector<float> back(64 * 3);
+    f.read_f32("m", back.data());
+    Block rounded({{false, Activation::relu}, 64, 3, false});
+    for (int64_t i = 0; i < 64 * 3; ++i) rounded.weights().up.data()[i] = x[size_t(i)];
+    round_weights_to(rounded, MatrixTypes{WeightType::f32, t.type, WeightType::f32});
+    EXPECT_EQ(0, std::memcmp(back.data(), rounded.weights().up.data(), sizeof(float) * back.size())) << t.name;
+  }
 }
 
 }  // namespace
