@@ -1,12 +1,12 @@
-// Blocks packed for inference (Block::packed) and their kernel, f32_panel_gemm.
+// Inference blocks' f32 panels (InferenceBlock) and their kernel, f32_panel_gemm.
 //   Every panel kernel registered on every ISA against a double-precision sum, within
 //   K·u·Σ|a·p| (the bound of any f32 summation order; a lost k, a wrong column or a skipped
 //   K block misses it), at token counts below, at and above the 6-token tile and the
 //   256-token block, and K below, at and above the 512-row block.
-//   The packed forward of every variant against the double-precision reference of the
-//   block it was packed from, within the reference's rigorous bound (test_forward.cpp),
+//   The InferenceBlock forward of every variant against the double-precision reference of
+//   the block it was made from, within the reference's rigorous bound (test_forward.cpp),
 //   with D and H that fill no panel exactly; bit-identical for any thread count and for a
-//   token alone or in any batch; forward-only (weights(), stored_as, packing twice refused).
+//   token alone or in any batch; views of the wrong shape refused by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
