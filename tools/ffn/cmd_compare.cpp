@@ -153,26 +153,55 @@ void write_svg(const std::string& path, const std::vector<VariantResult>& result
   write_file_atomically(path, svg.str());
 }
 
-void run_compare(const CompareOptions& o) {
+// What the steps of run_compare share: the sizes resolved from the options over the scale,
+// the parameter counts they give, and where the runs keep their state.
+struct Plan {
+  int64_t d = 0, layers = 0, seeds = 0;
+  int64_t hidden2 = 0, hidden3 = 0;  // hidden of the 2-matrix blocks, and of the gated ones
+  TrainOptions train;
+  int64_t p2 = 0, p3 = 0;  // model parameters with 2-matrix and with gated blocks
+  double mismatch = 0;     // |p3 − p2| / p2
+  std::string state_dir;   // where runs are saved and resumed; empty: neither
+};
+
+// The data and the machinery every run trains with, set up once.
+struct Workbench {
+  std::string data_path;
+  ByteData data;
+  Collective* data_parallel;  // under mpirun: every batch split across the processes
+  ThreadPool pool;
+};
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The sizes of the run: each explicit option over the scale (the default or --quick), checked.
+Plan resolve_sizes(const CompareOptions& o) {
   const Scale scale = o.quick ? kQuick : kDefault;
-  const int64_t d = o.d.value_or(scale.d), layers = o.layers.value_or(scale.layers);
-  const int64_t seeds = o.seeds.value_or(scale.seeds);
-  if (seeds < 1) throw Error("--seeds = " + std::to_string(seeds) + ": must be ≥ 1");
-  if (d < 1) throw Error("--d = " + std::to_string(d) + ": must be ≥ 1");
-  const int64_t hidden2 = o.hidden.value_or(4 * d);
-  if (hidden2 < 3) throw Error("--hidden = " + std::to_string(hidden2) + ": must be ≥ 3");
+  Plan plan;
+  plan.d = o.d.value_or(scale.d);
+  plan.layers = o.layers.value_or(scale.layers);
+  plan.seeds = o.seeds.value_or(scale.seeds);
+  if (plan.seeds < 1) throw Error("--seeds = " + std::to_string(plan.seeds) + ": must be ≥ 1");
+  if (plan.d < 1) throw Error("--d = " + std::to_string(plan.d) + ": must be ≥ 1");
+  plan.hidden2 = o.hidden.value_or(4 * plan.d);
+  if (plan.hidden2 < 3) throw Error("--hidden = " + std::to_string(plan.hidden2) + ": must be ≥ 3");
   // Equal parameters: 3·D·H_gated = 2·D·H  ⇒  H_gated = 2H/3, rounded to the nearest.
-  const int64_t hidden3 = (2 * hidden2 + 1) / 3;
+  plan.hidden3 = (2 * plan.hidden2 + 1) / 3;
 
-  TrainOptions train_opts;
-  train_opts.steps = o.steps.value_or(scale.steps);
-  train_opts.batch = o.batch.value_or(scale.batch);
-  train_opts.lr = o.lr;
-  train_opts.warmup = std::max<int64_t>(1, train_opts.steps / 20);
-  train_opts.eval_tokens = o.eval_tokens.value_or(scale.eval_tokens);
-  train_opts.eval_every = o.eval_every > 0 ? o.eval_every : std::max<int64_t>(1, train_opts.steps / 20);
-  validate(train_opts);
+  TrainOptions& t = plan.train;
+  t.steps = o.steps.value_or(scale.steps);
+  t.batch = o.batch.value_or(scale.batch);
+  t.lr = o.lr;
+  t.warmup = std::max<int64_t>(1, t.steps / 20);
+  t.eval_tokens = o.eval_tokens.value_or(scale.eval_tokens);
+  t.eval_every = o.eval_every > 0 ? o.eval_every : std::max<int64_t>(1, t.steps / 20);
+  validate(t);
+  return plan;
+}
 
+// One entry per named variant, in the order named, its model at the plan's sizes.
+std::vector<VariantResult> build_variants(const CompareOptions& o, const Plan& plan) {
   std::vector<std::string> names = split_list(o.variants == "all" ? kShazeerEight : o.variants);
   if (names.empty()) throw Error("--variants = '" + o.variants + "': no variant named");
   std::vector<VariantResult> results;
@@ -182,85 +211,109 @@ void run_compare(const CompareOptions& o) {
     r.name = variant_name(r.model.variant);
     r.model.window = o.window;
     r.model.embed = o.embed;
-    r.model.d_model = d;
-    r.model.layers = layers;
-    r.model.hidden = r.model.variant.gated ? hidden3 : hidden2;
+    r.model.d_model = plan.d;
+    r.model.layers = plan.layers;
+    r.model.hidden = r.model.variant.gated ? plan.hidden3 : plan.hidden2;
     r.parameters = model_parameters(r.model);
     for (const auto& earlier : results)
       if (earlier.name == r.name) throw Error("--variants = '" + o.variants + "': " + r.name + " named twice");
     results.push_back(std::move(r));
   }
-  ModelConfig two = results[0].model, three = results[0].model;
-  two.variant = parse_variant("gelu");
-  two.hidden = hidden2;
-  three.variant = parse_variant("swiglu");
-  three.hidden = hidden3;
-  const int64_t p2 = model_parameters(two), p3 = model_parameters(three);
-  const double mismatch = std::abs(double(p3) - double(p2)) / double(p2);
-  if (mismatch > 0.01)
-    throw Error("--hidden = " + std::to_string(hidden2) + ": gated blocks at hidden " + std::to_string(hidden3) +
-                " give " + std::to_string(p3) + " parameters against " + std::to_string(p2) + ", more than 1% apart");
+  return results;
+}
 
+// Counts the parameters of a 2-matrix (GELU) and a gated (SwiGLU) model shaped like `base`,
+// whichever variants were named, and refuses a --hidden whose rounding leaves them > 1% apart.
+void check_equal_parameters(Plan& plan, const ModelConfig& base) {
+  ModelConfig two = base, three = base;
+  two.variant = parse_variant("gelu");
+  two.hidden = plan.hidden2;
+  three.variant = parse_variant("swiglu");
+  three.hidden = plan.hidden3;
+  plan.p2 = model_parameters(two);
+  plan.p3 = model_parameters(three);
+  plan.mismatch = std::abs(double(plan.p3) - double(plan.p2)) / double(plan.p2);
+  if (plan.mismatch > 0.01)
+    throw Error("--hidden = " + std::to_string(plan.hidden2) + ": gated blocks at hidden " +
+                std::to_string(plan.hidden3) + " give " + std::to_string(plan.p3) + " parameters against " +
+                std::to_string(plan.p2) + ", more than 1% apart");
+}
+
+// Checks --save/--resume and creates their directory, and checks that --csv and --svg can
+// be written: the files are written at the end of a run of minutes, so a bad path fails now.
+// Returns the state directory (empty: runs are neither saved nor resumed).
+std::string prepare_files(const CompareOptions& o) {
   if (!o.save_dir.empty() && !o.resume_dir.empty() && o.save_dir != o.resume_dir)
     throw Error("--save '" + o.save_dir + "' and --resume '" + o.resume_dir +
                 "': a resumed run saves where it resumes");
   if (o.save_every < 0) throw Error("--save-every = " + std::to_string(o.save_every) + ": must be ≥ 0");
   const std::string state_dir = o.resume_dir.empty() ? o.save_dir : o.resume_dir;
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
-  // The files are written at the end of a run of minutes: a path that cannot be written fails now.
   if (!o.csv_path.empty()) check_file_writable(o.csv_path, "--csv");
   if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
-  const std::string path = resolve_data(o.data);
-  const ByteData data = ByteData::from_file(path);
-  Collective* data_parallel = data_parallel_group();  // under mpirun: every batch split across the processes
-  ThreadPool pool(threads_per_process(o.threads));
-  FILE* out = o.json ? stderr : stdout;  // with --json stdout carries only the JSON
-  std::fprintf(out, "ffn compare — %s (%s train / %s validation bytes), %d thread%s, kernels %s\n", path.c_str(),
-               grouped(int64_t(data.train().size())).c_str(), grouped(int64_t(data.valid().size())).c_str(), pool.size(),
-               pool.size() == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
-  if (data_parallel) std::fprintf(out, "data-parallel: every batch split across %d processes\n", data_parallel->size());
+  return state_dir;
+}
+
+// The set-up: data, threads, model, training and the parameter balance.
+void print_header(FILE* out, const CompareOptions& o, const Plan& plan, const Workbench& bench) {
+  const int64_t seeds = plan.seeds;
+  std::fprintf(out, "ffn compare — %s (%s train / %s validation bytes), %d thread%s, kernels %s\n",
+               bench.data_path.c_str(), grouped(int64_t(bench.data.train().size())).c_str(),
+               grouped(int64_t(bench.data.valid().size())).c_str(), bench.pool.size(),
+               bench.pool.size() == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
+  if (bench.data_parallel)
+    std::fprintf(out, "data-parallel: every batch split across %d processes\n", bench.data_parallel->size());
   std::fprintf(out,
                "model: %lld-byte window × embedding %lld → d %lld → %lld × (RMSNorm → FFN, residual) → RMSNorm → 256 "
                "logits\ntraining: %lld steps × %lld bytes, AdamW lr %g (warm-up %lld, cosine to 10%%), clip 1.0, "
                "%lld seed%s per variant, the same batches for every variant\n",
-               (long long)o.window, (long long)o.embed, (long long)d, (long long)layers, (long long)train_opts.steps,
-               (long long)train_opts.batch, train_opts.lr, (long long)train_opts.warmup, (long long)seeds,
-               seeds == 1 ? "" : "s");
+               (long long)o.window, (long long)o.embed, (long long)plan.d, (long long)plan.layers,
+               (long long)plan.train.steps, (long long)plan.train.batch, plan.train.lr, (long long)plan.train.warmup,
+               (long long)seeds, seeds == 1 ? "" : "s");
   std::fprintf(out,
                "parameters: 2-matrix blocks (hidden %lld) %s, gated blocks (hidden %lld = 2/3·%lld) %s — %.2f%% "
                "apart\n\n",
-               (long long)hidden2, grouped(p2).c_str(), (long long)hidden3, (long long)hidden2, grouped(p3).c_str(),
-               100.0 * mismatch);
+               (long long)plan.hidden2, grouped(plan.p2).c_str(), (long long)plan.hidden3, (long long)plan.hidden2,
+               grouped(plan.p3).c_str(), 100.0 * plan.mismatch);
   std::fflush(out);
+}
 
-  // Progress: a self-rewriting line with ETA on a terminal, else one line per finished run.
+// Where run (variant, seed) keeps its state, if the plan keeps any.
+CheckpointOptions checkpoint_for(const CompareOptions& o, const Plan& plan, const std::string& name, int64_t seed) {
+  CheckpointOptions ckpt;
+  if (!plan.state_dir.empty()) {
+    ckpt.path =
+        (std::filesystem::path(plan.state_dir) / (name + "-seed" + std::to_string(seed) + ".safetensors")).string();
+    ckpt.every = o.save_every > 0 ? o.save_every : std::max<int64_t>(1, plan.train.steps / 10);
+    ckpt.resume = !o.resume_dir.empty();
+  }
+  return ckpt;
+}
+
+// Trains every (seed, variant), seed-major so that every variant sees seed 1 before any
+// sees 2, appending each run to its variant's results. Progress on stderr: a self-rewriting
+// line with ETA on a terminal, else one line per finished run.
+void train_all(std::vector<VariantResult>& results, const CompareOptions& o, const Plan& plan, Workbench& bench,
+               Clock::time_point start) {
   const bool tty = isatty(STDERR_FILENO) != 0;
-  const int64_t total_steps = int64_t(results.size()) * seeds * train_opts.steps;
+  const int64_t total_steps = int64_t(results.size()) * plan.seeds * plan.train.steps;
   int64_t done_steps = 0;
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double last_draw = -1;
-  const int64_t n_runs = int64_t(results.size()) * seeds;
+  const int64_t n_runs = int64_t(results.size()) * plan.seeds;
   int64_t run_index = 0;
-  for (int64_t s = 1; s <= seeds; ++s) {  // seed-major: every variant sees seed 1 before any sees 2
+  for (int64_t s = 1; s <= plan.seeds; ++s) {
     for (auto& r : results) {
       ++run_index;
-      TrainOptions t = train_opts;
+      TrainOptions t = plan.train;
       t.seed = uint64_t(s);
       t.data_seed = uint64_t(s);
       LanguageModel model(r.model, t.seed);
-      CheckpointOptions ckpt;
-      if (!state_dir.empty()) {
-        ckpt.path =
-            (std::filesystem::path(state_dir) / (r.name + "-seed" + std::to_string(s) + ".safetensors")).string();
-        ckpt.every = o.save_every > 0 ? o.save_every : std::max<int64_t>(1, t.steps / 10);
-        ckpt.resume = !o.resume_dir.empty();
-      }
+      const CheckpointOptions ckpt = checkpoint_for(o, plan, r.name, s);
       const int64_t steps_before = (run_index - 1) * t.steps;
       auto progress = [&](int64_t step, double loss) {
         done_steps = steps_before + step;
         if (!tty) return;
-        const double now = elapsed();
+        const double now = seconds_since(start);
         if (now - last_draw < 0.25 && step != t.steps) return;
         last_draw = now;
         const double eta = now / double(done_steps) * double(total_steps - done_steps);
@@ -270,20 +323,76 @@ void run_compare(const CompareOptions& o) {
                      clock_text(eta).c_str());
         std::fflush(stderr);
       };
-      r.runs.push_back(train(model, data, t, &pool, progress, ckpt, data_parallel));
+      r.runs.push_back(train(model, bench.data, t, &bench.pool, progress, ckpt, bench.data_parallel));
       const TrainResult& last = r.runs.back();
       if (!tty)
         std::fprintf(stderr, "[%lld/%lld] %s seed %lld: validation loss %.4f, %.0f tokens/s, elapsed %s\n",
                      (long long)run_index, (long long)n_runs, r.name.c_str(), (long long)s, last.valid_loss,
-                     last.tokens_per_second, clock_text(elapsed()).c_str());
+                     last.tokens_per_second, clock_text(seconds_since(start)).c_str());
     }
   }
   if (tty) std::fprintf(stderr, "\r%*s\r", 100, "");
-  if (data_parallel && data_parallel->rank() != 0) return;  // rank 0 prints and writes the results
+}
 
-  // The difference from GELU, seed by seed (same seed ⇒ same batches and same key for the
-  // initial weights): its mean, and the noise as the standard error of that mean,
-  // sd(differences)/√K. "Exceeds" when |mean| > 2 standard errors.
+// The difference from GELU, seed by seed (same seed ⇒ same batches and same key for the
+// initial weights): its mean, and the noise as the standard error of that mean,
+// sd(differences)/√K. "Exceeds" when |mean| > 2 standard errors. Adds those to the JSON
+// row and returns the table's "vs GELU" column.
+std::string versus_gelu(nlohmann::json& row, const std::vector<double>& losses, const VariantResult& r,
+                        const VariantResult* gelu) {
+  if (!gelu) return "(gelu not run)";
+  if (gelu == &r) return "—";
+  std::vector<double> diffs;
+  for (size_t i = 0; i < losses.size(); ++i) diffs.push_back(losses[i] - gelu->runs[i].valid_loss);
+  const Mean dm = mean_std(diffs);
+  const double se = dm.std / std::sqrt(double(diffs.size()));
+  row["diff_vs_gelu"] = dm.mean;
+  if (diffs.size() <= 1) return (dm.mean < 0 ? "" : "+") + fixed(dm.mean, 4) + " (one seed: noise unknown)";
+  const bool exceeds = std::abs(dm.mean) > 2.0 * se;
+  row["diff_noise"] = se;
+  row["exceeds_noise"] = exceeds;
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%+.4f (%.4f): %s", dm.mean, se,
+                exceeds ? (dm.mean < 0 ? "better, beyond noise" : "worse, beyond noise") : "within noise");
+  return buf;
+}
+
+// One variant's results: its JSON row (loss over seeds, speed, curves, the difference from
+// GELU) and, without --json, its line of the table.
+nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const VariantResult* gelu) {
+  std::vector<double> losses, tps;
+  for (const auto& run : r.runs) {
+    losses.push_back(run.valid_loss);
+    tps.push_back(run.tokens_per_second);
+  }
+  const Mean l = mean_std(losses), speed = mean_std(tps);
+  nlohmann::json row{{"variant", r.name},
+                     {"hidden", r.model.hidden},
+                     {"parameters", r.parameters},
+                     {"valid_loss_mean", l.mean},
+                     {"valid_loss_std", l.std},
+                     {"bits_per_byte", l.mean / std::log(2.0)},
+                     {"tokens_per_second", speed.mean},
+                     {"valid_losses", losses}};
+  nlohmann::json curves = nlohmann::json::array();  // per seed: [step, train_loss, valid_loss]
+  for (const auto& run : r.runs) {
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& p : run.curve) c.push_back({p.step, p.train_loss, p.valid_loss});
+    curves.push_back(c);
+  }
+  row["curves"] = curves;
+  const std::string versus = versus_gelu(row, losses, r, gelu);
+  if (!o.json)
+    std::printf("%-10s %7lld %11s %11s (%.4f) %13s %11s  %s\n", r.name.c_str(), (long long)r.model.hidden,
+                grouped(r.parameters).c_str(), fixed(l.mean, 4).c_str(), l.std,
+                fixed(l.mean / std::log(2.0), 4).c_str(), fixed(speed.mean, 0).c_str(), versus.c_str());
+  return row;
+}
+
+// The results table (without --json: printed with its heading and footnote); returns the
+// JSON rows, one per variant.
+nlohmann::json report_results(const CompareOptions& o, const Plan& plan, const std::vector<VariantResult>& results,
+                              const ByteData& data, Clock::time_point start) {
   const VariantResult* gelu = nullptr;
   for (const auto& r : results)
     if (r.name == "gelu") gelu = &r;
@@ -292,87 +401,63 @@ void run_compare(const CompareOptions& o) {
     std::printf("%-10s %7s %11s %18s %13s %11s  %s\n", "variant", "hidden", "parameters", "valid loss (std)",
                 "bits/byte", "tokens/s", "vs GELU: difference (noise)");
   }
-  for (const auto& r : results) {
-    std::vector<double> losses, tps;
-    for (const auto& run : r.runs) {
-      losses.push_back(run.valid_loss);
-      tps.push_back(run.tokens_per_second);
-    }
-    const Mean l = mean_std(losses), speed = mean_std(tps);
-    nlohmann::json row{{"variant", r.name},
-                       {"hidden", r.model.hidden},
-                       {"parameters", r.parameters},
-                       {"valid_loss_mean", l.mean},
-                       {"valid_loss_std", l.std},
-                       {"bits_per_byte", l.mean / std::log(2.0)},
-                       {"tokens_per_second", speed.mean},
-                       {"valid_losses", losses}};
-    nlohmann::json curves = nlohmann::json::array();  // per seed: [step, train_loss, valid_loss]
-    for (const auto& run : r.runs) {
-      nlohmann::json c = nlohmann::json::array();
-      for (const auto& p : run.curve) c.push_back({p.step, p.train_loss, p.valid_loss});
-      curves.push_back(c);
-    }
-    row["curves"] = curves;
-    std::string versus = "—";
-    if (gelu && gelu != &r) {
-      std::vector<double> diffs;
-      for (size_t i = 0; i < losses.size(); ++i) diffs.push_back(losses[i] - gelu->runs[i].valid_loss);
-      const Mean dm = mean_std(diffs);
-      const double se = dm.std / std::sqrt(double(diffs.size()));
-      row["diff_vs_gelu"] = dm.mean;
-      if (diffs.size() > 1) {
-        const bool exceeds = std::abs(dm.mean) > 2.0 * se;
-        row["diff_noise"] = se;
-        row["exceeds_noise"] = exceeds;
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%+.4f (%.4f): %s", dm.mean, se,
-                      exceeds ? (dm.mean < 0 ? "better, beyond noise" : "worse, beyond noise") : "within noise");
-        versus = buf;
-      } else {
-        versus = (dm.mean < 0 ? "" : "+") + fixed(dm.mean, 4) + " (one seed: noise unknown)";
-      }
-    } else if (!gelu) {
-      versus = "(gelu not run)";
-    }
-    if (!o.json)
-      std::printf("%-10s %7lld %11s %11s (%.4f) %13s %11s  %s\n", r.name.c_str(), (long long)r.model.hidden,
-                  grouped(r.parameters).c_str(), fixed(l.mean, 4).c_str(), l.std,
-                  fixed(l.mean / std::log(2.0), 4).c_str(), fixed(speed.mean, 0).c_str(), versus.c_str());
-    rows.push_back(row);
-  }
+  for (const auto& r : results) rows.push_back(result_row(o, r, gelu));
   if (!o.json)
     std::printf(
         "\nvalidation loss: nats per byte on %lld fixed windows of the last 10%%, mean of %lld seed%s; "
         "noise: standard error of the per-seed difference; total time %s\n",
-        (long long)std::min<int64_t>(train_opts.eval_tokens, int64_t(data.valid().size()) - o.window), (long long)seeds,
-        seeds == 1 ? "" : "s", clock_text(elapsed()).c_str());
+        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.valid().size()) - o.window),
+        (long long)plan.seeds, plan.seeds == 1 ? "" : "s", clock_text(seconds_since(start)).c_str());
+  return rows;
+}
 
-  if (!o.csv_path.empty()) {
-    std::ostringstream csv;
-    csv << "variant,seed,step,train_loss,valid_loss\n";
-    csv.precision(9);
-    for (const auto& r : results)
-      for (size_t s = 0; s < r.runs.size(); ++s)
-        for (const auto& p : r.runs[s].curve)
-          csv << r.name << ',' << s + 1 << ',' << p.step << ',' << p.train_loss << ',' << p.valid_loss << '\n';
-    write_file_atomically(o.csv_path, csv.str());
-  }
-  if (!o.svg_path.empty()) write_svg(o.svg_path, results, train_opts.steps);
-  if (o.json) {
-    nlohmann::json doc{{"data", path},
-                       {"model", {{"window", o.window}, {"embed", o.embed}, {"d_model", d}, {"layers", layers}}},
-                       {"training",
-                        {{"steps", train_opts.steps},
-                         {"batch", train_opts.batch},
-                         {"lr", train_opts.lr},
-                         {"warmup", train_opts.warmup},
-                         {"seeds", seeds}}},
-                       {"parameters", {{"two_matrix", p2}, {"gated", p3}, {"relative_difference", mismatch}}},
-                       {"threads", o.threads},
-                       {"results", rows}};
-    std::printf("%s\n", doc.dump(2).c_str());
-  }
+// Every run's loss curve as CSV: variant,seed,step,train_loss,valid_loss.
+void write_csv(const std::string& path, const std::vector<VariantResult>& results) {
+  std::ostringstream csv;
+  csv << "variant,seed,step,train_loss,valid_loss\n";
+  csv.precision(9);
+  for (const auto& r : results)
+    for (size_t s = 0; s < r.runs.size(); ++s)
+      for (const auto& p : r.runs[s].curve)
+        csv << r.name << ',' << s + 1 << ',' << p.step << ',' << p.train_loss << ',' << p.valid_loss << '\n';
+  write_file_atomically(path, csv.str());
+}
+
+// The --json document on stdout: the set-up and the rows of report_results.
+void print_json(const CompareOptions& o, const Plan& plan, const std::string& data_path, const nlohmann::json& rows) {
+  nlohmann::json doc{
+      {"data", data_path},
+      {"model", {{"window", o.window}, {"embed", o.embed}, {"d_model", plan.d}, {"layers", plan.layers}}},
+      {"training",
+       {{"steps", plan.train.steps},
+        {"batch", plan.train.batch},
+        {"lr", plan.train.lr},
+        {"warmup", plan.train.warmup},
+        {"seeds", plan.seeds}}},
+      {"parameters", {{"two_matrix", plan.p2}, {"gated", plan.p3}, {"relative_difference", plan.mismatch}}},
+      {"threads", o.threads},
+      {"results", rows}};
+  std::printf("%s\n", doc.dump(2).c_str());
+}
+
+// Every option is checked, and every output path tried, before the minutes of training.
+void run_compare(const CompareOptions& o) {
+  Plan plan = resolve_sizes(o);
+  std::vector<VariantResult> results = build_variants(o, plan);
+  check_equal_parameters(plan, results[0].model);
+  plan.state_dir = prepare_files(o);
+  const std::string path = resolve_data(o.data);
+  Workbench bench{path, ByteData::from_file(path), data_parallel_group(), ThreadPool(threads_per_process(o.threads))};
+  print_header(o.json ? stderr : stdout, o, plan, bench);  // with --json stdout carries only the JSON
+
+  const Clock::time_point start = Clock::now();
+  train_all(results, o, plan, bench, start);
+  if (bench.data_parallel && bench.data_parallel->rank() != 0) return;  // rank 0 prints and writes the results
+
+  const nlohmann::json rows = report_results(o, plan, results, bench.data, start);
+  if (!o.csv_path.empty()) write_csv(o.csv_path, results);
+  if (!o.svg_path.empty()) write_svg(o.svg_path, results, plan.train.steps);
+  if (o.json) print_json(o, plan, path, rows);
 }
 
 }  // namespace
