@@ -71,10 +71,10 @@ class Checkpoint {
   const std::string& path() const { return path_; }
   // The layers whose feed-forward block the checkpoint holds, in order; empty if none.
   std::vector<int64_t> layers() const;
-  // Throws ffn::Error naming the file and the problem: no block found (listing the names
+  // The f32 block, every matrix widened (or dequantised) to f32: for training. Throws
+  // ffn::Error naming the file and the problem: no block found (listing the names
   // present), a missing layer (listing the layers present), inconsistent shapes, partial
   // biases, a variant that disagrees with the checkpoint.
-  // The f32 block, every matrix widened (or dequantised) to f32: for training.
   LoadedBlock load(const LoadOptions& options = {}) const;
   // The block for inference. Each matrix runs in the type the file stores it in (a GGUF
   // q8_0 tensor as q8_0, a BF16 safetensors tensor as bf16), its bytes used as they are —

@@ -74,8 +74,9 @@ TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
     const LoadedInferenceBlock as_q8 = load_inference_block(dir.file("m.gguf"), {}, WeightType::q8_0);
     EXPECT_EQ(as_q8.block.types(), MatrixTypes::all(WeightType::q8_0)) << name;
     EXPECT_EQ(as_q8.stored, t) << name;
-    if (t == MatrixTypes::all(WeightType::q8_0))
+    if (t == MatrixTypes::all(WeightType::q8_0)) {
       EXPECT_TRUE(same_forward(as_q8.block, loaded.block, x)) << name;
+    }
     const Block widened = load_block(dir.file("m.gguf")).block;
     EXPECT_TRUE(same_forward(load_inference_block(dir.file("m.gguf"), {}, WeightType::f32).block,
                              InferenceBlock(widened, WeightType::f32), x))
