@@ -26,13 +26,8 @@ def active_isa():
     return _core.active_isa()
 
 
-class Block:
-    """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
-    reglu, geglu, swiglu, or gated_<activation>. Weights start as nn.Linear's default
-    initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
-
-    def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
-        self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)
+class _BlockShape:
+    """What both block kinds say of themselves, and their forward, over the core object."""
 
     @classmethod
     def _wrap(cls, core):
@@ -46,6 +41,23 @@ class Block:
     d_model = property(lambda self: self._core.d_model)
     hidden = property(lambda self: self._core.hidden)
     bias = property(lambda self: self._core.bias)
+
+    def __call__(self, x, threads=None):
+        """y = block(x) for float32 x of shape [T, d] or [d]; x is not copied when it is
+        already a C-ordered float32 array. `threads`: default one per core."""
+        return self._core.forward(x, threads)
+
+    forward = __call__
+
+
+class Block(_BlockShape):
+    """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
+    reglu, geglu, swiglu, or gated_<activation>. Weights start as nn.Linear's default
+    initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
+
+    def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
+        self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)
+
     def for_inference(self, dtype="f32", gate=None, up=None, down=None):
         """This block made once for inference (an InferenceBlock): its matrices stored as
         `dtype` (f32, bf16, f16, q8_0, q4_0 — or each as `gate`, `up`, `down` say; biases
@@ -75,12 +87,6 @@ class Block:
         for name, value in state_dict.items():
             self._core.set_tensor(name, _to_numpy(value))
 
-    def __call__(self, x, threads=None):
-        """y = block(x) for float32 x of shape [T, d] or [d]; x is not copied when it is
-        already a C-ordered float32 array. `threads`: default one per core."""
-        return self._core.forward(x, threads)
-
-    forward = __call__
 
     def backward(self, x, dy, recompute=False, threads=None):
         """Gradients of sum(dy * block(x)) for float32 x and dy of shape [T, d] (or [d]): a dict
@@ -94,7 +100,7 @@ class Block:
                 f"bias={self.bias})")
 
 
-class InferenceBlock:
+class InferenceBlock(_BlockShape):
     """A feed-forward block made once for inference and then only run: each matrix in its
     own weight type (`types`), laid out for the forward kernels. Made by
     Block.for_inference(dtype) or ffn.load(path). bf16 matrices on an avx512_bf16 CPU (see
@@ -102,18 +108,6 @@ class InferenceBlock:
     modules do; q8_0 / q4_0 quantise them to q8_0. It has no parameters() or backward():
     train a Block."""
 
-    @classmethod
-    def _wrap(cls, core):
-        block = cls.__new__(cls)
-        block._core = core
-        return block
-
-    variant = property(lambda self: self._core.variant)
-    gated = property(lambda self: self._core.gated)
-    activation = property(lambda self: self._core.activation)
-    d_model = property(lambda self: self._core.d_model)
-    hidden = property(lambda self: self._core.hidden)
-    bias = property(lambda self: self._core.bias)
     types = property(lambda self: self._core.types, doc="each matrix's weight type, e.g. {'gate': 'q8_0', ...}")
     weight_bytes = property(lambda self: self._core.weight_bytes, doc="bytes of the weights as stored, plus biases")
 
@@ -127,12 +121,6 @@ class InferenceBlock:
         """The kernels the forward runs on the active ISA, one line."""
         return self._core.describe()
 
-    def __call__(self, x, threads=None):
-        """y = block(x) for float32 x of shape [T, d] or [d]; x is not copied when it is
-        already a C-ordered float32 array. `threads`: default one per core."""
-        return self._core.forward(x, threads)
-
-    forward = __call__
 
     def __repr__(self):
         types = ", ".join(f"{k}={v}" for k, v in self.types.items())
