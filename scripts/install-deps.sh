@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev        # libFuzzer targets (scripts/fuzz.sh)
   libopenmpi-dev openmpi-bin     # blocks and training across processes (FFN_MPI), mpirun for its tests
   python3 python3-torch python3-numpy python3-pytest  # the golden suite against PyTorch
+  python3-venv python3-pip        # build-venv/ (scripts/python-env.sh): the tests' PyPI oracles beside them
   libopenblas0-pthread            # the BLAS PyTorch (and NumPy) call: without it Debian falls back to the
                                   # single-threaded reference BLAS, and the --peers figures would be unfair
 )

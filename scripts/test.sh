@@ -8,10 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+python=$(scripts/python-env.sh)  # Debian's Python and PyTorch, plus tests/requirements.txt from PyPI
 jobs=$(nproc)
 
 echo "== build (Release) and test"
-scripts/build.sh build -DFFN_BUILD_TESTS=ON
+scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # (The tests under mpirun ran in the Release build above.)
@@ -24,7 +25,7 @@ echo "== the golden tests that drive the ffn command, with the ASan+UBSan ffn"
 # Without the Python module (an ASan-built extension would need libasan preloaded into
 # Python and PyTorch); the two slowest tests spend their time building PyTorch modules up to
 # d = 5120, not in ffn, and are left out.
-FFN_BIN=$PWD/build-sanitize/tools/ffn/ffn FFN_PYTHONPATH="" /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+FFN_BIN=$PWD/build-sanitize/tools/ffn/ffn FFN_PYTHONPATH="" "$python" -m pytest -q -p no:cacheprovider \
   tests/golden/test_cli.py tests/golden/test_golden.py tests/golden/test_checkpoints.py \
   -k "not the_seeds_default_hidden_sizes and not params_prints_the_seeds_numbers"
 
