@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/quant_checks.hpp"
 #include "ffn/error.hpp"
 
 namespace ffn {
@@ -33,11 +34,33 @@ uint32_t shift_round_even(uint32_t m, int shift) {
   return q + ((rest > half || (rest == half && (q & 1))) ? 1 : 0);
 }
 
-int64_t block_count(int64_t n, const char* fn) {
-  if (n < 0 || n % kQuantBlock != 0)
+}  // namespace
+
+namespace detail {
+
+int64_t block_count(int64_t n, int64_t block, const char* fn) {
+  if (n < 0 || n % block != 0)
     throw Error(std::string(fn) + ": n = " + std::to_string(n) + " is not a non-negative multiple of " +
-                std::to_string(kQuantBlock));
-  return n / kQuantBlock;
+                std::to_string(block));
+  return n / block;
+}
+
+uint16_t scale_f16(float d, const float* v, int64_t len, int64_t b, const char* fn) {
+  const uint16_t h = f32_to_f16(d);
+  if ((h & 0x7C00u) == 0x7C00u) {
+    float amax = 0.0f;
+    for (int64_t j = 0; j < len; ++j) amax = std::fmax(amax, std::fabs(v[j]));
+    throw Error(std::string(fn) + ": block " + std::to_string(b) + " (largest |x| " + std::to_string(amax) +
+                ") needs scale " + std::to_string(d) + ", beyond binary16's 65504");
+  }
+  return h;
+}
+
+void require_finite(const float* v, int64_t len, int64_t first, const char* fn) {
+  for (int64_t j = 0; j < len; ++j)
+    if (!std::isfinite(v[j]))
+      throw Error(std::string(fn) + ": element " + std::to_string(first + j) + " is " + std::to_string(v[j]) +
+                  "; only finite values can be quantised");
 }
 
 // The block's reciprocal scale as ggml computes it: 1/d, or 0 for an all-zero block. Where
@@ -49,27 +72,7 @@ float reciprocal_scale(float d) {
   return std::isfinite(id) ? id : 0.0f;
 }
 
-// The scale's binary16 bits; a scale that does not fit binary16 is an error (ggml would
-// store Inf and every value of the block would decode to ±Inf or NaN).
-uint16_t scale_f16(float d, const float* block, int64_t b, const char* fn) {
-  const uint16_t h = f32_to_f16(d);
-  if ((h & 0x7C00u) == 0x7C00u) {
-    float amax = 0.0f;
-    for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::fmax(amax, std::fabs(block[j]));
-    throw Error(std::string(fn) + ": block " + std::to_string(b) + " (largest |x| " + std::to_string(amax) +
-                ") needs scale " + std::to_string(d) + ", beyond binary16's 65504");
-  }
-  return h;
-}
-
-void require_finite(const float* block, int64_t b, const char* fn) {
-  for (int64_t j = 0; j < kQuantBlock; ++j)
-    if (!std::isfinite(block[j]))
-      throw Error(std::string(fn) + ": element " + std::to_string(b * kQuantBlock + j) + " is " +
-                  std::to_string(block[j]) + "; only finite values can be quantised");
-}
-
-}  // namespace
+}  // namespace detail
 
 uint16_t f32_to_f16(float x) {
   const uint32_t b = f32_bits(x);
@@ -110,25 +113,25 @@ uint16_t f32_to_bf16(float x) {
 float bf16_to_f32(uint16_t h) { return bits_f32(static_cast<uint32_t>(h) << 16); }
 
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
-  const int64_t blocks = block_count(n, "quantize_row_q8_0");
+  const int64_t blocks = detail::block_count(n, kQuantBlock, "quantize_row_q8_0");
   for (int64_t b = 0; b < blocks; ++b) {
     const float* v = x + b * kQuantBlock;
-    require_finite(v, b, "quantize_row_q8_0");
+    detail::require_finite(v, kQuantBlock, b * kQuantBlock, "quantize_row_q8_0");
     float amax = 0.0f;
     for (int64_t j = 0; j < kQuantBlock; ++j) amax = std::fmax(amax, std::fabs(v[j]));
     const float d = amax / 127.0f;
-    const float id = reciprocal_scale(d);
-    y[b].d = scale_f16(d, v, b, "quantize_row_q8_0");
+    const float id = detail::reciprocal_scale(d);
+    y[b].d = detail::scale_f16(d, v, kQuantBlock, b, "quantize_row_q8_0");
     // |v·id| ≤ 127·(1 + 2⁻²²), so roundf (ties away from zero) stays within int8.
     for (int64_t j = 0; j < kQuantBlock; ++j) y[b].qs[j] = static_cast<int8_t>(std::round(v[j] * id));
   }
 }
 
 void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
-  const int64_t blocks = block_count(n, "quantize_row_q4_0");
+  const int64_t blocks = detail::block_count(n, kQuantBlock, "quantize_row_q4_0");
   for (int64_t b = 0; b < blocks; ++b) {
     const float* v = x + b * kQuantBlock;
-    require_finite(v, b, "quantize_row_q4_0");
+    detail::require_finite(v, kQuantBlock, b * kQuantBlock, "quantize_row_q4_0");
     // The value of largest magnitude, sign kept (the first one on a tie), is mapped to q = 0:
     // d = max/−8, so the grid is (q − 8)·d for q in 0..15 and the other sign reaches only 7|d|.
     float amax = 0.0f, max = 0.0f;
@@ -138,8 +141,8 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
         max = v[j];
       }
     const float d = max / -8.0f;
-    const float id = reciprocal_scale(d);
-    y[b].d = scale_f16(d, v, b, "quantize_row_q4_0");
+    const float id = detail::reciprocal_scale(d);
+    y[b].d = detail::scale_f16(d, v, kQuantBlock, b, "quantize_row_q4_0");
     // v·id + 8.5 lies in [0.5 − ε, 16.5 + ε]: truncation is round-half-up of v·id, then + 8;
     // 16 (v·id ≥ 7.5) is clamped to 15.
     auto q = [&](int64_t j) {
@@ -152,7 +155,7 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t n) {
 }
 
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
-  const int64_t blocks = block_count(n, "dequantize_row_q8_0");
+  const int64_t blocks = detail::block_count(n, kQuantBlock, "dequantize_row_q8_0");
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(x[b].d);
     for (int64_t j = 0; j < kQuantBlock; ++j) y[b * kQuantBlock + j] = static_cast<float>(x[b].qs[j]) * d;
@@ -160,7 +163,7 @@ void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n) {
 }
 
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
-  const int64_t blocks = block_count(n, "dequantize_row_q4_0");
+  const int64_t blocks = detail::block_count(n, kQuantBlock, "dequantize_row_q4_0");
   for (int64_t b = 0; b < blocks; ++b) {
     const float d = f16_to_f32(x[b].d);
     float* out = y + b * kQuantBlock;
