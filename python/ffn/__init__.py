@@ -16,7 +16,8 @@ from . import _core
 Error = _core.Error
 __version__ = _core.__version__
 __all__ = ["Block", "InferenceBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
-           "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "Error"]
+           "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "dequantize", "quantize", "QUANT_TYPES",
+           "Error"]
 
 
 def active_isa():
@@ -24,6 +25,28 @@ def active_isa():
     this CPU supports unless FFN_ISA names another). On avx512_bf16 bf16 inference blocks round
     their activations to bf16 for the dot products (see the README's accuracy table)."""
     return _core.active_isa()
+
+
+QUANT_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k",
+               "q6_k", "iq4_xs")
+
+
+def dequantize(raw, type, n):
+    """The n float32 values that `raw` (bytes, or a C-contiguous uint8 array: ggml's stored
+    bytes, as in a GGUF tensor) holds in stored type `type`, one of QUANT_TYPES (ggml's
+    lower-case names). ggml's dequantize_row_<type>, bit for bit. n must be a multiple of the
+    type's block (32 values; 256 for q2_k … q6_k and iq4_xs) and raw exactly n values' bytes.
+    Returns a 1-D float32 array."""
+    return _core.dequantize(raw, type, n)
+
+
+def quantize(x, type):
+    """The stored bytes of float32 x — one row [n] or rows [rows, n], each row quantised on
+    its own — in stored type `type` (see dequantize), as ggml's reference quantiser
+    quantize_row_<type>_ref (no importance matrix) writes them, byte for byte. n must be a
+    multiple of the type's block; a non-finite value or a block whose scale does not fit
+    binary16 is an ffn.Error. Returns uint8 [bytes] or [rows, bytes per row]."""
+    return _core.quantize(x, type)
 
 
 class _BlockShape:

@@ -14,6 +14,8 @@
 
 namespace py = pybind11;
 
+void bind_quant(py::module_& m);  // quant_bindings.cpp: dequantize / quantize of ggml's stored types
+
 namespace {
 
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
@@ -236,4 +238,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
+  bind_quant(m);
 }
