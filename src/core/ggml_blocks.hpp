@@ -121,7 +121,11 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) 
 // non-negative multiple of the type's block (32 or 256). Dequantisation is ggml's
 // dequantize_row_<t>, the same f32 operations in the same order (so bit for bit what ggml and
 // gguf-py compute). Quantisation is ggml's reference quantiser, byte for byte; a non-finite x
-// is an ffn::Error naming the element, as quantize_row_q4_0 does.
+// is an ffn::Error naming the element, as quantize_row_q4_0 does, and a block whose scale (or
+// offset) does not fit binary16 — or, for the super-block and IQ4 types, with |x| > 1e10 — an
+// ffn::Error naming the block. One choice where ggml's bytes are undefined: an IQ4_NL block
+// with every |x| < 1e-15 (d = 0) repeats the previous block's codes, as ggml's reused code
+// array does, and has codes 0 when it is the row's first (ggml: uninitialised memory).
 #define FFN_GGML_BLOCK_TYPES(X) \
   X(q4_1, BlockQ4_1)            \
   X(q5_0, BlockQ5_0)            \
