@@ -8,8 +8,9 @@
 // binary16 conversions are ffn's f32_to_f16 (round to nearest even, as ggml's
 // GGML_FP32_TO_FP16) and the exact f16_to_f32.
 //
-// Where this differs from ggml on purpose: a non-finite x, a scale that does not fit binary16,
-// or |x| above kMaxAbs is an ffn::Error (ggml stores ±Inf/NaN scales or garbage there).
+// Where this differs from ggml on purpose: a non-finite x, a scale or offset that does not fit
+// binary16, or (super-block and IQ4 types) |x| above kMaxAbs is an ffn::Error — ggml stores
+// ±Inf / NaN scales there, or asserts in nearest_int.
 #include "core/ggml_blocks.hpp"
 
 #include <cfloat>

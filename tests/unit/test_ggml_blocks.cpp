@@ -311,12 +311,17 @@ void expect_exact(const char* name, void (*q)(const float*, Block*, int64_t), vo
   for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], x[i]) << name << " i " << i;
 }
 
-std::mt19937 code_rng(2024);
-int random_code(int levels) { return int(code_rng() % uint32_t(levels)); }
+// Random codes 0 … levels − 1, the same for the same seed whatever other tests run.
+struct RandomCodes {
+  std::mt19937 rng;
+  explicit RandomCodes(uint32_t seed) : rng(seed) {}
+  int operator()(int levels) { return int(rng() % uint32_t(levels)); }
+};
 
 // Q4_1 / Q5_1: lo + q·d with d, lo exact binary16 values and both end codes present: the
 // scale (hi − lo)/levels is d itself, x − lo = q·d exactly, and (q·d)·(1/d) = q (d a power of two).
 TEST(GgmlBlocksExact, LinearGridsComeBackExact) {
+  RandomCodes random_code(1);
   for (int levels : {15, 31}) {
     std::vector<float> x(256);
     for (int b = 0; b < 8; ++b) {
@@ -343,6 +348,7 @@ TEST(GgmlBlocksExact, LinearGridsComeBackExact) {
 // x²-weighted least-squares refit Σw·q·x / Σw·q² is exactly d (each numerator term is d times
 // the denominator's, so both sums round alike).
 TEST(GgmlBlocksExact, IQ4_NLCodebookRowsComeBackExact) {
+  RandomCodes random_code(2);
   std::vector<float> x(256);
   for (int b = 0; b < 8; ++b) {
     const float d = std::ldexp(1.0f, b - 6);
@@ -356,6 +362,7 @@ TEST(GgmlBlocksExact, IQ4_NLCodebookRowsComeBackExact) {
 // least-squares scale is exactly D·l_s as for IQ4_NL, its 6-bit code l_s, and re-coding
 // against D·l_s finds the same indices.
 TEST(GgmlBlocksExact, IQ4_XSCodebookRowsComeBackExact) {
+  RandomCodes random_code(3);
   const int l[8] = {-32, 16, -8, 4, 2, -1, 8, -16};
   std::vector<float> x(512);
   for (int sb = 0; sb < 2; ++sb)
@@ -372,6 +379,7 @@ TEST(GgmlBlocksExact, IQ4_XSCodebookRowsComeBackExact) {
 // (Q6_K: −128, Q3_K: −32), so that the super-block scale is d: each sub-block's least-squares
 // scale is exactly d·sc_s, its code sc_s, and re-coding divides exactly.
 TEST(GgmlBlocksExact, Q6_KAndQ3_KGridRowsComeBackExact) {
+  RandomCodes random_code(4);
   {
     const int sc[16] = {-128, 64, -32, 16, 8, -4, 2, 1, -64, 32, 16, -8, 4, 2, -1, 1};
     std::vector<float> x(256);
@@ -396,7 +404,8 @@ TEST(GgmlBlocksExact, Q6_KAndQ3_KGridRowsComeBackExact) {
 // round back to d and dmin in binary16, every scale and min code is top, and re-coding against
 // d·top and dmin·top divides exactly.
 TEST(GgmlBlocksExact, KQuantGridRowsComeBackExact) {
-  auto row = [](int sub, int levels, float s, float m) {
+  RandomCodes random_code(5);
+  auto row = [&](int sub, int levels, float s, float m) {
     std::vector<float> x(512);
     for (size_t i = 0; i < x.size(); ++i) {
       const int j = int(i % size_t(sub));
