@@ -14,18 +14,22 @@
 namespace ffn {
 
 // f32 and the 16-bit floats store one weight per element; q8_0 / q4_0 are ggml's block
-// formats: 32 weights of one row per block with a binary16 scale (34 and 18 bytes). A block
-// format needs each row's length to be a multiple of its block. Biases are always f32.
-enum class WeightType { f32, bf16, f16, q8_0, q4_0 };
+// formats: 32 weights of one row per block with a binary16 scale (34 and 18 bytes); q6_K …
+// q2_K ggml's K-quants: super-blocks of 256 weights of one row in sub-blocks of 16 or 32
+// with integer scales (and mins), `ffn types` gives each layout. A block format needs each
+// row's length to be a multiple of its block. Biases are always f32.
+enum class WeightType { f32, bf16, f16, q8_0, q4_0, q6_K, q5_K, q4_K, q3_K, q2_K };
 
 // What the forward kernels of a type take as activations: f32 rows; bf16 rows (x and h
-// rounded to bf16 once per forward, for AVX512_BF16's dot product); or q8_0 blocks (x and h
-// quantised as ggml's quantize_row_q8_0 does, for integer dot products).
-enum class ActivationFormat { f32, bf16, q8_0 };
+// rounded to bf16 once per forward, for AVX512_BF16's dot product); q8_0 blocks (x and h
+// quantised as ggml's quantize_row_q8_0 does, for integer dot products); or q8_K blocks
+// (256 values, an f32 scale and sums of 16, ggml's quantize_row_q8_K: the K-quants'
+// integer dot products).
+enum class ActivationFormat { f32, bf16, q8_0, q8_K };
 
 struct WeightTypeInfo {
   WeightType type;
-  std::string_view name;     // "q8_0", as ggml and GGUF files name it
+  std::string_view name;     // "q8_0", "q4_K", as ggml names it (parse_weight_type ignores case)
   uint32_t gguf_type;        // ggml's type number in GGUF tensor infos
   int64_t block_elements;    // weights per block (1 for the element types)
   int64_t block_bytes;       // bytes per block

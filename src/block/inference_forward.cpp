@@ -62,9 +62,21 @@ struct StageInput {
   PanelKernel kernel;
   WeightType type;
   Q8Buffer q8;
+  Q8KBuffer q8k;
   uint16_t* bf16 = nullptr;
   ActivationRows rows;
 };
+
+// a ([T][K]) quantised into in.q8k, the threads taking whole super-blocks of every row.
+void quantize_q8k(StageInput& in, ConstMatrixView a, ThreadPool& p) {
+  const int64_t T = a.rows, K = a.cols;
+  p.run([&](int ith, int nth) {
+    const auto [c0, c1] = split_range(K, ith, nth, kernels::kSuperBlockValues);
+    if (c1 > c0)
+      kernels::quantize_q8k_rows(T, K, c0, c1, a.data, a.stride, in.q8k.qs.data(), in.q8k.d.data(),
+                                 in.q8k.bsums.data());
+  });
+}
 
 // `in` for activations a ([T][K]) in the format of type t's kernel on table k: f32 rows as
 // they are; bf16 rows in `bf16_slot` (filled now when fill, else by the caller);
@@ -97,18 +109,25 @@ void set_up_input(StageInput& in, const kernels::KernelTable& k, WeightType t, C
         });
       in.rows.q8 = in.q8.rows();
       return;
+    case ActivationFormat::q8_K:
+      in.q8k = Q8KBuffer(T, K);
+      if (fill) quantize_q8k(in, a, p);
+      in.rows.q8k = in.q8k.rows();
+      return;
   }
 }
 
 // Hidden units [u0, u1) of tokens [t0, t0 + n) of h, complete, written into the down
 // stage's input (q8_0 blocks or bf16; f32 reads h itself). u0 and u1 are whole q8_0 blocks
 // and whole bf16 pairs (panels of 32 or 64 units); the chunk that ends at an odd H writes
-// the bf16 row's padding.
+// the bf16 row's padding. q8_K's super-blocks of 256 units may span chunks, so they are
+// quantised after stage 1 (quantize_q8k), not here.
 void fill_hidden(StageInput& in, MatrixView h, int64_t t0, int64_t n, int64_t u0, int64_t u1,
                  const kernels::KernelTable& k) {
   const int64_t H = h.cols;
   switch (in.kernel.activations) {
-    case ActivationFormat::f32: return;
+    case ActivationFormat::f32:
+    case ActivationFormat::q8_K: return;
     case ActivationFormat::bf16: {
       const int64_t ld = in.rows.bf16_stride;
       k.f32_to_bf16_rows(n, u1 - u0, h.row(t0) + u0, h.stride, in.bf16 + t0 * ld + u0, ld);
@@ -172,6 +191,8 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
     }
     fill_hidden(h_down, h, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel), k);
   });
+
+  if (h_down.kernel.activations == ActivationFormat::q8_K) quantize_q8k(h_down, h, p);
 
   // Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel.
   sweep_panels(p, T, w.down.count, w.down.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {

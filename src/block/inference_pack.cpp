@@ -194,6 +194,7 @@ int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
       case ActivationFormat::f32: return 0;
       case ActivationFormat::bf16: return T * kernels::bf16_panel_rows(K) * 2;
       case ActivationFormat::q8_0: return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
+      case ActivationFormat::q8_K: return T * K + T * K / kernels::kSuperBlockValues * 4 + T * K / 16 * 2;
     }
     return 0;
   };

@@ -860,7 +860,7 @@ void quantize_row_q6_K(const float* x, BlockQ6_K* y, int64_t n) {
 }
 
 // ggml's quantize_row_q8_K_ref: qs = round(−127/max · x) (max: the value of largest
-// magnitude, sign kept; a value of the other sign may round to −128), d = 1/iscale in f32.
+// magnitude, sign kept, maps to −127; the codes lie in −127 … 127), d = 1/iscale in f32.
 void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
   const char* fn = "quantize_row_q8_K";
   const int64_t blocks = block_count(n, kSuperBlock, fn);

@@ -2,10 +2,13 @@
 #include "core/weight_type_table.hpp"
 
 #include <array>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "core/ggml_blocks.hpp"
+#include "core/kq_pack.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 
@@ -88,20 +91,20 @@ PanelKernel bf16_kernel(const KernelTable& k) {
 
 // ---- ggml's 32-blocks: q8_0, q4_0 ----
 
-template <class Block, void (*Quantize)(const float*, Block*, int64_t)>
+template <class Block, void (*Quantize)(const float*, Block*, int64_t), int64_t Elements = kQuantBlock>
 void blocks_from_f32(const float* x, std::byte* row, int64_t n) {
   // The whole row at once (errors name the element of the row), through a copy: the row
   // need not be aligned for Block.
-  std::vector<Block> blocks(static_cast<size_t>(n / kQuantBlock));
+  std::vector<Block> blocks(static_cast<size_t>(n / Elements));
   Quantize(x, blocks.data(), n);
   if (n > 0) std::memcpy(row, blocks.data(), blocks.size() * sizeof(Block));
 }
-template <class Block, void (*Dequantize)(const Block*, float*, int64_t)>
+template <class Block, void (*Dequantize)(const Block*, float*, int64_t), int64_t Elements = kQuantBlock>
 void blocks_to_f32(const std::byte* row, float* out, int64_t n) {
-  for (int64_t b = 0; b < n / kQuantBlock; ++b) {
+  for (int64_t b = 0; b < n / Elements; ++b) {
     Block blk;
     std::memcpy(&blk, row + b * int64_t(sizeof(Block)), sizeof blk);
-    Dequantize(&blk, out + b * kQuantBlock, kQuantBlock);
+    Dequantize(&blk, out + b * Elements, Elements);
   }
 }
 
@@ -148,20 +151,90 @@ PanelKernel q_kernel(const KernelTable& k) {
              int64_t ldc) { k.q_panel_gemm(Type, T, K, a.q8, p, C, ldc); }};
 }
 
+// ---- ggml's K-quants: super-blocks of 256 (kernels/kq_panels.hpp) ----
+
+template <WeightType Type>
+int64_t kq_panel_bytes(int64_t K) {
+  return K / kernels::kSuperBlockValues * kernels::kq_panel_block_bytes(Type);
+}
+template <WeightType Type>
+void kq_into_panel(const KernelTable&, const std::byte* src, int64_t row_bytes, int64_t rows, int64_t K,
+                   std::byte* panel, int64_t j0) {
+  kq_rows_into_panel(Type, src, row_bytes, rows, K, panel, j0);
+}
+template <WeightType Type>
+PanelKernel kq_kernel(const KernelTable& k) {
+  return {k.kq_panel_gemm.name, "exact integer sums per super-block (q8_K activations)", ActivationFormat::q8_K,
+          [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
+             int64_t ldc) { k.kq_panel_gemm(Type, T, K, a.q8k, p, C, ldc); }};
+}
 // The table. GGUF numbers are ggml's enum ggml_type.
-const std::array<WeightTypeTraits, 5> kTable{{
+const std::array<WeightTypeTraits, 10> kTable{{
     {{WeightType::f32, "f32", 0, 1, 4, "IEEE binary32"},
-     f32_to_f32, f32_from_f32, f32_panel_bytes, f32_rows_into_panel, f32_kernel},
+     f32_to_f32,
+     f32_from_f32,
+     f32_panel_bytes,
+     f32_rows_into_panel,
+     f32_kernel},
     {{WeightType::bf16, "bf16", 30, 1, 2, "bfloat16: the upper half of an f32, rounded to nearest even"},
-     bf16_to_f32_row, half_from_f32<f32_to_bf16>, bf16_panel_bytes, bf16_rows_into_panel, bf16_kernel},
+     bf16_to_f32_row,
+     half_from_f32<f32_to_bf16>,
+     bf16_panel_bytes,
+     bf16_rows_into_panel,
+     bf16_kernel},
     {{WeightType::f16, "f16", 1, 1, 2, "IEEE binary16, rounded to nearest even"},
-     f16_to_f32_row, half_from_f32<f32_to_f16>, f16_panel_bytes, f16_rows_into_panel, f16_kernel},
+     f16_to_f32_row,
+     half_from_f32<f32_to_f16>,
+     f16_panel_bytes,
+     f16_rows_into_panel,
+     f16_kernel},
     {{WeightType::q8_0, "q8_0", 8, 32, 34, "ggml Q8_0: 32 int8 weights and a binary16 scale"},
-     blocks_to_f32<BlockQ8_0, dequantize_row_q8_0>, blocks_from_f32<BlockQ8_0, quantize_row_q8_0>,
-     q_panel_bytes<WeightType::q8_0>, q_rows_into_panel<WeightType::q8_0>, q_kernel<WeightType::q8_0>},
+     blocks_to_f32<BlockQ8_0, dequantize_row_q8_0>,
+     blocks_from_f32<BlockQ8_0, quantize_row_q8_0>,
+     q_panel_bytes<WeightType::q8_0>,
+     q_rows_into_panel<WeightType::q8_0>,
+     q_kernel<WeightType::q8_0>},
     {{WeightType::q4_0, "q4_0", 2, 32, 18, "ggml Q4_0: 32 4-bit weights (offset 8) and a binary16 scale"},
-     blocks_to_f32<BlockQ4_0, dequantize_row_q4_0>, blocks_from_f32<BlockQ4_0, quantize_row_q4_0>,
-     q_panel_bytes<WeightType::q4_0>, q_rows_into_panel<WeightType::q4_0>, q_kernel<WeightType::q4_0>},
+     blocks_to_f32<BlockQ4_0, dequantize_row_q4_0>,
+     blocks_from_f32<BlockQ4_0, quantize_row_q4_0>,
+     q_panel_bytes<WeightType::q4_0>,
+     q_rows_into_panel<WeightType::q4_0>,
+     q_kernel<WeightType::q4_0>},
+    {{WeightType::q6_K, "q6_K", 14, 256, 210,
+      "ggml Q6_K: 16 sub-blocks of 16 6-bit weights (offset 32), int8 scales, a binary16 scale"},
+     blocks_to_f32<BlockQ6_K, dequantize_row_q6_K, kSuperBlock>,
+     blocks_from_f32<BlockQ6_K, quantize_row_q6_K, kSuperBlock>,
+     kq_panel_bytes<WeightType::q6_K>,
+     kq_into_panel<WeightType::q6_K>,
+     kq_kernel<WeightType::q6_K>},
+    {{WeightType::q5_K, "q5_K", 13, 256, 176,
+      "ggml Q5_K: 8 sub-blocks of 32 5-bit weights, 6-bit scales and mins, binary16 d and dmin"},
+     blocks_to_f32<BlockQ5_K, dequantize_row_q5_K, kSuperBlock>,
+     blocks_from_f32<BlockQ5_K, quantize_row_q5_K, kSuperBlock>,
+     kq_panel_bytes<WeightType::q5_K>,
+     kq_into_panel<WeightType::q5_K>,
+     kq_kernel<WeightType::q5_K>},
+    {{WeightType::q4_K, "q4_K", 12, 256, 144,
+      "ggml Q4_K: 8 sub-blocks of 32 4-bit weights, 6-bit scales and mins, binary16 d and dmin"},
+     blocks_to_f32<BlockQ4_K, dequantize_row_q4_K, kSuperBlock>,
+     blocks_from_f32<BlockQ4_K, quantize_row_q4_K, kSuperBlock>,
+     kq_panel_bytes<WeightType::q4_K>,
+     kq_into_panel<WeightType::q4_K>,
+     kq_kernel<WeightType::q4_K>},
+    {{WeightType::q3_K, "q3_K", 11, 256, 110,
+      "ggml Q3_K: 16 sub-blocks of 16 3-bit weights (offset 4), 6-bit scales, a binary16 scale"},
+     blocks_to_f32<BlockQ3_K, dequantize_row_q3_K, kSuperBlock>,
+     blocks_from_f32<BlockQ3_K, quantize_row_q3_K, kSuperBlock>,
+     kq_panel_bytes<WeightType::q3_K>,
+     kq_into_panel<WeightType::q3_K>,
+     kq_kernel<WeightType::q3_K>},
+    {{WeightType::q2_K, "q2_K", 10, 256, 84,
+      "ggml Q2_K: 16 sub-blocks of 16 2-bit weights, 4-bit scales and mins, binary16 d and dmin"},
+     blocks_to_f32<BlockQ2_K, dequantize_row_q2_K, kSuperBlock>,
+     blocks_from_f32<BlockQ2_K, quantize_row_q2_K, kSuperBlock>,
+     kq_panel_bytes<WeightType::q2_K>,
+     kq_into_panel<WeightType::q2_K>,
+     kq_kernel<WeightType::q2_K>},
 }};
 
 }  // namespace
@@ -194,8 +267,15 @@ std::string weight_type_names() {
 }
 
 WeightType parse_weight_type(std::string_view name) {
+  auto same = [](std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+        return false;
+    return true;
+  };
   for (const auto& e : kTable)
-    if (e.info.name == name) return e.info.type;
+    if (same(e.info.name, name)) return e.info.type;
   throw Error("weight type '" + std::string(name) + "' is unknown; accepted: " + weight_type_names());
 }
 
@@ -221,9 +301,14 @@ std::string matrix_types_name(const MatrixTypes& t, bool gated) {
 
 std::string_view activation_format_name(ActivationFormat f) {
   switch (f) {
-    case ActivationFormat::f32: return "f32";
-    case ActivationFormat::bf16: return "bf16";
-    case ActivationFormat::q8_0: return "q8_0";
+    case ActivationFormat::f32:
+      return "f32";
+    case ActivationFormat::bf16:
+      return "bf16";
+    case ActivationFormat::q8_0:
+      return "q8_0";
+    case ActivationFormat::q8_K:
+      return "q8_K";
   }
   return "?";
 }

@@ -12,6 +12,7 @@
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
 #include "kernels/activation_kernels.hpp"
+#include "kernels/kq_panels.hpp"
 #include "kernels/named.hpp"
 
 namespace ffn::kernels {
@@ -230,6 +231,26 @@ void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows 
 void quantize_q8_rows(WeightType wtype, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
                       int8_t* qs, float* d, int32_t* corr);
 
+// kq_panel_gemm_<isa>: C[t][j] = Σ_b d_x[t][b]·(d[j][b]·I_b[t][j] − dmin[j][b]·M_b[t][j]) for
+//   j < 64 rows of one K-quant panel of type `type` (kq_panels.hpp: layout, the integers
+//   I and M, and the arithmetic, one f32 chain an element, the same on every ISA), K/256
+//   super-blocks, activations A in q8_K (Q8KRows). C: [T][64], row stride ldc. K a
+//   multiple of 256; T ≥ 0.
+using KQPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                             int64_t ldc);
+void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                          int64_t ldc);
+void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                             int64_t ldc);
+void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                                   int64_t ldc);
+
+// Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
+// multiples of 256) into the Q8KRows arrays of row length K: block for block ggml's
+// quantize_row_q8_K. A non-finite value is an ffn::Error. Portable code.
+void quantize_q8k_rows(int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx, int8_t* qs,
+                       float* d, int16_t* bsums);
+
 // rows_to_panel32_<isa>: panel[k·64 + j0 + r] = value k of row r, for r < rows ≤ 64 − j0
 // and k < n: rows of 32-bit values — f32 weights, or bf16 weights read in pairs (value k
 // holding weights 2k and 2k + 1, as a bf16 pair panel does: bf16_panel_index) — row r at
@@ -263,6 +284,7 @@ void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t
   X(F32GemmNn, f32_gemm_nn)                                    \
   X(F32GemmTnAdd, f32_gemm_tn_add)                             \
   X(QPanelGemm, q_panel_gemm)                                  \
+  X(KQPanelGemm, kq_panel_gemm)                                \
   X(RowsToPanel32, rows_to_panel32)                            \
   X(RowsToPanel16, rows_to_panel16)                            \
   X(F32ActivationRows, f32_activation_rows)                    \

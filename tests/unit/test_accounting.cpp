@@ -59,7 +59,9 @@ TEST(Accounting, DecodeBytesAreWeightsPlusInputAndOutput) {
 
 TEST(Accounting, WeightTypeNames) {
   EXPECT_EQ(parse_weight_type("q4_0"), WeightType::q4_0);
-  EXPECT_THROW(parse_weight_type("q5_k"), Error);
+  EXPECT_EQ(parse_weight_type("q4_K"), WeightType::q4_K);  // ggml's spelling
+  EXPECT_EQ(parse_weight_type("Q5_k"), WeightType::q5_K);  // case does not matter
+  EXPECT_THROW(parse_weight_type("iq2_xxs"), Error);
 }
 
 }  // namespace

@@ -479,7 +479,7 @@ std::vector<std::byte> pattern(int64_t n) {
 }
 
 // Every type of known geometry goes through add_tensor_bytes and back with its size and
-// bytes intact; only the five converted types are readable.
+// bytes intact; only the types ffn converts (the weight-type table's) are readable.
 TEST(GgufStoredTypes, EveryKnownGeometryRoundTrips) {
   TempPath p("geometries.gguf");
   GgufWriter w;
@@ -496,22 +496,24 @@ TEST(GgufStoredTypes, EveryKnownGeometryRoundTrips) {
     EXPECT_EQ(t.elements, 6 * g.block) << g.name;
     ASSERT_EQ(t.bytes, 6 * g.bytes) << g.name;
     EXPECT_EQ(std::memcmp(t.data, pattern(t.bytes).data(), size_t(t.bytes)), 0) << g.name;
-    const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30;
+    const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30 ||
+                           (g.type >= 10 && g.type <= 14);  // f32 f16 q4_0 q8_0 bf16, q2_K … q6_K
     EXPECT_EQ(f.readable(g.name), converted) << g.name;
   }
   EXPECT_FALSE(f.readable("missing"));
 }
 
-// A llama.cpp-style file: token_embd.weight in q4_K beside q8_0 MLP weights. It opens, the
-// MLP reads as before and loads as a block; only reading the q4_K tensor is an error.
-TEST(GgufStoredTypes, Q4KTokenEmbeddingBesideQ8_0Mlp) {
-  TempPath p("q4k_embd.gguf");
+// A llama.cpp-style file: token_embd.weight in iq2_xxs (a type ffn does not read) beside
+// q8_0 MLP weights. It opens, the MLP reads as before and loads as a block; only reading the
+// iq2_xxs tensor is an error.
+TEST(GgufStoredTypes, UnreadTokenEmbeddingBesideQ8_0Mlp) {
+  TempPath p("iq2_embd.gguf");
   const int64_t D = 64, H = 96, vocab = 5;
   const auto gate = random_floats(size_t(D * H), 1), up = random_floats(size_t(D * H), 2),
              down = random_floats(size_t(H * D), 3);
-  const auto embd = pattern(vocab * 144);  // ne = {256, 5}: one q4_K block per row
+  const auto embd = pattern(vocab * 66);  // ne = {256, 5}: one iq2_xxs block per row
   GgufWriter w;
-  w.add_tensor_bytes("token_embd.weight", 12, {256, vocab}, embd.data(), int64_t(embd.size()));
+  w.add_tensor_bytes("token_embd.weight", 16, {256, vocab}, embd.data(), int64_t(embd.size()));
   w.add_tensor("blk.0.ffn_gate.weight", GgmlType::q8_0, {D, H}, gate.data());
   w.add_tensor("blk.0.ffn_up.weight", GgmlType::q8_0, {D, H}, up.data());
   w.add_tensor("blk.0.ffn_down.weight", GgmlType::q8_0, {H, D}, down.data());
@@ -519,9 +521,9 @@ TEST(GgufStoredTypes, Q4KTokenEmbeddingBesideQ8_0Mlp) {
 
   GgufFile f(p.str());
   const auto& e = f.tensor("token_embd.weight");
-  EXPECT_EQ(e.type, GgmlType(12));
+  EXPECT_EQ(e.type, GgmlType(16));
   EXPECT_EQ(e.elements, 256 * vocab);
-  EXPECT_EQ(e.bytes, 144 * vocab);
+  EXPECT_EQ(e.bytes, 66 * vocab);
   EXPECT_FALSE(f.readable("token_embd.weight"));
   EXPECT_TRUE(f.readable("blk.0.ffn_up.weight"));
 
@@ -532,10 +534,10 @@ TEST(GgufStoredTypes, Q4KTokenEmbeddingBesideQ8_0Mlp) {
 
   std::vector<float> out(size_t(e.elements));
   expect_error([&] { f.read_f32("token_embd.weight", out.data()); },
-               {p.str().c_str(), "tensor 'token_embd.weight' has type q4_K (12)", "does not convert",
-                "it reads F32, BF16, F16, Q8_0, Q4_0"});
+               {p.str().c_str(), "tensor 'token_embd.weight' has type iq2_xxs (16)", "does not convert",
+                "it reads F32, BF16, F16, Q8_0, Q4_0, Q6_K, Q5_K, Q4_K, Q3_K, Q2_K"});
   expect_error([&] { f.read_f32_window("token_embd.weight", 0, 1, 0, 256, out.data()); },
-               {p.str().c_str(), "tensor 'token_embd.weight'", "q4_K", "F32, BF16, F16, Q8_0, Q4_0"});
+               {p.str().c_str(), "tensor 'token_embd.weight'", "iq2_xxs", "F32, BF16, F16, Q8_0, Q4_0"});
 
   LoadOptions o;
   o.variant = parse_variant("swiglu");
@@ -597,7 +599,10 @@ TEST(GgufWriterErrors, RejectsWhatGgmlCouldNotRead) {
   expect_error([&] { w.add_tensor("n", GgmlType::f32, {-1}, x.data()); }, {"negative dimension in [-1]"});
   expect_error([&] { w.add_tensor(std::string(64, 'x'), GgmlType::f32, {1}, x.data()); }, {"64 bytes"});
   expect_error([&] { w.add_tensor("t", GgmlType(12), {32}, x.data()); },
-               {"tensor 't'", "type 12 (q4_K) is not one of F32, BF16, F16, Q8_0, Q4_0", "add_tensor_bytes"});
+               {"tensor 't'", "ne[0] = 32 is not a multiple of the block size 256"});
+  std::vector<float> row(256, 1.0f);
+  expect_error([&] { w.add_tensor("t", GgmlType(16), {256}, row.data()); },
+               {"tensor 't'", "type 16 (iq2_xxs) is not one of F32, BF16, F16, Q8_0, Q4_0, Q6_K", "add_tensor_bytes"});
   expect_error([&] { w.add_tensor("t", GgmlType::f16, {2, 3}, nullptr); }, {"no data for 6 elements"});
   w.add_tensor("a", GgmlType::f32, {1}, x.data());
   expect_error([&] { w.add_tensor("a", GgmlType::f32, {1}, x.data()); }, {"tensor 'a' was already added"});
@@ -625,20 +630,21 @@ TEST(GgufTypes, NamesFollowGgml) {
 // the table names, and reads back the table's exact widening of them. A table entry whose
 // GGUF number or block bytes disagreed with ggml's would fail here.
 TEST(GgufTypes, EveryWeightTypeRoundTripsThroughItsGgufNumber) {
-  const auto x = random_floats(64 * 3, 4);
+  const int64_t K = 256;  // a whole block of every type
+  const auto x = random_floats(K * 3, 4);
   for (const auto& t : weight_types()) {
     TempPath p("weight_type.gguf");
     GgufWriter w;
-    w.add_tensor("m", static_cast<GgmlType>(t.gguf_type), {64, 3}, x.data());
+    w.add_tensor("m", static_cast<GgmlType>(t.gguf_type), {K, 3}, x.data());
     w.write(p.str());
     const GgufFile f(p.str());
-    ASSERT_EQ(f.tensor("m").bytes, 3 * t.row_bytes(64)) << t.name;
+    ASSERT_EQ(f.tensor("m").bytes, 3 * t.row_bytes(K)) << t.name;
     EXPECT_EQ(ggml_type_name(f.tensor("m").type), t.name);
     EXPECT_TRUE(f.readable("m")) << t.name;
-    std::vector<float> back(64 * 3);
+    std::vector<float> back(K * 3);
     f.read_f32("m", back.data());
-    Block rounded({{false, Activation::relu}, 64, 3, false});
-    for (int64_t i = 0; i < 64 * 3; ++i) rounded.weights().up.data()[i] = x[size_t(i)];
+    Block rounded({{false, Activation::relu}, K, 3, false});
+    for (int64_t i = 0; i < K * 3; ++i) rounded.weights().up.data()[i] = x[size_t(i)];
     round_weights_to(rounded, MatrixTypes{WeightType::f32, t.type, WeightType::f32});
     EXPECT_EQ(0, std::memcmp(back.data(), rounded.weights().up.data(), sizeof(float) * back.size())) << t.name;
   }

@@ -14,9 +14,13 @@
 //       δh = L·δu                                (2-matrix);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
+//   q6_K … q2_K: the same with the activations quantised to q8_K (blocks of 256, an f32
+//     scale): e(a) = a/254 + a·2⁻²⁰ (half a step, and the f32 scale's rounding with margin),
+//     a the largest magnitude of the value's block of 256.
 //   A mix of types meets the bound of its widest terms: the quantisation term where any
-//     matrix is q8_0 / q4_0 and the bf16 rounding where any is bf16 (each bounds the stages
-//     that do not quantise or round, too).
+//     matrix is an integer type (each stage with the block of its activations' format) and
+//     the bf16 rounding where any is bf16 (each bounds the stages that do not quantise or
+//     round, too).
 // A wrong nibble order or a doubled block scale falls outside it (checked below).
 #include <gtest/gtest.h>
 
@@ -26,14 +30,14 @@
 #include <vector>
 
 #include "block/reference_math.hpp"
-#include "kernels/kernels.hpp"
-#include "parallel/scratch.hpp"
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
-#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
 #include "forward_checks.hpp"
 #include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 #include "random_data.hpp"
 
 namespace ffn {
@@ -43,27 +47,36 @@ using test::random_matrix;
 
 using test::all_variants;
 
-// Per-value error of q8_0 quantisation in a block whose largest magnitude is a.
-double q8_error(double a) { return a / 254.0 + 127.0 * std::max(a / 127.0 * 0x1p-11, 0x1p-25) + a * 0x1p-20; }
+// Per-value error of q8_0 (blocks of 32, binary16 scale) or q8_K (blocks of 256, f32 scale)
+// quantisation in a block whose largest magnitude is a.
+double q8_error(double a, size_t block) {
+  if (block == 256) return a / 254.0 + a * 0x1p-20;
+  return a / 254.0 + 127.0 * std::max(a / 127.0 * 0x1p-11, 0x1p-25) + a * 0x1p-20;
+}
 
-// e_k for each value of v (blocks of 32).
-std::vector<double> q8_errors(const std::vector<double>& v) {
+// e_k for each value of v (blocks of `block`: 32 for q8_0, 256 for q8_K).
+std::vector<double> q8_errors(const std::vector<double>& v, size_t block) {
   std::vector<double> e(v.size());
-  for (size_t b = 0; b < v.size(); b += 32) {
+  for (size_t b = 0; b < v.size(); b += block) {
     double a = 0;
-    for (size_t j = b; j < b + 32; ++j) a = std::max(a, std::fabs(v[j]));
-    for (size_t j = b; j < b + 32; ++j) e[j] = q8_error(a);
+    for (size_t j = b; j < b + block; ++j) a = std::max(a, std::fabs(v[j]));
+    for (size_t j = b; j < b + block; ++j) e[j] = q8_error(a, block);
   }
   return e;
 }
 
+// The activation blocks of each stage: x's (the first stage's format) and h's (down's).
+struct QuantBlocks {
+  size_t x = 32, h = 32;
+};
+
 // The contract's quantisation term δy for one token of an f32 block.
-std::vector<double> quantisation_bound(const Block& block, const float* x) {
+std::vector<double> quantisation_bound(const Block& block, const float* x, QuantBlocks blocks) {
   const auto& c = block.config();
   const auto& w = block.weights();
   const int64_t D = c.d_model, H = c.hidden;
   std::vector<double> xv(x, x + D);
-  const auto ex = q8_errors(xv);
+  const auto ex = q8_errors(xv, blocks.x);
   auto project = [&](const Matrix& m, const Matrix& bias, int64_t n, double& value, double& err) {
     value = bias.empty() ? 0.0 : bias.data()[n];
     err = 0;
@@ -87,7 +100,7 @@ std::vector<double> quantisation_bound(const Block& block, const float* x) {
       h_mag[size_t(n)] = std::fabs(reference::activation(c.variant.activation, u)) + dh[size_t(n)];
     }
   }
-  const auto eh = q8_errors(h_mag);
+  const auto eh = q8_errors(h_mag, blocks.h);
   std::vector<double> dy(static_cast<size_t>(D));
   for (int64_t n = 0; n < D; ++n)
     for (int64_t k = 0; k < H; ++k)
@@ -98,13 +111,14 @@ std::vector<double> quantisation_bound(const Block& block, const float* x) {
 // Largest |y − reference| / bound over all outputs, the reference being `f32` (the block's
 // rounded weights); the bound includes the quantisation term when `quantised`, and the
 // activations' rounding (as reference_forward_token) when operand_rounding > 0.
-double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quantised, double operand_rounding = 0.0) {
+double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quantised, double operand_rounding = 0.0,
+                   QuantBlocks blocks = {}) {
   const int64_t D = f32.config().d_model;
   std::vector<double> ref(static_cast<size_t>(D)), bound(static_cast<size_t>(D));
   double worst = 0;
   for (int64_t t = 0; t < x.rows(); ++t) {
     reference_forward_token(f32, x.row(t), ref.data(), bound.data(), operand_rounding);
-    const auto dq = quantised ? quantisation_bound(f32, x.row(t)) : std::vector<double>(size_t(D));
+    const auto dq = quantised ? quantisation_bound(f32, x.row(t), blocks) : std::vector<double>(size_t(D));
     for (int64_t i = 0; i < D; ++i) {
       const double r = std::fabs(double(y.row(t)[i]) - ref[size_t(i)]) / (bound[size_t(i)] + dq[size_t(i)]);
       worst = std::isnan(r) ? INFINITY : std::max(worst, r);
@@ -113,8 +127,12 @@ double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quan
   return worst;
 }
 
-bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0; }
+bool is_kquant(WeightType t) { return kernels::is_kq_type(t); }
+bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0 || is_kquant(t); }
 bool any_integer(const MatrixTypes& t) { return is_integer(t.gate) || is_integer(t.up) || is_integer(t.down); }
+QuantBlocks quant_blocks(const MatrixTypes& t) {
+  return {is_kquant(t.gate) || is_kquant(t.up) ? 256u : 32u, is_kquant(t.down) ? 256u : 32u};
+}
 
 const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};
 // Mixes as quantisation mixes store them (gate and up in one type, down in another: one
@@ -130,7 +148,7 @@ struct Shape {
 };
 // T below, at and above a strip of tokens and the kernels' token block (256); D and H
 // multiples of 32, one not a multiple of 64, with and without bias.
-const Shape kShapes[] = {{32, 64, 1, false}, {64, 96, 3, true},    {96, 160, 7, false},
+const Shape kShapes[] = {{32, 64, 1, false},  {64, 96, 3, true},  {96, 160, 7, false},
                          {64, 96, 100, true}, {32, 224, 2, true}, {32, 64, 515, false}};
 
 class InferenceTypes : public testing::TestWithParam<Isa> {};
@@ -148,8 +166,12 @@ Block rounded_copy(const Block& block, const MatrixTypes& types) {
   Block out(block.config());
   const auto& w = block.weights();
   auto& o = out.weights();
-  for (auto [dst, src] : {std::pair{&o.gate, &w.gate}, {&o.up, &w.up}, {&o.down, &w.down},
-                          {&o.gate_bias, &w.gate_bias}, {&o.up_bias, &w.up_bias}, {&o.down_bias, &w.down_bias}})
+  for (auto [dst, src] : {std::pair{&o.gate, &w.gate},
+                          {&o.up, &w.up},
+                          {&o.down, &w.down},
+                          {&o.gate_bias, &w.gate_bias},
+                          {&o.up_bias, &w.up_bias},
+                          {&o.down_bias, &w.down_bias}})
     *dst = src->clone();
   round_weights_to(out, types);
   return out;
@@ -162,7 +184,9 @@ void expect_within_contract(const Block& f32, const MatrixTypes& types, const Ma
   const Block rounded = rounded_copy(f32, types);
   Matrix y(x.rows(), x.cols());
   fast.forward(x.view(), y.view(), &pool);
-  EXPECT_LE(worst_ratio(rounded, x, y, any_integer(types), bf16_operand_rounding(active_isa(), types)), 1.0)
+  EXPECT_LE(
+      worst_ratio(rounded, x, y, any_integer(types), bf16_operand_rounding(active_isa(), types), quant_blocks(types)),
+      1.0)
       << what << " " << matrix_types_name(types, f32.config().variant.gated);
 }
 
@@ -177,6 +201,33 @@ TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
                                " T=" + std::to_string(s.tokens) + " bias=" + std::to_string(s.bias);
       for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
       for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
+    }
+}
+
+// The K-quants need rows of whole super-blocks (D and H multiples of 256). Each type alone,
+// llama.cpp's mixes (Q4_K_M / Q5_K_M: down in Q6_K on some layers; Q3_K_M, Q2_K) and mixes
+// with the 32-block and 16-bit types, whose stages take different activation formats.
+const WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K, WeightType::q3_K, WeightType::q2_K};
+const MatrixTypes kKMixes[] = {
+    {WeightType::q4_K, WeightType::q4_K, WeightType::q6_K}, {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
+    {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K}, {WeightType::q2_K, WeightType::q2_K, WeightType::q3_K},
+    {WeightType::q4_K, WeightType::q4_K, WeightType::q8_0}, {WeightType::q8_0, WeightType::q4_K, WeightType::bf16},
+    {WeightType::f16, WeightType::q6_K, WeightType::q4_0}};
+const Shape kKShapes[] = {{256, 256, 1, false}, {256, 512, 5, true}, {512, 256, 20, false}};
+
+TEST_P(InferenceTypes, KQuantTypesAndMixesWithinTheirContract) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  // A gated and a 2-matrix variant: the stages' activation formats are what the types change.
+  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
+    for (const Shape& s : kKShapes) {
+      const Block f32 = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
+      const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
+      const std::string what = variant_name(v) + " d=" + std::to_string(s.d) + " hidden=" + std::to_string(s.hidden) +
+                               " T=" + std::to_string(s.tokens) + " bias=" + std::to_string(s.bias);
+      for (WeightType t : kKTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
+      if (v.gated)
+        for (const MatrixTypes& m : kKMixes) expect_within_contract(f32, m, x, pool, what);
     }
 }
 
@@ -206,33 +257,42 @@ TEST_P(InferenceTypes, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
 
 TEST_P(InferenceTypes, BitIdenticalForAnyThreadCountAndBatch) {
   test::ScopedIsa isa(GetParam());
-  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}}) {
-    const Block f32 = Block::random({v, 96, 224, true}, 3);
-    std::vector<MatrixTypes> all(std::begin(kMixes), std::end(kMixes));
-    for (WeightType t : kTypes) all.push_back(MatrixTypes::all(t));
-    for (const MatrixTypes& types : all) {
-      const InferenceBlock fast(f32, types);
-      for (int64_t T : {3, 100, 515}) {
-        const Matrix x = random_matrix(T, 96, 5, 2.0f);
-        Matrix first(T, 96);
-        ThreadPool one(1);
-        fast.forward(x.view(), first.view(), &one);
-        for (int threads : {2, 3}) {
-          ThreadPool pool(threads);
-          Matrix y(T, 96);
-          fast.forward(x.view(), y.view(), &pool);
-          for (int64_t i = 0; i < y.size(); ++i)
-            ASSERT_EQ(first.data()[i], y.data()[i]) << matrix_types_name(types, v.gated) << " T=" << T
-                                                    << " threads=" << threads << " element " << i;
+  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
+    for (const bool k_quants : {false, true}) {
+      // D and H: multiples of 32 but not all of 64 for the 32-block types; of 256 for the K-quants.
+      const int64_t D = k_quants ? 256 : 96, H = k_quants ? 512 : 224;
+      const Block f32 = Block::random({v, D, H, true}, 3);
+      std::vector<MatrixTypes> all;
+      if (k_quants) {
+        all.assign(std::begin(kKMixes), std::end(kKMixes));
+        for (WeightType t : kKTypes) all.push_back(MatrixTypes::all(t));
+      } else {
+        all.assign(std::begin(kMixes), std::end(kMixes));
+        for (WeightType t : kTypes) all.push_back(MatrixTypes::all(t));
+      }
+      for (const MatrixTypes& types : all) {
+        const InferenceBlock fast(f32, types);
+        for (int64_t T : {3, 100, 515}) {
+          const Matrix x = random_matrix(T, D, 5, 2.0f);
+          Matrix first(T, D);
+          ThreadPool one(1);
+          fast.forward(x.view(), first.view(), &one);
+          for (int threads : {2, 3}) {
+            ThreadPool pool(threads);
+            Matrix y(T, D);
+            fast.forward(x.view(), y.view(), &pool);
+            for (int64_t i = 0; i < y.size(); ++i)
+              ASSERT_EQ(first.data()[i], y.data()[i])
+                  << matrix_types_name(types, v.gated) << " T=" << T << " threads=" << threads << " element " << i;
+          }
+          // The last token alone gives its bits in the batch.
+          Matrix alone(1, D);
+          fast.forward({x.row(T - 1), 1, D, D}, alone.view(), &one);
+          for (int64_t i = 0; i < D; ++i)
+            ASSERT_EQ(first.row(T - 1)[i], alone.data()[i]) << matrix_types_name(types, v.gated) << " T=" << T;
         }
-        // The last token alone gives its bits in the batch.
-        Matrix alone(1, 96);
-        fast.forward({x.row(T - 1), 1, 96, 96}, alone.view(), &one);
-        for (int64_t i = 0; i < 96; ++i)
-          ASSERT_EQ(first.row(T - 1)[i], alone.data()[i]) << matrix_types_name(types, v.gated) << " T=" << T;
       }
     }
-  }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(InferenceTypes);

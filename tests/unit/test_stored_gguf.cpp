@@ -112,24 +112,24 @@ TEST(StoredGguf, InferenceBlockChecksStoredShapesAndSizes) {
   EXPECT_EQ(0, std::memcmp(decoded.data(), rounded.weights().down.data(), sizeof(float) * size_t(decoded.size())));
 }
 
-// A llama.cpp file keeps its token embedding (and often more) in K-quants ffn does not
-// read: the MLP still loads; a block tensor in such a type is an error naming it, its type
-// and the types ffn reads.
+// A llama.cpp file may keep its token embedding (and more) in types ffn does not read
+// (i-quants such as IQ2_XXS): the MLP still loads; a block tensor in such a type is an error
+// naming it, its type and the types ffn reads.
 TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
-  // D = 256: a row of the up projection is one q4_K super-block (ggml type 12: 256 weights
-  // in 144 bytes; the bytes' values do not matter here).
+  // D = 256: a row of the up projection is one iq2_xxs super-block (ggml type 16: 256
+  // weights in 66 bytes; the bytes' values do not matter here).
   const BlockConfig c{{true, Activation::swish}, 256, 64, false};
   const Block f32 = Block::random(c, 5);
   const auto& w = f32.weights();
   const int64_t D = c.d_model, H = c.hidden;
-  auto write = [&](const std::string& path, bool up_in_q4k) {
-    const std::vector<std::byte> q4k(size_t(144 * H), std::byte{0x11});
+  auto write = [&](const std::string& path, bool up_unread) {
+    const std::vector<std::byte> iq2(size_t(66 * H), std::byte{0x11});
     GgufWriter g;
     g.set_string("general.architecture", "llama");
-    g.add_tensor_bytes("token_embd.weight", 12, {256, H}, q4k.data(), int64_t(q4k.size()));
+    g.add_tensor_bytes("token_embd.weight", 16, {256, H}, iq2.data(), int64_t(iq2.size()));
     g.add_tensor("blk.0.ffn_gate.weight", GgmlType::q8_0, {D, H}, w.gate.data());
-    if (up_in_q4k)
-      g.add_tensor_bytes("blk.0.ffn_up.weight", 12, {D, H}, q4k.data(), int64_t(q4k.size()));
+    if (up_unread)
+      g.add_tensor_bytes("blk.0.ffn_up.weight", 16, {D, H}, iq2.data(), int64_t(iq2.size()));
     else
       g.add_tensor("blk.0.ffn_up.weight", GgmlType::q8_0, {D, H}, w.up.data());
     g.add_tensor("blk.0.ffn_down.weight", GgmlType::q8_0, {H, D}, w.down.data());
@@ -142,8 +142,8 @@ TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
   EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, WeightType::q8_0), random_tokens(2, D)));
   EXPECT_NO_THROW((void)load_block(dir.file("ok.gguf")));
   write(dir.file("bad.gguf"), true);
-  test::expect_error([&] { (void)load_inference_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "q4_K", "Q8_0"});
-  test::expect_error([&] { (void)load_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "q4_K"});
+  test::expect_error([&] { (void)load_inference_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs", "Q8_0"});
+  test::expect_error([&] { (void)load_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs"});
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ KernelTable avx2_entries() {
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_avx2_6x16),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_avx2_6x16),
       .q_panel_gemm = FFN_KERNEL(q_panel_gemm_avx2_1x64),
+      .kq_panel_gemm = FFN_KERNEL(kq_panel_gemm_avx2_1x64),
       .rows_to_panel32 = FFN_KERNEL(rows_to_panel32_avx2),
       .rows_to_panel16 = FFN_KERNEL(rows_to_panel16_avx2),
       .f32_activation_rows = FFN_KERNEL(f32_activation_rows_avx2),

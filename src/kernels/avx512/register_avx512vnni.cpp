@@ -9,6 +9,7 @@ KernelTable avx512_vnni_entries() {
   return {
       .isa = Isa::avx512_vnni,
       .q_panel_gemm = FFN_KERNEL(q_panel_gemm_avx512vnni_2x64),
+      .kq_panel_gemm = FFN_KERNEL(kq_panel_gemm_avx512vnni_2x64),
   };
 }
 

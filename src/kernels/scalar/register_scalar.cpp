@@ -17,6 +17,7 @@ const KernelTable& table_scalar() {
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_scalar),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_scalar),
       .q_panel_gemm = FFN_KERNEL(q_panel_gemm_scalar),
+      .kq_panel_gemm = FFN_KERNEL(kq_panel_gemm_scalar),
       .rows_to_panel32 = FFN_KERNEL(rows_to_panel32_scalar),
       .rows_to_panel16 = FFN_KERNEL(rows_to_panel16_scalar),
       .f32_activation_rows = FFN_KERNEL(f32_activation_rows_scalar),

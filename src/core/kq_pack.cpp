@@ -1,0 +1,151 @@
+// Decoding ggml's K-quant super-blocks (the layouts of core/ggml_blocks.hpp, as ggml's
+// dequantize_row_q*_K reads them) into integers, and laying them into panels.
+#include "core/kq_pack.hpp"
+
+#include <cstring>
+
+#include "core/ggml_blocks.hpp"
+#include "ffn/error.hpp"
+#include "kernels/kq_panels.hpp"
+
+namespace ffn {
+namespace {
+
+template <class Block>
+Block read_block(const std::byte* p) {
+  Block b;
+  std::memcpy(&b, p, sizeof b);
+  return b;
+}
+
+// Q4_K and Q5_K: 8 sub-blocks of 32; sub-blocks 2i and 2i+1 are the low and high nibbles of
+// qs[32i … 32i+31]; Q5_K's fifth bits: bit 2i (2i+1) of qh[l] for value l of sub-block 2i
+// (2i+1).
+template <class Block>
+void unpack_k4(const Block& b, SuperBlockInts& out, const uint8_t* qh) {
+  out.d = b.d;
+  out.dmin = b.dmin;
+  for (int u = 0; u < 8; ++u) {
+    uint8_t scale, min;
+    k4_scale_min(u, b.scales, scale, min);
+    out.sc[u] = static_cast<int8_t>(scale);
+    out.m[u] = min;
+  }
+  for (int i = 0; i < 4; ++i)
+    for (int l = 0; l < 32; ++l) {
+      uint8_t lo = b.qs[32 * i + l] & 0x0F, hi = b.qs[32 * i + l] >> 4;
+      if (qh) {
+        lo |= ((qh[l] >> (2 * i)) & 1) << 4;
+        hi |= ((qh[l] >> (2 * i + 1)) & 1) << 4;
+      }
+      out.q[64 * i + l] = lo;
+      out.q[64 * i + 32 + l] = hi;
+    }
+}
+
+// Q6_K: in each half of 128 values, value l (l < 32) is ql[l]'s low nibble with qh[l]'s bits
+// 0–1 above it, value 32 + l ql[32 + l]'s low with bits 2–3, 64 + l ql[l]'s high with bits
+// 4–5, 96 + l ql[32 + l]'s high with bits 6–7; q − 32 is the signed value.
+void unpack_q6(const BlockQ6_K& b, SuperBlockInts& out) {
+  out.d = b.d;
+  for (int u = 0; u < 16; ++u) out.sc[u] = b.scales[u];
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = b.ql + 64 * half;
+    const uint8_t* qh = b.qh + 32 * half;
+    uint8_t* q = out.q + 128 * half;
+    for (int l = 0; l < 32; ++l) {
+      q[l] = (ql[l] & 0x0F) | ((qh[l] & 3) << 4);
+      q[32 + l] = (ql[32 + l] & 0x0F) | (((qh[l] >> 2) & 3) << 4);
+      q[64 + l] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+      q[96 + l] = (ql[32 + l] >> 4) | (((qh[l] >> 6) & 3) << 4);
+    }
+  }
+}
+
+// Q3_K and Q2_K: in each half of 128 values, value 32j + l (l < 16) is bits 2j–2j+1 of qs[l]
+// of the half's 32 bytes, value 32j + 16 + l those of qs[16 + l]. Q3_K adds the high bit, bit
+// 4·half + j of hmask[l] (hmask[16 + l]); its value is q − 4. Q3_K's 16 scales are 6 bits
+// (offset 32): the low nibble of byte u (u < 8) or the high nibble of byte u − 8, the high
+// two bits bits 2(u/4)… of byte 8 + u%4. Q2_K's scales byte is scale | min << 4.
+void unpack_low2(const uint8_t* qs, const uint8_t* hmask, SuperBlockInts& out) {
+  for (int half = 0; half < 2; ++half)
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l) {
+        uint8_t q = (qs[32 * half + l] >> (2 * j)) & 3;
+        if (hmask) q |= ((hmask[l] >> (4 * half + j)) & 1) << 2;
+        out.q[128 * half + 32 * j + l] = q;
+      }
+}
+
+void unpack_q3(const BlockQ3_K& b, SuperBlockInts& out) {
+  out.d = b.d;
+  for (int u = 0; u < 16; ++u) {
+    const int low = u < 8 ? b.scales[u] & 0x0F : b.scales[u - 8] >> 4;
+    const int high = (b.scales[8 + u % 4] >> (2 * (u / 4))) & 3;
+    out.sc[u] = static_cast<int8_t>((low | high << 4) - 32);
+  }
+  unpack_low2(b.qs, b.hmask, out);
+}
+
+void unpack_q2(const BlockQ2_K& b, SuperBlockInts& out) {
+  out.d = b.d;
+  out.dmin = b.dmin;
+  for (int u = 0; u < 16; ++u) {
+    out.sc[u] = static_cast<int8_t>(b.scales[u] & 0x0F);
+    out.m[u] = b.scales[u] >> 4;
+  }
+  unpack_low2(b.qs, nullptr, out);
+}
+
+}  // namespace
+
+void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out) {
+  out = SuperBlockInts{};
+  switch (t) {
+    case WeightType::q4_K:
+      return unpack_k4(read_block<BlockQ4_K>(block), out, nullptr);
+    case WeightType::q5_K: {
+      const auto b = read_block<BlockQ5_K>(block);
+      return unpack_k4(b, out, b.qh);
+    }
+    case WeightType::q6_K:
+      return unpack_q6(read_block<BlockQ6_K>(block), out);
+    case WeightType::q3_K:
+      return unpack_q3(read_block<BlockQ3_K>(block), out);
+    case WeightType::q2_K:
+      return unpack_q2(read_block<BlockQ2_K>(block), out);
+    default:
+      throw Error("unpack_superblock: " + std::string(weight_type_name(t)) + " is not a K-quant type");
+  }
+}
+
+void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, int64_t rows, int64_t K,
+                        std::byte* panel, int64_t j0) {
+  const kernels::KQFormat f = kernels::kq_format(t);
+  const kernels::KQLayout L = kernels::kq_layout(f);
+  const int64_t block_bytes = weight_type_info(t).block_bytes;
+  SuperBlockInts s;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t j = j0 + r;
+    for (int64_t b = 0; b < K / kernels::kSuperBlockValues; ++b) {
+      unpack_superblock(t, src + r * row_bytes + b * block_bytes, s);
+      auto* out = reinterpret_cast<uint8_t*>(panel + b * L.bytes);
+      std::memcpy(out + 2 * j, &s.d, 2);
+      if (f.has_min) std::memcpy(out + L.dmin + 2 * j, &s.dmin, 2);
+      for (int u = 0; u < f.subs(); ++u) {
+        out[L.sc + u * 64 + j] = static_cast<uint8_t>(s.sc[u]);
+        if (f.has_min) out[L.m + u * 64 + j] = s.m[u];
+        uint8_t* q = out + L.q_of(f, u);
+        const uint8_t* v = s.q + u * f.sub;
+        if (f.nibbles) {
+          for (int g = 0; g < 4; ++g)
+            for (int l = 0; l < 4; ++l) q[g * 256 + 4 * j + l] = uint8_t(v[4 * g + l] | v[4 * (g + 4) + l] << 4);
+        } else {
+          for (int i = 0; i < f.sub; ++i) q[(i / 4) * 256 + 4 * j + i % 4] = v[i];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace ffn

@@ -1,0 +1,150 @@
+// AVX2 product with a K-quant panel packed at load (layout, integers and arithmetic in
+// kq_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block.
+// A group's 4 values of 8 rows are one vector: vpmaddubsw multiplies the unsigned values by
+// the signed activation bytes into pairs of int16 (at most 2·63·127 < 2¹⁵: no saturation
+// for any K-quant), and vpmaddwd against the sub-block's scales (each row's scale in both
+// halves of its lane) adds the pairs into int32 lanes already scaled — so I accumulates
+// sc_u·Σ q·x without a multiply of its own. The offset term −offset·Σ_u sc_u·B_u and the
+// mins Σ_u m_u·B_u take one vpmulld a sub-block and row vector.
+// Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/kernels.hpp"
+
+namespace ffn::kernels {
+namespace {
+
+constexpr int64_t kKBlocks = 8;  // super-blocks per K block: 2048 values of K
+
+inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
+
+// 8 rows' int8 values at p, each as an int16 in both halves of its 32-bit lane.
+inline __m256i scales_in_pairs(const uint8_t* p) {
+  const __m256i s = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
+}
+
+// One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when
+// resume; with prefetch (the first token) the panel kQPanelPrefetchBytes ahead is pulled
+// into L1.
+template <WeightType Type>
+void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
+  constexpr KQFormat f = kq_format(Type);
+  constexpr KQLayout L = kq_layout(f);
+  constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
+  __m256 acc[8];
+  for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
+    if (prefetch)
+      for (int64_t line = 0; line < L.bytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
+    const int8_t* x = A.qs + b * kSuperBlockValues;
+    const int16_t* bs = A.bsums + b * 16;
+    auto x_group = [&](int i) {
+      int32_t bytes;
+      __builtin_memcpy(&bytes, x + i, 4);
+      return _mm256_set1_epi32(bytes);
+    };
+    __m256i I[8];
+    for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
+    for (int u = 0; u < f.subs(); ++u) {
+      const uint8_t* q = blk + L.q_of(f, u);
+      auto w_vec = [&](int g, int v) {
+        return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
+      };
+      __m256i scale[8];
+      for (int v = 0; v < 8; ++v) scale[v] = scales_in_pairs(blk + L.sc + u * 64 + 8 * v);
+      if constexpr (f.nibbles) {
+        for (int g = 0; g < 4; ++g) {
+          const __m256i x_lo = x_group(u * f.sub + 4 * g), x_hi = x_group(u * f.sub + 4 * (g + 4));
+          for (int v = 0; v < 8; ++v) {
+            const __m256i raw = w_vec(g, v);
+            const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(raw, nibble), x_lo);
+            const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble), x_hi);
+            I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
+          }
+        }
+      } else {
+        for (int g = 0; g < f.sub / 4; ++g) {
+          const __m256i xg = x_group(u * f.sub + 4 * g);
+          for (int v = 0; v < 8; ++v)
+            I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_maddubs_epi16(w_vec(g, v), xg), scale[v]));
+        }
+      }
+    }
+    if constexpr (f.offset != 0) {
+      // I −= offset·Σ_u sc_u·B_u.
+      __m256i Z[8];
+      for (int v = 0; v < 8; ++v) Z[v] = _mm256_setzero_si256();
+      for (int u = 0; u < f.subs(); ++u) {
+        const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
+        for (int v = 0; v < 8; ++v) {
+          const __m256i sc =
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + L.sc + u * 64 + 8 * v)));
+          Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(sc, B));
+        }
+      }
+      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(f.offset)));
+    }
+    const __m256 dx = _mm256_set1_ps(A.d[b]);
+    for (int v = 0; v < 8; ++v) {
+      const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
+      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(d, dx), acc[v]);
+    }
+    if constexpr (f.has_min) {
+      __m256i M[8];
+      for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
+      for (int u = 0; u < f.subs(); ++u) {
+        const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
+        for (int v = 0; v < 8; ++v) {
+          const __m256i m =
+              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + L.m + u * 64 + 8 * v)));
+          M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(m, B));
+        }
+      }
+      for (int v = 0; v < 8; ++v) {
+        const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));
+        acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
+      }
+    }
+  }
+  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
+}
+
+template <WeightType Type>
+void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / kSuperBlockValues;
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
+    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
+    for (int64_t t = 0; t < T; ++t) {
+      const Q8KRows row{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)};
+      tile<Type>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+    }
+  }
+}
+
+}  // namespace
+
+void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                             int64_t ldc) {
+  switch (type) {
+    case WeightType::q2_K:
+      return panel<WeightType::q2_K>(T, K, A, P, C, ldc);
+    case WeightType::q3_K:
+      return panel<WeightType::q3_K>(T, K, A, P, C, ldc);
+    case WeightType::q4_K:
+      return panel<WeightType::q4_K>(T, K, A, P, C, ldc);
+    case WeightType::q5_K:
+      return panel<WeightType::q5_K>(T, K, A, P, C, ldc);
+    case WeightType::q6_K:
+      return panel<WeightType::q6_K>(T, K, A, P, C, ldc);
+    default:
+      return;
+  }
+}
+
+}  // namespace ffn::kernels

@@ -1,0 +1,162 @@
+// AVX-512 VNNI product with a K-quant panel packed at load (layout, integers and arithmetic
+// in kq_panels.hpp), 2×64 tile: 2 tokens × 4 zmm of 16 rows. Each group of 4 values of 16
+// rows is one vector, dotted by one vpdpbusd with the token's 4 activation bytes broadcast
+// into the sub-block's sum, which starts from −offset·B_u; the sum times the sub-block's
+// 16 scales (vpmulld) goes into I. M = Σ_u m_u·B_u takes one vpmulld a sub-block and row
+// vector. Then per super-block two FMAs an element, as the scalar reference.
+// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c (this file only);
+// called only when the CPU has them all.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/kernels.hpp"
+
+namespace ffn::kernels {
+namespace {
+
+constexpr int64_t kKBlocks = 8;  // super-blocks per K block: 2048 values of K
+
+// B_u of token row bs (the block's 16 bsums) for sub-blocks of `sub` values.
+inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
+
+// MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume; the
+// first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L1.
+template <WeightType Type, int MT>
+void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
+          int64_t ldc) {
+  constexpr KQFormat f = kq_format(Type);
+  constexpr KQLayout L = kq_layout(f);
+  constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
+  const int64_t blocks = K / kSuperBlockValues;
+  __m512 acc[MT][4];
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const std::byte* blk = P + b * L.bytes;
+    if (prefetch)
+      for (int64_t line = 0; line < L.bytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
+    const int8_t* x[MT];
+    const int16_t* bs[MT];
+    for (int t = 0; t < MT; ++t) {
+      x[t] = A.qs + t * K + b * kSuperBlockValues;
+      bs[t] = A.bsums + t * (K / 16) + b * 16;
+    }
+    auto x_group = [&](int t, int i) {  // activation bytes i … i+3 of the super-block
+      int32_t bytes;
+      __builtin_memcpy(&bytes, x[t] + i, 4);
+      return _mm512_set1_epi32(bytes);
+    };
+    __m512i I[MT][4];
+    for (int t = 0; t < MT; ++t)
+      for (int v = 0; v < 4; ++v) I[t][v] = _mm512_setzero_si512();
+    for (int u = 0; u < f.subs(); ++u) {
+      __m512i s[MT][4];
+      for (int t = 0; t < MT; ++t) {
+        const __m512i init = _mm512_set1_epi32(-f.offset * sub_sum(bs[t], f.sub, u));
+        for (int v = 0; v < 4; ++v) s[t][v] = init;
+      }
+      const auto* q = reinterpret_cast<const __m512i*>(blk + L.q_of(f, u));
+      if constexpr (f.nibbles) {
+        for (int g = 0; g < 4; ++g) {
+          __m512i lo_x[MT], hi_x[MT];
+          for (int t = 0; t < MT; ++t) {
+            lo_x[t] = x_group(t, u * f.sub + 4 * g);
+            hi_x[t] = x_group(t, u * f.sub + 4 * (g + 4));
+          }
+          for (int v = 0; v < 4; ++v) {
+            const __m512i raw = _mm512_load_si512(q + 4 * g + v);
+            const __m512i lo = _mm512_and_si512(raw, nibble);
+            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+            for (int t = 0; t < MT; ++t) {
+              s[t][v] = _mm512_dpbusd_epi32(s[t][v], lo, lo_x[t]);
+              s[t][v] = _mm512_dpbusd_epi32(s[t][v], hi, hi_x[t]);
+            }
+          }
+        }
+      } else {
+        for (int g = 0; g < f.sub / 4; ++g) {
+          __m512i xg[MT];
+          for (int t = 0; t < MT; ++t) xg[t] = x_group(t, u * f.sub + 4 * g);
+          for (int v = 0; v < 4; ++v) {
+            const __m512i w = _mm512_load_si512(q + 4 * g + v);
+            for (int t = 0; t < MT; ++t) s[t][v] = _mm512_dpbusd_epi32(s[t][v], w, xg[t]);
+          }
+        }
+      }
+      const auto* sc = reinterpret_cast<const __m128i*>(blk + L.sc + u * 64);
+      for (int v = 0; v < 4; ++v) {
+        const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(sc + v));
+        for (int t = 0; t < MT; ++t) I[t][v] = _mm512_add_epi32(I[t][v], _mm512_mullo_epi32(s[t][v], scale));
+      }
+    }
+    const auto* d16 = reinterpret_cast<const __m256i*>(blk);
+    for (int t = 0; t < MT; ++t) {
+      const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
+      for (int v = 0; v < 4; ++v)
+        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t][v]),
+                                    _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(d16 + v)), dx), acc[t][v]);
+    }
+    if constexpr (f.has_min) {
+      __m512i M[MT][4];
+      for (int t = 0; t < MT; ++t)
+        for (int v = 0; v < 4; ++v) M[t][v] = _mm512_setzero_si512();
+      for (int u = 0; u < f.subs(); ++u) {
+        const auto* m = reinterpret_cast<const __m128i*>(blk + L.m + u * 64);
+        __m512i B[MT];
+        for (int t = 0; t < MT; ++t) B[t] = _mm512_set1_epi32(sub_sum(bs[t], f.sub, u));
+        for (int v = 0; v < 4; ++v) {
+          const __m512i mins = _mm512_cvtepu8_epi32(_mm_load_si128(m + v));
+          for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], _mm512_mullo_epi32(mins, B[t]));
+        }
+      }
+      const auto* dmin16 = reinterpret_cast<const __m256i*>(blk + L.dmin);
+      for (int t = 0; t < MT; ++t) {
+        const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
+        for (int v = 0; v < 4; ++v) {
+          const __m512 ms = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(dmin16 + v)), dx);
+          acc[t][v] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M[t][v]), ms, acc[t][v]);  // fma(M, −ms, acc)
+        }
+      }
+    }
+  }
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
+}
+
+template <WeightType Type>
+void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / kSuperBlockValues;
+  auto rows = [&](int64_t t) { return Q8KRows{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)}; };
+  // K = 0 still visits one (empty) range, so that C is written (zeros).
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
+    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
+    int64_t t = 0;
+    for (; t + 2 <= T; t += 2) tile<Type, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    if (t < T) tile<Type, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+  }
+}
+
+}  // namespace
+
+void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                                   int64_t ldc) {
+  switch (type) {
+    case WeightType::q2_K:
+      return panel<WeightType::q2_K>(T, K, A, P, C, ldc);
+    case WeightType::q3_K:
+      return panel<WeightType::q3_K>(T, K, A, P, C, ldc);
+    case WeightType::q4_K:
+      return panel<WeightType::q4_K>(T, K, A, P, C, ldc);
+    case WeightType::q5_K:
+      return panel<WeightType::q5_K>(T, K, A, P, C, ldc);
+    case WeightType::q6_K:
+      return panel<WeightType::q6_K>(T, K, A, P, C, ldc);
+    default:
+      return;
+  }
+}
+
+}  // namespace ffn::kernels

@@ -1,0 +1,95 @@
+// Super-block weights (ggml's K-quants: Q2_K … Q6_K) packed at load for the integer kernels
+// (kq_panel_gemm, kernels.hpp), and the q8_K activations they are dotted with.
+//
+// Every K-quant weight of super-block b (256 values along K) of row j is, for the value i
+// of sub-block u (`sub` consecutive values), an integer expression
+//     w_i = d·sc_u·(q_i − offset) − dmin·m_u
+// with q_i unsigned (0 … 2^bits − 1), sc_u a signed integer scale, m_u an unsigned integer
+// min (zero for the types without mins) and d, dmin binary16. Against activations
+// quantised to q8_K (x_i int8 in −127 … 127, one f32 scale d_x per 256, B_u = Σ_{i∈u} x_i):
+//     Σ_i w_i·d_x·x_i = d_x·(d·I − dmin·M),
+//     I = Σ_u sc_u·(Σ_{i∈u} q_i·x_i − offset·B_u),   M = Σ_u m_u·B_u,
+// I and M exact int32 (|I| < 2^28). The kernels compute exactly that, per element one f32
+// chain over the super-blocks in order: acc ← fma(float(I), d·d_x, acc), then, with mins,
+// acc ← fma(float(M), −(dmin·d_x), acc) — the same bits on every ISA.
+//
+// Panel layout, per super-block of the 64 rows (kq_panel_block_bytes(type) bytes, every
+// section a multiple of 64 bytes):
+//   d      [64]    binary16 bits, row order                               128 bytes
+//   dmin   [64]    binary16 bits (types with mins only)                   128 bytes
+//   sc     [U][64] int8, sub-block u of row r at u·64 + r                 U·64 bytes
+//   m      [U][64] uint8 (types with mins only)                           U·64 bytes
+//   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
+//          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
+//            nibbles (4-bit q, sub = 32): 4 groups, each byte two values, the low nibble
+//              value 4g + l and the high nibble value 4(g + 4) + l of the sub-block (as
+//              q4_0's panels);
+//            bytes: sub / 4 groups, one unsigned byte a value.
+// So one vector of a group holds 16 (zmm) or 8 (ymm) rows × 4 values, the operand of one
+// unsigned × signed dot product against 4 activation bytes broadcast.
+#pragma once
+
+#include <cstdint>
+
+#include "ffn/weight_type.hpp"
+
+namespace ffn::kernels {
+
+inline constexpr int64_t kSuperBlockValues = 256;
+
+struct KQFormat {
+  int sub;       // values per sub-block: 16 or 32
+  int offset;    // subtracted from q (Q6_K 32, Q3_K 4)
+  bool nibbles;  // q in 4 bits, two values a byte (else a byte a value)
+  bool has_min;  // dmin and m present
+  constexpr int subs() const { return int(kSuperBlockValues) / sub; }
+};
+
+// The format of a K-quant type's panels. Only the super-block types have one.
+constexpr KQFormat kq_format(WeightType t) {
+  switch (t) {
+    case WeightType::q2_K:
+      return {16, 0, false, true};
+    case WeightType::q3_K:
+      return {16, 4, false, false};
+    case WeightType::q4_K:
+      return {32, 0, true, true};
+    case WeightType::q5_K:
+      return {32, 0, false, true};
+    case WeightType::q6_K:
+      return {16, 32, false, false};
+    default:
+      return {0, 0, false, false};
+  }
+}
+constexpr bool is_kq_type(WeightType t) { return kq_format(t).sub != 0; }
+
+// Byte offsets of the sections of one super-block of a panel (layout above).
+struct KQLayout {
+  int64_t dmin, sc, m, q, bytes;
+  // The first byte of sub-block u's values.
+  int64_t q_of(const KQFormat& f, int u) const { return q + int64_t(u) * (f.nibbles ? f.sub / 8 : f.sub / 4) * 256; }
+};
+constexpr KQLayout kq_layout(const KQFormat& f) {
+  const int64_t U = f.subs();
+  const int64_t dmin = 128, sc = f.has_min ? 256 : 128;
+  const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
+  const int64_t q_bytes = kSuperBlockValues * 64 / (f.nibbles ? 2 : 1);
+  return {dmin, sc, m, q, q + q_bytes};
+}
+constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }
+
+// Activations quantised to q8_K for the K-quant kernels, rows of K values (K a multiple of
+// 256), stored apart so that the kernels load whole vectors:
+//   qs    [T][K]       int8, the blocks' values, in order;
+//   d     [T][K/256]   each block's f32 scale;
+//   bsums [T][K/16]    int16, the sum of each 16 consecutive qs.
+// Block b of row t is, field for field, what ggml's quantize_row_q8_K makes of
+// x[t][256b … 256b+255].
+struct Q8KRows {
+  const int8_t* qs;
+  const float* d;
+  const int16_t* bsums;
+};
+
+}  // namespace ffn::kernels

@@ -1,0 +1,63 @@
+// Plain C++ product with a K-quant panel packed at load, the reference of kq_panel_gemm
+// (layout, integers and arithmetic in kq_panels.hpp): the exact integers I and M of each
+// super-block, then std::fma (rounded once, as vfmadd), super-blocks in order. Each row's
+// super-block is read out of the panel once and dotted with every token.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "ffn/quant.hpp"
+#include "kernels/kernels.hpp"
+
+namespace ffn::kernels {
+
+void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                          int64_t ldc) {
+  const KQFormat f = kq_format(type);
+  const KQLayout L = kq_layout(f);
+  const int64_t blocks = K / kSuperBlockValues;
+  auto half = [](const uint8_t* p, int64_t j) {
+    uint16_t h;
+    std::memcpy(&h, p + 2 * j, 2);
+    return f16_to_f32(h);
+  };
+  std::vector<float> acc(static_cast<size_t>(T));
+  int32_t q[kSuperBlockValues];
+  for (int64_t j = 0; j < kPanelWidth; ++j) {
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
+      // Value i of sub-block u of row j.
+      for (int u = 0; u < f.subs(); ++u) {
+        const uint8_t* v = blk + L.q_of(f, u);
+        for (int i = 0; i < f.sub; ++i) {
+          const int g = i / 4;
+          int32_t value = v[(f.nibbles ? g % 4 : g) * 256 + 4 * j + i % 4];
+          if (f.nibbles) value = g < 4 ? value & 0x0F : value >> 4;
+          q[u * f.sub + i] = value;
+        }
+      }
+      const float d = half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
+      for (int64_t t = 0; t < T; ++t) {
+        const int8_t* x = A.qs + t * K + b * kSuperBlockValues;
+        const int16_t* bs = A.bsums + t * (K / 16) + b * 16;
+        int32_t I = 0, M = 0;
+        for (int u = 0; u < f.subs(); ++u) {
+          int32_t B = 0;
+          for (int s = 0; s < f.sub / 16; ++s) B += bs[u * f.sub / 16 + s];
+          int32_t S = -f.offset * B;
+          for (int i = 0; i < f.sub; ++i) S += q[u * f.sub + i] * x[u * f.sub + i];
+          I += int32_t(reinterpret_cast<const int8_t*>(blk + L.sc)[u * 64 + j]) * S;
+          if (f.has_min) M += int32_t(blk[L.m + u * 64 + j]) * B;
+        }
+        const float dx = A.d[t * blocks + b];
+        float a = std::fma(static_cast<float>(I), d * dx, acc[size_t(t)]);
+        if (f.has_min) a = std::fma(static_cast<float>(M), -(dmin * dx), a);
+        acc[size_t(t)] = a;
+      }
+    }
+    for (int64_t t = 0; t < T; ++t) C[t * ldc + j] = acc[size_t(t)];
+  }
+}
+
+}  // namespace ffn::kernels
