@@ -16,6 +16,7 @@
 #include "ffn/presets.hpp"
 #include "ffn/roofs.hpp"
 #include "ffn/quant.hpp"
+#include "ffn/quant_mix.hpp"
 #include "ffn/safetensors.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"

@@ -85,6 +85,7 @@ void check_stored(const StoredMatrix& m, const char* name, int64_t rows, int64_t
   if (static_cast<int64_t>(m.bytes.size()) != rows * row_bytes)
     throw Error(n + " holds " + std::to_string(m.bytes.size()) + " bytes; " + std::string(weight_type_name(m.type)) +
                 " needs " + std::to_string(rows) + " rows of " + std::to_string(row_bytes));
+  check_block_scales(m.type, m.bytes.data(), rows, cols, n);
 }
 
 void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
@@ -191,10 +192,14 @@ int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
   // Bytes a value of activations takes in a format beyond f32 rows the forward already has.
   auto format_bytes = [&](WeightType t, int64_t K) -> int64_t {
     switch (weight_type_traits(t).kernel(k).activations) {
-      case ActivationFormat::f32: return 0;
-      case ActivationFormat::bf16: return T * kernels::bf16_panel_rows(K) * 2;
-      case ActivationFormat::q8_0: return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
-      case ActivationFormat::q8_K: return T * K + T * K / kernels::kSuperBlockValues * 4 + T * K / 16 * 2;
+      case ActivationFormat::f32:
+        return 0;
+      case ActivationFormat::bf16:
+        return T * kernels::bf16_panel_rows(K) * 2;
+      case ActivationFormat::q8_0:
+        return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
+      case ActivationFormat::q8_K:
+        return T * K + T * K / kernels::kSuperBlockValues * 4 + T * K / 16 * 2;
     }
     return 0;
   };

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -193,48 +194,55 @@ const std::array<WeightTypeTraits, 10> kTable{{
      blocks_from_f32<BlockQ8_0, quantize_row_q8_0>,
      q_panel_bytes<WeightType::q8_0>,
      q_rows_into_panel<WeightType::q8_0>,
-     q_kernel<WeightType::q8_0>},
+     q_kernel<WeightType::q8_0>,
+     {0, -1}},
     {{WeightType::q4_0, "q4_0", 2, 32, 18, "ggml Q4_0: 32 4-bit weights (offset 8) and a binary16 scale"},
      blocks_to_f32<BlockQ4_0, dequantize_row_q4_0>,
      blocks_from_f32<BlockQ4_0, quantize_row_q4_0>,
      q_panel_bytes<WeightType::q4_0>,
      q_rows_into_panel<WeightType::q4_0>,
-     q_kernel<WeightType::q4_0>},
+     q_kernel<WeightType::q4_0>,
+     {0, -1}},
     {{WeightType::q6_K, "q6_K", 14, 256, 210,
       "ggml Q6_K: 16 sub-blocks of 16 6-bit weights (offset 32), int8 scales, a binary16 scale"},
      blocks_to_f32<BlockQ6_K, dequantize_row_q6_K, kSuperBlock>,
      blocks_from_f32<BlockQ6_K, quantize_row_q6_K, kSuperBlock>,
      kq_panel_bytes<WeightType::q6_K>,
      kq_into_panel<WeightType::q6_K>,
-     kq_kernel<WeightType::q6_K>},
+     kq_kernel<WeightType::q6_K>,
+     {208, -1}},
     {{WeightType::q5_K, "q5_K", 13, 256, 176,
       "ggml Q5_K: 8 sub-blocks of 32 5-bit weights, 6-bit scales and mins, binary16 d and dmin"},
      blocks_to_f32<BlockQ5_K, dequantize_row_q5_K, kSuperBlock>,
      blocks_from_f32<BlockQ5_K, quantize_row_q5_K, kSuperBlock>,
      kq_panel_bytes<WeightType::q5_K>,
      kq_into_panel<WeightType::q5_K>,
-     kq_kernel<WeightType::q5_K>},
+     kq_kernel<WeightType::q5_K>,
+     {0, 2}},
     {{WeightType::q4_K, "q4_K", 12, 256, 144,
       "ggml Q4_K: 8 sub-blocks of 32 4-bit weights, 6-bit scales and mins, binary16 d and dmin"},
      blocks_to_f32<BlockQ4_K, dequantize_row_q4_K, kSuperBlock>,
      blocks_from_f32<BlockQ4_K, quantize_row_q4_K, kSuperBlock>,
      kq_panel_bytes<WeightType::q4_K>,
      kq_into_panel<WeightType::q4_K>,
-     kq_kernel<WeightType::q4_K>},
+     kq_kernel<WeightType::q4_K>,
+     {0, 2}},
     {{WeightType::q3_K, "q3_K", 11, 256, 110,
       "ggml Q3_K: 16 sub-blocks of 16 3-bit weights (offset 4), 6-bit scales, a binary16 scale"},
      blocks_to_f32<BlockQ3_K, dequantize_row_q3_K, kSuperBlock>,
      blocks_from_f32<BlockQ3_K, quantize_row_q3_K, kSuperBlock>,
      kq_panel_bytes<WeightType::q3_K>,
      kq_into_panel<WeightType::q3_K>,
-     kq_kernel<WeightType::q3_K>},
+     kq_kernel<WeightType::q3_K>,
+     {108, -1}},
     {{WeightType::q2_K, "q2_K", 10, 256, 84,
       "ggml Q2_K: 16 sub-blocks of 16 2-bit weights, 4-bit scales and mins, binary16 d and dmin"},
      blocks_to_f32<BlockQ2_K, dequantize_row_q2_K, kSuperBlock>,
      blocks_from_f32<BlockQ2_K, quantize_row_q2_K, kSuperBlock>,
      kq_panel_bytes<WeightType::q2_K>,
      kq_into_panel<WeightType::q2_K>,
-     kq_kernel<WeightType::q2_K>},
+     kq_kernel<WeightType::q2_K>,
+     {80, 82}},
 }};
 
 }  // namespace
@@ -286,6 +294,29 @@ bool weight_type_from_gguf(uint32_t gguf_type, WeightType& out) {
       return true;
     }
   return false;
+}
+
+void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64_t cols, const std::string& what) {
+  const WeightTypeTraits& e = weight_type_traits(t);
+  if (e.scale_fields[0] < 0) return;
+  const int64_t blocks = cols / e.info.block_elements, row_bytes = e.info.row_bytes(cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < blocks; ++b)
+      for (const int field : e.scale_fields) {
+        if (field < 0) continue;
+        uint16_t h;
+        std::memcpy(&h, data + r * row_bytes + b * e.info.block_bytes + field, 2);
+        if ((h & 0x7C00) == 0x7C00)
+          throw Error(what + ": row " + std::to_string(r) + ", block " + std::to_string(b) + " of " +
+                      std::string(e.info.name) + " has a " + ((h & 0x03FF) ? "NaN" : "infinite") +
+                      " scale (binary16 0x" +
+                      [&] {
+                        char hex[8];
+                        std::snprintf(hex, sizeof hex, "%04x", h);
+                        return std::string(hex);
+                      }() +
+                      " at byte " + std::to_string(field) + " of the block)");
+      }
 }
 
 WeightTypeKernel weight_type_kernel(WeightType t, Isa isa) {

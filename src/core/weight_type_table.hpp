@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "ffn/weight_type.hpp"
 #include "kernels/kernels.hpp"
@@ -67,7 +68,15 @@ struct WeightTypeTraits {
                           int64_t K, std::byte* panel, int64_t j0);
   // The panel kernel of ISA table k for panels of this type.
   PanelKernel (*kernel)(const kernels::KernelTable& k);
+  // Byte offsets of the binary16 scales in a block (d, and dmin where the type has one);
+  // −1: none. Stored blocks are checked for finite scales at load (check_block_scales).
+  int scale_fields[2] = {-1, -1};
 };
+
+// Throws ffn::Error naming `what`, the row and the block when a block of the stored rows
+// (rows × cols weights of type t, row_bytes apart) has a non-finite binary16 scale: a file
+// whose scales are NaN or Inf would otherwise give NaN outputs without a word.
+void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64_t cols, const std::string& what);
 
 std::span<const WeightTypeTraits> weight_type_table();
 const WeightTypeTraits& weight_type_traits(WeightType t);

@@ -1,5 +1,6 @@
 // Tensor source over a GGUF file. GGUF lists dimensions innermost first (ne[0] is the row
 // length); PyTorch order is the reverse, so an nn.Linear weight [out, in] is ne = {in, out}.
+#include "core/weight_type_table.hpp"
 #include "ffn/gguf.hpp"
 #include "io/source_factories.hpp"
 
@@ -23,6 +24,10 @@ class GgufSource final : public TensorSource {
     const GgufTensorInfo& t = file_.tensor(name);
     WeightType type;
     if (!weight_type_from_gguf(static_cast<uint32_t>(t.type), type)) return std::nullopt;
+    // A NaN or infinite block scale would turn every output it touches into NaN: refused
+    // here, naming the file and tensor.
+    const int64_t cols = t.ne.empty() ? 0 : t.ne[0];
+    if (cols > 0) check_block_scales(type, t.data, t.elements / cols, cols, file_.path() + ": tensor '" + name + "'");
     return Stored{type, t.data, t.bytes};
   }
   std::map<std::string, std::string> metadata() const override {

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "expect_error.hpp"
@@ -57,8 +58,10 @@ const BlockConfig kConfig{{true, Activation::swish}, 64, 96, true};
 TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
   const Block f32 = Block::random(kConfig, 5);
   const Matrix x = random_tokens(3, kConfig.d_model);
-  const MatrixTypes mixes[] = {MatrixTypes::all(WeightType::bf16), MatrixTypes::all(WeightType::f16),
-                               MatrixTypes::all(WeightType::q8_0), MatrixTypes::all(WeightType::q4_0),
+  const MatrixTypes mixes[] = {MatrixTypes::all(WeightType::bf16),
+                               MatrixTypes::all(WeightType::f16),
+                               MatrixTypes::all(WeightType::q8_0),
+                               MatrixTypes::all(WeightType::q4_0),
                                {WeightType::q4_0, WeightType::q4_0, WeightType::q8_0}};
   for (const MatrixTypes& t : mixes) {
     const std::string name = matrix_types_name(t, true);
@@ -144,6 +147,48 @@ TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
   write(dir.file("bad.gguf"), true);
   test::expect_error([&] { (void)load_inference_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs", "Q8_0"});
   test::expect_error([&] { (void)load_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs"});
+}
+
+// llama.cpp's Q4_K_M mix as a file stores it (gate and up q4_K, down q6_K): it loads as
+// stored, bit for bit the InferenceBlock of the f32 weights in those types.
+TEST(StoredGguf, KQuantMixRunsAsStored) {
+  const BlockConfig c{{true, Activation::swish}, 256, 512, true};
+  const Block f32 = Block::random(c, 6);
+  const MatrixTypes q4_k_m{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K};
+  test::TempDir dir("kquant_mix");
+  write_layer(dir.file("q4_k_m.gguf"), f32, q4_k_m);
+  const LoadedInferenceBlock loaded = load_inference_block(dir.file("q4_k_m.gguf"));
+  EXPECT_EQ(loaded.block.types(), q4_k_m);
+  EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, q4_k_m), random_tokens(3, c.d_model)));
+}
+
+// A stored block scale that is NaN or infinite is refused at load, naming the file, the
+// tensor, the row and the block — not run into NaN outputs.
+TEST(StoredGguf, NonFiniteBlockScalesAreAnErrorNamingTheTensor) {
+  const BlockConfig c{{true, Activation::swish}, 256, 256, false};
+  const Block f32 = Block::random(c, 7);
+  const auto& w = f32.weights();
+  test::TempDir dir("bad_scales");
+  for (const auto& [type, field, bits, word] : {std::tuple{WeightType::q4_K, 2, uint16_t(0x7E00), "NaN"},
+                                                std::tuple{WeightType::q6_K, 208, uint16_t(0x7C00), "infinite"},
+                                                std::tuple{WeightType::q8_0, 0, uint16_t(0xFC00), "infinite"}}) {
+    StoredMatrix up = StoredMatrix::encode(w.up, type, "up");
+    const int64_t row = 5, block = 0;
+    std::memcpy(up.bytes.data() + row * up.row_bytes() + block * weight_type_info(type).block_bytes + field, &bits, 2);
+    GgufWriter g;
+    g.set_string("general.architecture", "llama");
+    g.add_tensor("blk.0.ffn_gate.weight", ggml_type_of(type), {c.d_model, c.hidden}, w.gate.data());
+    g.add_tensor_bytes("blk.0.ffn_up.weight", weight_type_info(type).gguf_type, {c.d_model, c.hidden}, up.bytes.data(),
+                       int64_t(up.bytes.size()));
+    g.add_tensor("blk.0.ffn_down.weight", ggml_type_of(type), {c.hidden, c.d_model}, w.down.data());
+    const std::string path = dir.file("bad.gguf");
+    g.write(path);
+    test::expect_error([&] { (void)load_inference_block(path); },
+                       {"tensor 'blk.0.ffn_up.weight'", "row 5, block 0", word, "scale"});
+    StoredWeights sw{
+        StoredMatrix::encode(w.gate, type, "gate"), up, StoredMatrix::encode(w.down, type, "down"), {}, {}, {}};
+    test::expect_error([&] { (void)InferenceBlock(c, sw); }, {"up: row 5, block 0", word});
+  }
 }
 
 }  // namespace
