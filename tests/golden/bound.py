@@ -62,3 +62,38 @@ def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
     magnitude = np.abs(h) @ np.abs(wd).T + (np.abs(bd) if bd is not None else 0.0)
     bound = 2.0 * (e_h @ np.abs(wd).T + (hidden + 1) * U * magnitude) + 2.0**-126
     return y, bound
+
+
+def _q8_errors(v, block):
+    """Per-value error of quantising the rows of v to int8 blocks of `block` values: half a
+    step of the block's grid (largest magnitude a / 254), plus its scale's rounding — binary16
+    for q8_0 (blocks of 32: relative 2**-11, absolute 2**-25 when subnormal), f32 for q8_K
+    (blocks of 256) — with margin."""
+    rows, n = v.shape
+    a = np.abs(v).reshape(rows, n // block, block).max(axis=2, keepdims=True)
+    if block == 256:
+        e = a / 254.0 + a * 2.0**-20
+    else:
+        e = a / 254.0 + 127.0 * np.maximum(a / 127.0 * 2.0**-11, 2.0**-25) + a * 2.0**-20
+    return np.broadcast_to(e, (rows, n // block, block)).reshape(rows, n)
+
+
+def quantisation_bound(state, x, activation, gated, x_block, h_block):
+    """The integer types' extra term (the C++ contract of test_inference_types.cpp, restated):
+    x is quantised in blocks of x_block (32: q8_0, 256: q8_K) and h in blocks of h_block; the
+    errors e are propagated through the weights' magnitudes:
+      δu = |W_up|·e_x, δg likewise;  δh = L·δg·(|u| + δu) + max(|g|, 1)·δu (gated), L·δu;
+      δy = |W_down|·(δh + e_h(|h| + δh))."""
+    ex = _q8_errors(x, x_block)
+    up, _ = _linear(x, state["up.weight"], state.get("up.bias"))
+    du = ex @ np.abs(state["up.weight"]).T
+    if gated:
+        g, _ = _linear(x, state["gate.weight"], state.get("gate.bias"))
+        dg = ex @ np.abs(state["gate.weight"]).T
+        h = ACTIVATIONS[activation](g) * up
+        dh = LIPSCHITZ * dg * (np.abs(up) + du) + np.maximum(np.abs(g), 1.0) * du
+    else:
+        h = ACTIVATIONS[activation](up)
+        dh = LIPSCHITZ * du
+    eh = _q8_errors(np.abs(h) + dh, h_block)
+    return (dh + eh) @ np.abs(state["down.weight"]).T
