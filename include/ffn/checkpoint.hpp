@@ -79,8 +79,9 @@ class Checkpoint {
   // The block for inference. Each matrix runs in the type the file stores it in (a GGUF
   // q8_0 tensor as q8_0, a BF16 safetensors tensor as bf16), its bytes used as they are —
   // or, when `type` is given, in that type: a matrix the file already stores so is used as
-  // it is, never re-quantised; any other is read as f32 and stored as `type` (q8_0 / q4_0
-  // need d and hidden multiples of 32). A matrix in a type ffn does not read (say q4_K) is
+  // it is, never re-quantised; any other is read as f32 and stored as `type` (a block type
+  // needs rows of whole blocks: 32 weights for q8_0, 256 for q4_K). A matrix in a type ffn
+  // does not read (say iq2_xxs) is
   // an ffn::Error naming the tensor, its type and the types ffn reads; tensors the block
   // does not need may have any type.
   LoadedInferenceBlock load_inference(const LoadOptions& options = {}, std::optional<WeightType> type = std::nullopt,

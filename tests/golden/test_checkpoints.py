@@ -139,7 +139,8 @@ def test_quantize_to_gguf_and_run_it(tmp_path, run_ffn, ffn_module, wtype, max_r
     out = tmp_path / f"mlp-{wtype}.gguf"
     report = run_ffn("quantize", src, out, "--type", wtype, "--all-layers").stdout
     assert "layer 1: error against f32" in report
-    rel = [float(line.split("relative RMS ")[1].split(",")[0]) for line in report.splitlines() if "relative RMS" in line]
+    rel = [float(line.split("relative RMS ")[1].split(",")[0]) for line in report.splitlines()
+           if "error against f32" in line]
     assert len(rel) == 2 and all(r <= max_rel_rms for r in rel), report
 
     # The GGUF holds exactly ggml's rounding of each weight (checked against a NumPy
@@ -190,4 +191,8 @@ def test_quantize_rejects_rows_not_in_blocks(tmp_path, run_ffn):
     files.write_safetensors(tmp_path / "w.safetensors", seeds.SwiGLU(40, hidden=96).state_dict())
     p = run_ffn("quantize", tmp_path / "w.safetensors", tmp_path / "o.gguf", "--type", "q4_0", "--variant", "swiglu",
                 check=False)
-    assert p.returncode == 1 and "multiples of 32" in p.stderr and not (tmp_path / "o.gguf").exists()
+    assert p.returncode == 1 and "d_model 40" in p.stderr and "blocks of 32 weights" in p.stderr
+    assert not (tmp_path / "o.gguf").exists()
+    p = run_ffn("quantize", tmp_path / "w.safetensors", tmp_path / "o.gguf", "--type", "q4_0:q4_0:q4_K", "--variant",
+                "swiglu", check=False)  # d_model 40 is not a multiple of 32 either: gate and up are named first
+    assert p.returncode == 1 and "gate and up's rows" in p.stderr

@@ -52,10 +52,14 @@ def test_info_counts_and_bytes(run_ffn):
     assert info["parameters"] == 135266304
     assert info["matmul_flops_per_token"] == {"forward": 2 * 135266304, "forward_backward": 6 * 135266304}
     assert info["weight_bytes"] == {"f32": 4 * 135266304, "bf16": 2 * 135266304, "f16": 2 * 135266304,
-                                    "q8_0": 135266304 // 32 * 34, "q4_0": 135266304 // 32 * 18}
+                                    "q8_0": 135266304 // 32 * 34, "q4_0": 135266304 // 32 * 18,
+                                    "q6_K": 135266304 // 256 * 210, "q5_K": 135266304 // 256 * 176,
+                                    "q4_K": 135266304 // 256 * 144, "q3_K": 135266304 // 256 * 110,
+                                    "q2_K": 135266304 // 256 * 84}
     assert info["decode_bytes_per_token"]["f32"] == 4 * 135266304 + 8 * 4096
     odd = json.loads(run_ffn("info", "--variant", "gelu", "--d", 100, "--json").stdout)
     assert odd["weight_bytes"]["q4_0"] is None and odd["hidden"] == 400
+    assert odd["weight_bytes"]["q4_K"] is None
 
 
 @pytest.mark.parametrize("sub", ["params", "info", "forward", "quantize", "demo"])
@@ -163,14 +167,18 @@ def test_types_lists_the_weight_type_table(run_ffn):
     numbers of ggml's type traits), and a kernel with its activation format on every ISA."""
     table = json.loads(run_ffn("types", "--json").stdout)
     got = {t["name"]: (t["gguf_type"], t["block_elements"], t["block_bytes"]) for t in table}
-    assert got == {"f32": (0, 1, 4), "bf16": (30, 1, 2), "f16": (1, 1, 2), "q8_0": (8, 32, 34), "q4_0": (2, 32, 18)}
+    assert list(got) == ["f32", "bf16", "f16", "q8_0", "q4_0", "q6_K", "q5_K", "q4_K", "q3_K", "q2_K"]
+    import gguf  # llama.cpp's own numbers and geometry (gguf-py)
+    for name, (number, elements, size) in got.items():
+        q = gguf.GGMLQuantizationType[name.upper()]
+        assert (number, elements, size) == (int(q), *gguf.GGML_QUANT_SIZES[q]), name
     for t in table:
         assert t["bits_per_weight"] == 8 * t["block_bytes"] / t["block_elements"]
         assert "scalar" in t["kernels"]
         for isa, k in t["kernels"].items():
             assert k["kernel"].endswith("_scalar") == (isa == "scalar"), (t["name"], isa, k)
-            want = "q8_0" if t["name"].startswith("q") else ("bf16" if t["name"] == "bf16" and isa == "avx512_bf16"
-                                                             else "f32")
+            want = ("q8_K" if t["name"].endswith("_K") else "q8_0" if t["name"].startswith("q")
+                    else "bf16" if t["name"] == "bf16" and isa == "avx512_bf16" else "f32")
             assert k["activations"] == want, (t["name"], isa, k)
     text = run_ffn("types").stdout
     assert "q4_0" in text and "4.50" in text and "forward kernels" in text

@@ -146,6 +146,12 @@ def test_llama_file_in_a_k_quant_mix_runs_every_layer(tmp_path, run_ffn, ffn_mod
     reference = write_llama_file(path, mix, rng)
     reader = gguf.GGUFReader(str(path))
     assert len(reader.fields["tokenizer.ggml.tokens"].data) == 32000
+    info = json.loads(run_ffn("info", "--weights", path, "--json").stdout)
+    assert [(l["matrices"]["gate"]["type"], l["matrices"]["down"]["type"]) for l in info["layers"]] == \
+        [MIXES[mix](i, LAYERS) for i in range(LAYERS)]
+    sizes = {"q4_K": 144, "q5_K": 176, "q6_K": 210}
+    assert all(l["matrices"]["down"]["bytes"] == D * HIDDEN // 256 * sizes[l["matrices"]["down"]["type"]]
+               for l in info["layers"])
     x = rng.standard_normal((5, D)).astype(np.float32)
     files.write_npy(tmp_path / "x.npy", x)
     for i in range(LAYERS):

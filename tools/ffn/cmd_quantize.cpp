@@ -163,14 +163,19 @@ void run_quantize(const QuantizeOptions& o) {
                   std::to_string(layers.front()) + " is " + variant_name(originals.front().config().variant));
     choices.push_back(layer_types(choice, layer, layer_count));
     const MatrixTypes& types = choices.back().types;
-    if (!weight_bytes(c, types))
-      throw Error(
-          o.input + ": layer " + std::to_string(layer) + " (d_model " + std::to_string(c.d_model) + ", hidden " +
-          std::to_string(c.hidden) + ") cannot be stored as " + matrix_types_name(types, c.variant.gated) +
-          ": each matrix's rows must be whole blocks of its type (" +
-          std::to_string(weight_type_info(types.up).block_elements) + " weights for " +
-          std::string(weight_type_name(types.up)) + ", " + std::to_string(weight_type_info(types.down).block_elements) +
-          " for " + std::string(weight_type_name(types.down)) + ")");
+    if (!weight_bytes(c, types)) {
+      // Name the matrix whose rows are not whole blocks of its type.
+      const bool up_ok = c.d_model % weight_type_info(types.up).block_elements == 0 &&
+                         (!c.variant.gated || c.d_model % weight_type_info(types.gate).block_elements == 0);
+      const WeightType bad =
+          up_ok ? types.down : (c.d_model % weight_type_info(types.up).block_elements ? types.up : types.gate);
+      throw Error(o.input + ": layer " + std::to_string(layer) + " cannot be stored as " +
+                  matrix_types_name(types, c.variant.gated) + ": " +
+                  (up_ok ? "down's rows (hidden " : "gate and up's rows (d_model ") +
+                  std::to_string(up_ok ? c.hidden : c.d_model) + ") are not whole blocks of " +
+                  std::to_string(weight_type_info(bad).block_elements) + " weights, as " +
+                  std::string(weight_type_name(bad)) + " stores them");
+    }
     add_layer(writer, loaded.block, layer, types);
     f32_bytes += *weight_bytes(c, WeightType::f32);
     load.variant = c.variant;  // every layer must be the same block
