@@ -149,6 +149,8 @@ py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray
 
 }  // namespace
 
+void add_torch_bindings(py::module_& m);  // torch_bindings.cpp: for ffn.torch
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ffn.cpp core: feed-forward blocks of transformers (use the ffn package, not this module)";
   py::register_exception<ffn::Error>(m, "Error", PyExc_ValueError);
@@ -236,4 +238,5 @@ PYBIND11_MODULE(_core, m) {
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
+  add_torch_bindings(m);
 }
