@@ -36,7 +36,8 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
     args = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", ROOT]
     if os.environ.get("FFN_PIP_BUILD_DIR"):
         args += ["--config-settings", f"build-dir={os.environ['FFN_PIP_BUILD_DIR']}"]
-    env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=str(os.cpu_count() or 2))
+    env = dict(os.environ)
+    env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 2))
     env.pop("PYTHONPATH", None)
     if os.environ.get("FFN_PIP_NO_ISOLATION") == "1":
         # The backend from the environment running this test (build-venv/), seen through a .pth file.
@@ -51,7 +52,7 @@ def test_pip_install_into_a_fresh_venv(tmp_path):
 
     # Imported from the venv (not the source tree or build/python), at the project's version.
     where = run(python, "-c", "import ffn, importlib.metadata as m; print(ffn.__file__); print(ffn.__version__); "
-                "print(m.version('ffn'))", cwd=tmp_path, env={k: v for k, v in env.items() if k != "PYTHONPATH"})
+                "print(m.version('ffn'))", cwd=tmp_path, env=env)
     path, version, dist_version = where.split()
     assert path.startswith(str(venv)), path
     cmake_version = re.search(r"project\(ffn\s+VERSION\s+([0-9.]+)", (ROOT / "CMakeLists.txt").read_text()).group(1)
