@@ -341,6 +341,8 @@ def test_patch_other_shapes_and_what_it_leaves(fft):
     odd = nn.Sequential(seeds.SwiGLU(32, hidden=40))
     report = fft.patch(odd, dtype="q4_0")
     assert not report.replaced and "32" in report.left[0].reason
+    with pytest.raises(ValueError, match="q4_x"):  # not a type: an error, not 'left' for every MLP
+        fft.patch(odd, dtype="q4_x")
     with pytest.raises(ValueError, match="trainable in f32"):
         fft.patch(odd, dtype="q8_0", inference=False)
 

@@ -168,6 +168,9 @@ def patch(model, dtype="f32", inference=True, *, gate=None, up=None, down=None, 
     (q8_0/q4_0 need d and hidden to be multiples of 32), is left as it was."""
     if not inference and any(t not in (None, "f32") for t in (dtype, gate, up, down)):
         raise Error(f"inference=False keeps the blocks trainable in f32; dtype={dtype!r} is for inference=True")
+    if inference:  # a type ffn does not have is the caller's error, not a reason to leave every MLP
+        probe_types = [t or dtype or "f32" for t in (gate, up, down)]
+        _ffn.SwiGLU(32, hidden=32)._core.for_inference(*probe_types)
     report = PatchReport()
     replaced_prefixes = []
     for name, module in list(model.named_modules()):
