@@ -310,6 +310,30 @@ class LiesAboutItsActivation(nn.Module):
         return self.down_proj(F.gelu(self.gate_proj(x)) * self.up_proj(x))
 
 
+class LlamaMLP(nn.Module):
+    """Hugging Face's LlamaMLP (Mistral's and Qwen2's are the same), without transformers."""
+
+    def __init__(self, d, hidden=64):
+        super().__init__()
+        self.gate_proj, self.up_proj = nn.Linear(d, hidden, bias=False), nn.Linear(d, hidden, bias=False)
+        self.down_proj, self.act_fn = nn.Linear(hidden, d, bias=False), nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+class FeedForward(nn.Module):
+    """Meta's Llama FeedForward: w2(silu(w1(x)) * w3(x)), the activation in its forward."""
+
+    def __init__(self, d, hidden=64):
+        super().__init__()
+        self.w1, self.w2, self.w3 = nn.Linear(d, hidden, bias=False), nn.Linear(hidden, d, bias=False), \
+            nn.Linear(d, hidden, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
 class FcMLP(nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -322,21 +346,28 @@ class FcMLP(nn.Module):
 def test_patch_other_shapes_and_what_it_leaves(fft):
     torch.manual_seed(0)
     model = nn.ModuleDict({"gpt2": GPT2MLP(32, 128), "quick": QuickGeluMLP(32), "liar": LiesAboutItsActivation(32),
-                           "fc": FcMLP(32), "seeds_gelu": seeds.GeluMLP(32, bias=True)}).eval()
+                           "fc": FcMLP(32), "seeds_gelu": seeds.GeluMLP(32, bias=True), "llama": LlamaMLP(32),
+                           "meta": FeedForward(32)}).eval()
     x = torch.randn(5, 32)
     with torch.no_grad():
         want = {k: m(x) for k, m in model.items()}
     report = fft.patch(model, dtype="f32")
-    assert sorted(e.name for e in report.replaced) == ["gpt2", "seeds_gelu"], str(report)
-    assert {e.name for e in report.replaced if e.variant == "gelu_tanh"} == {"gpt2"}
+    assert sorted(e.name for e in report.replaced) == ["gpt2", "llama", "meta", "seeds_gelu"], str(report)
+    assert {e.name: e.variant for e in report.replaced} == {"gpt2": "gelu_tanh", "llama": "swiglu", "meta": "swiglu",
+                                                            "seeds_gelu": "gelu"}
     left = {e.name: e.reason for e in report.left}
     assert set(left) == {"quick", "liar", "fc"}, str(report)
     assert "not one ffn runs" in left["quick"]
     assert "differs from ffn's swiglu" in left["liar"]
     assert "none of ffn's MLP shapes" in left["fc"]
     with torch.no_grad():
-        for k in ("gpt2", "seeds_gelu"):
+        for k in ("gpt2", "seeds_gelu", "llama", "meta"):
             np.testing.assert_allclose(model[k](x).numpy(), want[k].numpy(), rtol=1e-4, atol=1e-5)
+    # Trainable, Hugging Face's names stay: the state_dict loads both ways.
+    hf = nn.Sequential(LlamaMLP(32))
+    keys = list(hf.state_dict())
+    assert len(fft.patch(hf, inference=False).replaced) == 1 and isinstance(hf[0], fft.Block)
+    assert list(hf.state_dict()) == keys == ["0.gate_proj.weight", "0.up_proj.weight", "0.down_proj.weight"]
     # q4_0 needs multiples of 32: hidden 40 is left, with ffn's reason.
     odd = nn.Sequential(seeds.SwiGLU(32, hidden=40))
     report = fft.patch(odd, dtype="q4_0")
