@@ -14,8 +14,15 @@ jobs=$(nproc)
 echo "== build (Release) and test"
 scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python"
 ctest --test-dir build --output-on-failure -j "$jobs"
-
 # (The tests under mpirun ran in the Release build above.)
+
+echo "== pip install . into a fresh virtual environment, then import ffn and python -m ffn params"
+# The wheel's own CMake build is kept in build-pip/ (incremental after the first run: about
+# the main build's time once, on 2 cores); the build backend is build-venv's pinned
+# scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
+FFN_TEST_PIP_INSTALL=1 FFN_PIP_NO_ISOLATION=1 FFN_PIP_BUILD_DIR="$PWD/build-pip" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
+  "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
+
 echo "== build with ASan+UBSan and run the unit tests and the fuzz regression inputs"
 cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DFFN_BUILD_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null

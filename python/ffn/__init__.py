@@ -7,6 +7,7 @@
     m = ffn.load("model.gguf", layer=3)          # for inference, in the file's types (HF / Meta / GPT-2 / GGUF names)
     m = ffn.load_trainable("model.safetensors", layer=3)  # f32, trainable
     m = ffn.from_torch(torch_module)             # a seeds' or Hugging Face MLP module
+    import ffn.torch                             # the blocks as torch modules, and ffn.torch.patch(model)
 
 Parameters are NumPy views of the block's own f32 weights (nn.Linear layout [out, in]):
 writing into them changes the block, as with torch parameters.
@@ -18,6 +19,15 @@ __version__ = _core.__version__
 __all__ = ["Block", "InferenceBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
            "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "dequantize", "quantize", "QUANT_TYPES",
            "Error"]
+
+
+def __getattr__(name):
+    """`ffn.torch` on first use (it imports torch; `import ffn` alone never does)."""
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'ffn' has no attribute {name!r}")
 
 
 def active_isa():

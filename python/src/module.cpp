@@ -151,6 +151,8 @@ py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray
 
 }  // namespace
 
+void add_torch_bindings(py::module_& m);  // torch_bindings.cpp: for ffn.torch
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "ffn.cpp core: feed-forward blocks of transformers (use the ffn package, not this module)";
   py::register_exception<ffn::Error>(m, "Error", PyExc_ValueError);
@@ -239,4 +241,5 @@ PYBIND11_MODULE(_core, m) {
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
   bind_quant(m);
+  add_torch_bindings(m);
 }
