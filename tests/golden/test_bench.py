@@ -159,3 +159,73 @@ def test_a_peer_that_fails_is_reported_once_and_the_table_goes_on(run_ffn, tmp_p
     assert [r["tokens"] for r in rows] == [1, 2, 3]
     for r in rows:
         assert r["peers"]["pytorch_ms"] is None and r["peers"]["ffn_ms_beside_pytorch"] is None, p.stdout
+
+
+# --- ffn bench --peers under a time budget ----------------------------------------------
+
+def test_a_peer_row_over_the_budget_is_skipped_with_its_reason(run_ffn, tmp_path):
+    """A budget shorter than one forward: each peer's first row says what its warm-up took
+    and is skipped; its larger T are not run at all; the table and the run still end."""
+    import time
+
+    out = tmp_path / "peers.json"
+    start = time.monotonic()
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "3",
+                "--threads", "1", "--dtype", "f32,bf16", "--peers", "--peer-budget", "1e-7", "--json", out)
+    assert time.monotonic() - start < 60, p.stdout
+    result = json.loads(out.read_text())
+    assert result["peer_budget_s"] == 1e-7
+    for r in result["rows"]:
+        peers = r["peers"]
+        assert peers["pytorch_ms"] is None and peers["pytorch_reps"] is None, p.stdout
+        why = peers["pytorch_skipped"]
+        if r["tokens"] == 1:
+            assert why.startswith("one forward took ") and why.endswith(", over the 1e-07 s budget"), why
+        else:
+            assert why.startswith("not run: at T = 1 one forward took "), why
+        label = "PyTorch f32" if r["dtype"] == "f32" else "PyTorch bf16"
+        assert f"  {label} T={r['tokens']} skipped: {why}" in p.stdout
+    assert "peer did not run" not in p.stdout  # skipped for time is not a failure
+
+
+def test_a_peer_past_its_budget_is_killed(run_ffn, tmp_path):
+    """A "python" that begins its forward and never answers: killed 2 × budget + 15 s after
+    the warm-up began (its child process with it), the row skipped with that reason, the
+    next token count not run."""
+    import time
+
+    hang = tmp_path / "hanging-python"
+    hang.write_text("#!/bin/sh\necho '{\"timing\": 1}'\nsleep 600\n")
+    hang.chmod(0o755)
+    out = tmp_path / "peers.json"
+    start = time.monotonic()
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
+                "--threads", "1", "--dtype", "f32", "--peers", "--peer-budget", "0.5", "--json", out,
+                env={"FFN_PYTHON": str(hang)})
+    elapsed = time.monotonic() - start
+    assert 16 <= elapsed < 50, p.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["peers"]["pytorch_skipped"].startswith("killed after 16"), p.stdout
+    assert rows[1]["peers"]["pytorch_skipped"].startswith("not run: at T = 1 killed after"), p.stdout
+    assert "PyTorch f32 T=1 skipped: killed after" in p.stdout
+
+
+def test_a_peer_that_fits_fewer_repetitions_says_so(run_ffn, tmp_path):
+    """The repetitions a peer chose to fit its budget are recorded and, when fewer than
+    --reps, noted (a stand-in peer reports them, as pytorch_peer.py does)."""
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\necho '{\"timing\": 2}'\n"
+                    "echo '{\"library\": \"PyTorch 0\", \"ms\": {\"2\": 7.5}, \"reps\": {\"2\": 2}, \"over_budget\": {}}'\n")
+    fake.chmod(0o755)
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "2", "--reps", "5",
+                "--threads", "1", "--dtype", "f32", "--peers", "--json", out, env={"FFN_PYTHON": str(fake)})
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["peers"]["pytorch_ms"] == 7.5 and row["peers"]["pytorch_reps"] == 2
+    assert row["peers"]["pytorch_skipped"] is None
+    assert "PyTorch f32 T=2: median of 2 repetitions, as many as fit the 20 s budget" in p.stdout
+
+
+def test_help_documents_the_budget(run_ffn):
+    text = run_ffn("bench", "--help").stdout
+    assert "--peer-budget" in text
