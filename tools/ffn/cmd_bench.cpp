@@ -33,6 +33,7 @@
 #include "ffn/roofs.hpp"
 #include "format.hpp"
 #include "machine.hpp"
+#include "roofline_svg.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -54,6 +55,7 @@ struct BenchOptions {
   bool peers = false;
   double peer_budget_s = 20;  // per peer row: the peer's warm-up, then as many repetitions as fit
   std::string json_path;
+  std::string svg_path;
   bool tp = false;
 };
 
@@ -302,6 +304,8 @@ void run_bench(const BenchOptions& o) {
   const BenchPlan plan = plan_bench(o, pool);
   // The results are written at the end of a run of minutes: a path that cannot be written fails now.
   if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
+  if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
+  if (o.tp && !o.svg_path.empty()) throw Error("bench: --svg draws the rows of one process; not with --tp");
   if (o.tp)
     return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
   const MachineDescription machine = describe_machine();
@@ -371,6 +375,12 @@ void run_bench(const BenchOptions& o) {
   const MeasuredRoofs end = report_end_roofs(roofs.start, pool);
   const nlohmann::json roofs_out = roofs_json(roofs.start, end);
   if (!o.json_path.empty()) write_bench_json(o, roofs_out, machine, rows);
+  if (!o.svg_path.empty()) {
+    const std::string isa(isa_name(active_isa()));
+    write_file_atomically(
+        o.svg_path, roofline_svg(roofline_chart("ffn bench — " + shape_line(plan), isa, o.threads, roofs_out, rows)));
+    std::printf("roofline picture written to %s\n", o.svg_path.c_str());
+  }
 }
 
 }  // namespace
@@ -414,6 +424,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
+  cmd->add_option("--svg", o->svg_path,
+                  "also draw the run as a roofline (log-log: FLOP/byte against GFLOP/s, the run's compute and "
+                  "memory roofs, a point per row and per peer) into this SVG file");
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o, dtype, variant] {
