@@ -124,6 +124,42 @@ std::string roof_line(const std::string& id, double slope, double level, const L
          px(xs(b)) + "\" y2=\"" + px(ys(y_at(b))) + "\" " + style + "/>";
 }
 
+// A label beside its point where it covers no marker and no label placed before it: the
+// first free place of eight around the point (ffn's preferring above-right, the peers'
+// below-right, so that a peer's label and ffn's at the same intensity part), else the first.
+struct Box {
+  double x0, y0, x1, y1;
+};
+struct Label {
+  double x, y;  // the text's anchor (baseline)
+  bool end;     // text-anchor end: the label left of the point
+};
+
+Label place_label(double x, double y, const std::string& text, bool below_first, std::vector<Box>& taken) {
+  const double w = 5.8 * double(text.size());  // 10 px DejaVu Sans: ~5.8 px a character
+  const double rows[] = {-6, 13, -17, 24};
+  std::vector<Label> tries;
+  for (int k = 0; k < 4; ++k) {
+    const double dy = below_first ? rows[k ^ 1] : rows[k];
+    tries.push_back({x + 6, y + dy, false});
+    tries.push_back({x - 6, y + dy, true});
+  }
+  auto box_of = [&](const Label& l) {
+    const double x0 = l.end ? l.x - w : l.x;
+    return Box{x0, l.y - 9, x0 + w, l.y + 2};
+  };
+  auto overlaps = [](const Box& a, const Box& b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; };
+  for (const Label& l : tries) {
+    const Box b = box_of(l);
+    if (std::none_of(taken.begin(), taken.end(), [&](const Box& t) { return overlaps(b, t); })) {
+      taken.push_back(b);
+      return l;
+    }
+  }
+  taken.push_back(box_of(tries[0]));
+  return tries[0];
+}
+
 }  // namespace
 
 RooflineChart roofline_chart(const std::string& title, const std::string& isa, int threads, const nlohmann::json& roofs,
@@ -247,22 +283,34 @@ std::string roofline_svg(const RooflineChart& c) {
          px(xs(ridge)) + "," + px(ys(c.compute_gflops)) + " " + px(xs(x_hi)) + "," + px(ys(c.compute_gflops)) +
          "\" stroke=\"#000\" stroke-width=\"2\"/>\n";
   }
-  s += "<text x=\"" + px(kRight - 4) + "\" y=\"" + px(ys(c.compute_gflops) - 6) +
-       "\" text-anchor=\"end\" font-size=\"11\" fill=\"#333\">compute roof " + fixed(c.compute_gflops, 1) +
-       " GFLOP/s</text>\n";
+  // The roofs' labels at the left end of the horizontal roofs (where the points, memory-bound
+  // there, lie lower) and along the memory roof; the points' labels keep clear of them.
+  std::vector<Box> taken;
+  auto roof_label = [&](double gflops, const std::string& text, const char* colour) {
+    const double y = ys(gflops) - 5;
+    s += "<text x=\"" + px(kLeft + 4) + "\" y=\"" + px(y) + "\" font-size=\"11\" fill=\"" + colour + "\">" + text +
+         "</text>\n";
+    taken.push_back({kLeft + 4, y - 10, kLeft + 4 + 6.4 * double(text.size()), y + 2});
+  };
+  roof_label(c.compute_gflops, "compute roof " + fixed(c.compute_gflops, 1) + " GFLOP/s", "#333");
   {
     // The memory roof's label along its slope, a little before the ridge.
     const double xl = ridge / 6, x0 = xs(xl), y0 = ys(c.memory_gbps * xl);
     const double angle = std::atan2(ys(c.memory_gbps * xl * 10) - y0, xs(xl * 10) - x0) * 180 / M_PI;
-    if (xl > std::pow(10.0, xs.lo_decade) && c.memory_gbps * xl > std::pow(10.0, ys.lo_decade))
+    if (xl > std::pow(10.0, xs.lo_decade) && c.memory_gbps * xl > std::pow(10.0, ys.lo_decade)) {
+      // Its box as the bounding box of the rotated text, centred 6 px above the line.
+      const double w = 6.4 * 22, h = 12, a = angle * M_PI / 180;
+      const double cx = x0 + 6 * std::sin(a), cy = y0 - 6 * std::cos(a);
+      const double hw = 0.5 * (std::abs(std::cos(a)) * w + std::abs(std::sin(a)) * h);
+      const double hh = 0.5 * (std::abs(std::sin(a)) * w + std::abs(std::cos(a)) * h);
+      taken.push_back({cx - hw, cy - hh, cx + hw, cy + hh});
       s += "<text x=\"" + px(x0) + "\" y=\"" + px(y0 - 6) + "\" transform=\"rotate(" + px(angle) + " " + px(x0) + " " +
            px(y0) + ")\" text-anchor=\"middle\" font-size=\"11\" fill=\"#333\">memory roof " + fixed(c.memory_gbps, 1) +
            " GB/s</text>\n";
+    }
   }
   if (c.bf16_dot_gflops > 0)
-    s += "<text x=\"" + px(kRight - 4) + "\" y=\"" + px(ys(c.bf16_dot_gflops) - 6) +
-         "\" text-anchor=\"end\" font-size=\"11\" fill=\"#d62728\">bf16 dot roof " + fixed(c.bf16_dot_gflops, 1) +
-         " GFLOP/s</text>\n";
+    roof_label(c.bf16_dot_gflops, "bf16 dot roof " + fixed(c.bf16_dot_gflops, 1) + " GFLOP/s", "#d62728");
   s += "</g>\n";
 
   // The points, coloured by series; ffn's labelled above-right, the peers' below-right.
@@ -274,8 +322,10 @@ std::string roofline_svg(const RooflineChart& c) {
       order.push_back(p.series);
     }
   s += "<g id=\"points\" font-size=\"10\">\n";
+  // taken: the roofs' labels, the markers, then each point's label as it is placed.
   for (const auto& p : c.points) {
     const double x = xs(p.flops_per_byte), y = ys(p.gflops);
+    taken.push_back({x - 5.5, y - 5.5, x + 5.5, y + 5.5});
     const bool peer = p.series.rfind("ffn", 0) != 0;
     const std::string attrs = "class=\"point" + std::string(peer ? " peer" : " ffn") + "\" data-series=\"" +
                               escaped(p.series) + "\" data-label=\"" + escaped(p.label) + "\" data-flops-per-byte=\"" +
@@ -283,8 +333,13 @@ std::string roofline_svg(const RooflineChart& c) {
     const std::string tooltip =
         p.series + ", " + p.label + ": " + sig3(p.flops_per_byte) + " FLOP/byte, " + sig3(p.gflops) + " GFLOP/s";
     s += marker_svg(marker_of(p.series), x, y, colours[p.series], attrs, tooltip) + "\n";
-    s += "<text class=\"point-label\" x=\"" + px(x + 6) + "\" y=\"" + px(peer ? y + 13 : y - 6) + "\" fill=\"" +
-         colours[p.series] + "\">" + escaped(p.label) + "</text>\n";
+  }
+  for (const auto& p : c.points) {
+    const bool peer = p.series.rfind("ffn", 0) != 0;
+    const Label l = place_label(xs(p.flops_per_byte), ys(p.gflops), p.label, peer, taken);
+    s += "<text class=\"point-label\" x=\"" + px(l.x) + "\" y=\"" + px(l.y) + "\"" +
+         (l.end ? " text-anchor=\"end\"" : "") + " fill=\"" + colours[p.series] + "\">" + escaped(p.label) +
+         "</text>\n";
   }
   s += "</g>\n";
 
