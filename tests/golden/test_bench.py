@@ -288,13 +288,9 @@ def test_an_unwritable_svg_path_fails_before_the_run(run_ffn, tmp_path):
 def test_a_peer_row_over_the_budget_is_skipped_with_its_reason(run_ffn, tmp_path):
     """A budget shorter than one forward: each peer's first row says what its warm-up took
     and is skipped; its larger T are not run at all; the table and the run still end."""
-    import time
-
     out = tmp_path / "peers.json"
-    start = time.monotonic()
     p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "3",
                 "--threads", "1", "--dtype", "f32,bf16", "--peers", "--peer-budget", "1e-7", "--json", out)
-    assert time.monotonic() - start < 60, p.stdout
     result = json.loads(out.read_text())
     assert result["peer_budget_s"] == 1e-7
     for r in result["rows"]:
@@ -324,8 +320,10 @@ def test_a_peer_past_its_budget_is_killed(run_ffn, tmp_path):
     p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
                 "--threads", "1", "--dtype", "f32", "--peers", "--peer-budget", "0.5", "--json", out,
                 env={"FFN_PYTHON": str(hang)})
+    # Not a speed assertion: the kill comes 16 s after the "warm-up" began, the whole run
+    # (roofs included) ends long before the hanging peer's 600 s.
     elapsed = time.monotonic() - start
-    assert 16 <= elapsed < 50, p.stdout
+    assert 16 <= elapsed < 300, p.stdout
     rows = json.loads(out.read_text())["rows"]
     assert rows[0]["peers"]["pytorch_skipped"].startswith("killed after 16"), p.stdout
     assert rows[1]["peers"]["pytorch_skipped"].startswith("not run: at T = 1 killed after"), p.stdout
