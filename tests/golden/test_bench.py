@@ -349,3 +349,19 @@ def test_a_peer_that_fits_fewer_repetitions_says_so(run_ffn, tmp_path):
 def test_help_documents_the_budget_and_the_picture(run_ffn):
     text = run_ffn("bench", "--help").stdout
     assert "--peer-budget" in text and "--svg" in text
+
+
+def test_under_ffn_isa_the_peers_are_kept_within_the_same_isa(run_ffn, tmp_path):
+    """FFN_ISA narrows ffn's kernels; the peers' libraries get the same ceiling (oneDNN's
+    ONEDNN_MAX_CPU_ISA; PyTorch's ATEN_CPU_CAPABILITY, and at AVX2 its oneDNN off, whose
+    bf16 matmul needs AVX-512), and the bf16 peer still runs."""
+    if " avx2" not in open("/proc/cpuinfo").read():
+        pytest.skip("this CPU lacks avx2")
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1",
+                "--threads", "1", "--dtype", "f32,bf16", "--peers", "--json", out, env={"FFN_ISA": "avx2"})
+    result = json.loads(out.read_text())
+    assert result["isa"] == "avx2" and result["peer_isa_ceiling"] == "AVX2"
+    assert "peers' libraries kept within ffn's ISA avx2: oneDNN by ONEDNN_MAX_CPU_ISA=AVX2" in p.stdout
+    for r in result["rows"]:
+        assert r["peers"]["pytorch_ms"] > 0, p.stdout

@@ -196,13 +196,55 @@ PeerTimes run_peer(const std::string& command, const std::vector<int64_t>& token
   return out;
 }
 
+// oneDNN's ISA name for ffn's active ISA: the most it lets a peer's oneDNN use (ONEDNN_MAX_CPU_ISA).
+const char* onednn_isa_ceiling() {
+  switch (active_isa()) {
+    case Isa::scalar:  // the peers have no scalar path: AVX2 is the narrowest they get
+    case Isa::avx2:
+      return "AVX2";
+    case Isa::avx512:
+      return "AVX512_CORE";
+    case Isa::avx512_vnni:
+      return "AVX512_CORE_VNNI";
+    case Isa::avx512_bf16:
+      break;
+  }
+  return nullptr;
+}
+
+bool avx2_or_less() { return active_isa() == Isa::scalar || active_isa() == Isa::avx2; }
+
+// The environment that keeps the oneDNN peer within ffn's ISA (FFN_ISA narrows ffn's own
+// kernels only; oneDNN dispatches on the CPU itself).
+std::string onednn_ceiling_env() {
+  const char* ceiling = onednn_isa_ceiling();
+  return ceiling ? std::string("ONEDNN_MAX_CPU_ISA=") + ceiling + " DNNL_MAX_CPU_ISA=" + ceiling + " " : "";
+}
+
+// The same for PyTorch: ATen's kernels by ATEN_CPU_CAPABILITY, its bf16 matmul (oneDNN) by
+// ONEDNN_MAX_CPU_ISA, except at AVX2: oneDNN 2.6 has no AVX2 bf16 matmul and PyTorch 1.13
+// then fails ("could not create a primitive descriptor iterator") rather than fall back, so
+// the peer turns its oneDNN off (--no-onednn) and runs ATen's own bf16 GEMM — what PyTorch
+// runs on a CPU without AVX-512 (f32 is OpenBLAS's either way).
+std::string pytorch_ceiling_env() {
+  const char* ceiling = onednn_isa_ceiling();
+  if (!ceiling) return {};
+  if (avx2_or_less()) return "ATEN_CPU_CAPABILITY=avx2 ";
+  return "ATEN_CPU_CAPABILITY=avx512 " + onednn_ceiling_env();
+}
+
 }  // namespace
+
+std::string peer_isa_ceiling() {
+  const char* ceiling = onednn_isa_ceiling();
+  return ceiling ? ceiling : "";
+}
 
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps,
                           double budget_s) {
   const auto exe = beside_this_program("ffn-peer-onednn");
   if (!std::filesystem::exists(exe)) return not_run("not built (libdnnl-dev was not found when ffn was configured)");
-  std::string cmd = "OMP_NUM_THREADS=" + std::to_string(threads);
+  std::string cmd = onednn_ceiling_env() + "OMP_NUM_THREADS=" + std::to_string(threads);
   cmd += " OMP_PROC_BIND=false " + quoted(exe.string());
   cmd += " --activation " + std::string(activation_name(config.variant.activation));
   cmd += std::string(" --gated ") + (config.variant.gated ? "1" : "0");
@@ -216,14 +258,15 @@ PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, 
   const auto script = shipped_file("peers", "pytorch_peer.py");
   if (!std::filesystem::exists(script)) return not_run("pytorch_peer.py not found at " + script.string());
   const char* python = std::getenv("FFN_PYTHON");  // Debian's python3 has python3-torch
-  const std::string core = isa_supported(Isa::avx512) ? "SkylakeX" : "Haswell";
-  std::string cmd = "OPENBLAS_CORETYPE=" + core;
+  const std::string core = avx2_or_less() ? "Haswell" : "SkylakeX";
+  std::string cmd = pytorch_ceiling_env() + "OPENBLAS_CORETYPE=" + core;
   cmd += " OMP_NUM_THREADS=" + std::to_string(threads);
   cmd += " " + quoted(python && *python ? python : "/usr/bin/python3") + " " + quoted(script.string());
   cmd += " --variant " + variant_name(config.variant) + " --dtype " + quoted(dtype);
   cmd += " --d " + std::to_string(config.d_model) + " --hidden " + std::to_string(config.hidden);
   cmd += " --tokens " + joined(tokens) + " --threads " + std::to_string(threads) + " --reps " + std::to_string(reps);
   cmd += " --budget " + shell_number(budget_s);
+  if (avx2_or_less() && isa_supported(Isa::avx512)) cmd += " --no-onednn";
   return run_peer(cmd, tokens, budget_s);
 }
 
@@ -278,6 +321,13 @@ void report_peers(const BlockConfig& config, int threads, int reps, double budge
       "count, ffn timed again just before and after it: its ms is the mean of those two; each peer row within a "
       "budget of %s: a warm-up forward, then as many of the %d repetitions as fit)\n",
       threads, threads == 1 ? "" : "s", budget_text(budget_s).c_str(), reps);
+  if (!peer_isa_ceiling().empty())
+    std::printf(
+        "peers' libraries kept within ffn's ISA %s: oneDNN by ONEDNN_MAX_CPU_ISA=%s; PyTorch by "
+        "ATEN_CPU_CAPABILITY and OPENBLAS_CORETYPE, %s\n",
+        std::string(isa_name(active_isa())).c_str(), peer_isa_ceiling().c_str(),
+        avx2_or_less() ? "its oneDNN off (bf16: ATen's own GEMM, as on a CPU without AVX-512)"
+                       : "its oneDNN (bf16 matmul) by ONEDNN_MAX_CPU_ISA");
   std::printf("%-6s %6s %12s %10s %9s %12s %10s %9s\n", "dtype", "T", "oneDNN ms", "ffn ms", "speed-up", "PyTorch ms",
               "ffn ms", "speed-up");
   std::fflush(stdout);

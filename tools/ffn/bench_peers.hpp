@@ -42,6 +42,13 @@ struct PeerTimes {
   std::string error;                       // why the peer did not run, when it did not
 };
 
+// FFN_ISA narrows ffn's kernels only; the peers' libraries are kept within the same ISA by
+// their own switches (ONEDNN_MAX_CPU_ISA for oneDNN and PyTorch's oneDNN, ATEN_CPU_CAPABILITY,
+// OPENBLAS_CORETYPE), so that FFN_ISA=avx2 on an AVX-512 machine compares AVX2 with AVX2.
+// The ceiling in oneDNN's words ("AVX2", "AVX512_CORE", "AVX512_CORE_VNNI"); empty: none
+// (ffn runs the widest ISA, avx512_bf16).
+std::string peer_isa_ceiling();
+
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps,
                           double budget_s);
 // dtype: "f32" or "bf16".

@@ -295,7 +295,11 @@ void write_bench_json(const BenchOptions& o, const nlohmann::json& roofs, const 
                      {"isa", std::string(isa_name(active_isa()))},
                      {"machine", machine_json(machine)},
                      {"rows", rows}};
-  if (o.peers) out["peer_budget_s"] = o.peer_budget_s;
+  if (o.peers) {
+    out["peer_budget_s"] = o.peer_budget_s;
+    const std::string ceiling = peer_isa_ceiling();
+    out["peer_isa_ceiling"] = ceiling.empty() ? nlohmann::json(nullptr) : nlohmann::json(ceiling);
+  }
   write_file_atomically(o.json_path, out.dump(2) + "\n");
 }
 

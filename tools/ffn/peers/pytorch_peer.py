@@ -52,9 +52,14 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
     ap.add_argument("--budget", type=float, default=None, help="seconds for each T's timed repetitions")
+    ap.add_argument("--no-onednn", action="store_true",
+                    help="oneDNN off (torch.backends.mkldnn): bf16 matmuls in ATen's own GEMM, as PyTorch runs "
+                         "them on a CPU without AVX-512 (ffn bench passes it under FFN_ISA=avx2)")
     a = ap.parse_args()
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[a.dtype]
     torch.set_num_threads(a.threads)
+    if a.no_onednn:
+        torch.backends.mkldnn.enabled = False
     torch.manual_seed(0)
     cls, _ = seeds.VARIANTS[a.variant]
     block = cls(a.d, hidden=a.hidden).eval().to(dtype)
