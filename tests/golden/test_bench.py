@@ -159,3 +159,209 @@ def test_a_peer_that_fails_is_reported_once_and_the_table_goes_on(run_ffn, tmp_p
     assert [r["tokens"] for r in rows] == [1, 2, 3]
     for r in rows:
         assert r["peers"]["pytorch_ms"] is None and r["peers"]["ffn_ms_beside_pytorch"] is None, p.stdout
+
+
+# --- ffn bench --svg: the run as a roofline picture -------------------------------------
+
+SVG_NS = {"svg": "http://www.w3.org/2000/svg"}
+
+
+@pytest.fixture(scope="module")
+def roofline_run(run_ffn, tmp_path_factory):
+    """A tiny run with peers, written as JSON and as SVG."""
+    folder = tmp_path_factory.mktemp("roofline")
+    out_json, out_svg = folder / "bench.json", folder / "bench.svg"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
+                "--threads", "1", "--dtype", "f32,q8_0", "--peers", "--json", out_json, "--svg", out_svg)
+    import xml.etree.ElementTree as ET
+
+    return json.loads(out_json.read_text()), ET.parse(out_svg).getroot(), p.stdout, folder
+
+
+def _axis(root, which):
+    """v -> pixel on the picture's own log axis, from two of its labelled decade ticks."""
+    ticks = [t for t in root.iter("{http://www.w3.org/2000/svg}line") if t.get("class") == f"tick {which}"]
+    assert len(ticks) >= 2, which
+    coord = "x1" if which == "x" else "y1"
+    (v0, p0), (v1, p1) = [(float(t.get("data-value")), float(t.get(coord))) for t in (ticks[0], ticks[-1])]
+    return lambda v: p0 + (math.log10(v) - math.log10(v0)) / (math.log10(v1) - math.log10(v0)) * (p1 - p0)
+
+
+def _points(root):
+    return [e for e in root.iter() if "point" in (e.get("class") or "").split()]
+
+
+def _centre(e):
+    """A marker's centre: a circle's (cx, cy); a square's middle; a path's first vertex is its top."""
+    tag = e.tag.split("}")[1]
+    if tag == "circle":
+        return float(e.get("cx")), float(e.get("cy"))
+    if tag == "rect":
+        return float(e.get("x")) + float(e.get("width")) / 2, float(e.get("y")) + float(e.get("height")) / 2
+    first = e.get("d").split()[0].lstrip("M").split(",")
+    return float(first[0]), float(first[1]) + 5.5
+
+
+def test_the_svg_is_a_log_log_picture_with_a_point_per_row(roofline_run):
+    result, root, _, _ = roofline_run
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    rows = result["rows"]
+    ffn = [e for e in _points(root) if "ffn" in e.get("class").split()]
+    assert sorted(e.get("data-label") for e in ffn) == sorted(f"{r['dtype']} T={r['tokens']}" for r in rows)
+    x_of, y_of = _axis(root, "x"), _axis(root, "y")
+    for r in rows:
+        (e,) = [e for e in ffn if e.get("data-label") == f"{r['dtype']} T={r['tokens']}"]
+        cx, cy = _centre(e)
+        # x: the row's FLOPs over the bytes its roofline charges; y: its GFLOP/s.
+        assert r["flops"] == 2 * 3 * 64 * 96 * r["tokens"]
+        assert cx == pytest.approx(x_of(r["flops"] / r["bytes"]), abs=0.02), r
+        assert cy == pytest.approx(y_of(r["gflops"]), abs=0.02), r
+        # Logarithmic: a tenfold intensity is one decade's width to the right.
+        assert x_of(10 * r["flops"] / r["bytes"]) - cx == pytest.approx(x_of(10) - x_of(1), abs=0.05)
+
+
+def test_the_peers_points_sit_at_their_rows_intensity(roofline_run, ffn_bin):
+    result, root, stdout, _ = roofline_run
+    x_of, y_of = _axis(root, "x"), _axis(root, "y")
+    peers = [e for e in _points(root) if "peer" in e.get("class").split()]
+    onednn_built = os.path.exists(os.path.join(os.path.dirname(ffn_bin), "ffn-peer-onednn"))
+    want = []
+    for r in result["rows"]:
+        for key, series in (("pytorch_ms", "PyTorch"), ("onednn_ms", "oneDNN")):
+            ms = r["peers"].get(key)
+            if ms is None:
+                continue
+            want.append((f"{series} {r['dtype']}", f"T={r['tokens']}"))
+            (e,) = [e for e in peers if e.get("data-series") == f"{series} {r['dtype']}"
+                    and e.get("data-label") == f"T={r['tokens']}"]
+            cx, cy = _centre(e)
+            assert cx == pytest.approx(x_of(r["flops"] / r["bytes"]), abs=0.02)
+            assert cy == pytest.approx(y_of(r["flops"] / (ms * 1e-3) / 1e9), abs=0.02)
+    assert sorted((e.get("data-series"), e.get("data-label")) for e in peers) == sorted(want)
+    # PyTorch for f32 rows (and oneDNN when built); q8_0 rows have no peer.
+    assert ("PyTorch f32", "T=1") in want, stdout
+    assert (("oneDNN f32", "T=3") in want) == onednn_built, stdout
+    # Peers are drawn in markers of their own, and named in the legend.
+    assert {e.tag.split("}")[1] for e in peers}.isdisjoint({"circle"})
+    legend = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "legend-entry"]
+    assert "ffn f32" in legend and "ffn q8_0" in legend and "PyTorch f32" in legend
+
+
+def test_the_roofs_of_the_run_are_drawn(roofline_run):
+    result, root, _, _ = roofline_run
+    x_of, y_of = _axis(root, "x"), _axis(root, "y")
+    lines = {e.get("id"): e for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("id")}
+    compute, memory = result["roofs"]["compute_gflops"], result["roofs"]["memory_gbps"]
+    c = lines["compute-roof"]
+    assert float(c.get("y1")) == float(c.get("y2")) == pytest.approx(y_of(compute), abs=0.02)
+    m = lines["memory-roof"]
+    inverse = lambda p, v0, p0, p1: 10 ** (math.log10(v0) + (p - p0) / (p1 - p0))  # noqa: E731
+    # Both ends of the memory roof lie on y = bandwidth · x (GB/s · FLOP/byte = GFLOP/s).
+    x_decade, y_decade = x_of(10) - x_of(1), y_of(10) - y_of(1)
+    for end in ("1", "2"):
+        px, py = float(m.get("x" + end)), float(m.get("y" + end))
+        x = inverse(px, 1, x_of(1), x_of(1) + x_decade)
+        y = inverse(py, 1, y_of(1), y_of(1) + y_decade)
+        assert y == pytest.approx(memory * x, rel=1e-3)
+    title = "".join(root.find("svg:text[@id='title']", SVG_NS).itertext())
+    subtitle = "".join(root.find("svg:text[@id='subtitle']", SVG_NS).itertext())
+    assert "swiglu" in title and "d_model 64" in title and "hidden 96" in title
+    assert f"kernels {result['isa']}" in subtitle
+    assert f"compute {compute:.1f} GFLOP/s" in subtitle and f"memory {memory:.1f} GB/s" in subtitle
+
+
+def test_the_svg_is_written_whole_with_no_temporary_left(roofline_run):
+    _, _, stdout, folder = roofline_run
+    assert sorted(p.name for p in folder.iterdir()) == ["bench.json", "bench.svg"]
+    assert "roofline picture written to" in stdout
+
+
+def test_an_unwritable_svg_path_fails_before_the_run(run_ffn, tmp_path):
+    p = run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--svg",
+                tmp_path / "no-such-dir" / "r.svg", check=False)
+    assert p.returncode == 1 and "--svg" in p.stderr and "no-such-dir" in p.stderr
+    assert "roofs (this run)" not in p.stdout
+
+
+# --- ffn bench --peers under a time budget ----------------------------------------------
+
+def test_a_peer_row_over_the_budget_is_skipped_with_its_reason(run_ffn, tmp_path):
+    """A budget shorter than one forward: each peer's first row says what its warm-up took
+    and is skipped; its larger T are not run at all; the table and the run still end."""
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "3",
+                "--threads", "1", "--dtype", "f32,bf16", "--peers", "--peer-budget", "1e-7", "--json", out)
+    result = json.loads(out.read_text())
+    assert result["peer_budget_s"] == 1e-7
+    for r in result["rows"]:
+        peers = r["peers"]
+        assert peers["pytorch_ms"] is None and peers["pytorch_reps"] is None, p.stdout
+        why = peers["pytorch_skipped"]
+        if r["tokens"] == 1:
+            assert why.startswith("one forward took ") and why.endswith(", over the 1e-07 s budget"), why
+        else:
+            assert why.startswith("not run: at T = 1 one forward took "), why
+        label = "PyTorch f32" if r["dtype"] == "f32" else "PyTorch bf16"
+        assert f"  {label} T={r['tokens']} skipped: {why}" in p.stdout
+    assert "peer did not run" not in p.stdout  # skipped for time is not a failure
+
+
+def test_a_peer_past_its_budget_is_killed(run_ffn, tmp_path):
+    """A "python" that begins its forward and never answers: killed 2 × budget + 15 s after
+    the warm-up began (its child process with it), the row skipped with that reason, the
+    next token count not run."""
+    import time
+
+    hang = tmp_path / "hanging-python"
+    hang.write_text("#!/bin/sh\necho '{\"timing\": 1}'\nsleep 600\n")
+    hang.chmod(0o755)
+    out = tmp_path / "peers.json"
+    start = time.monotonic()
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1,3", "--reps", "1",
+                "--threads", "1", "--dtype", "f32", "--peers", "--peer-budget", "0.5", "--json", out,
+                env={"FFN_PYTHON": str(hang)})
+    # Not a speed assertion: the kill comes 16 s after the "warm-up" began, the whole run
+    # (roofs included) ends long before the hanging peer's 600 s.
+    elapsed = time.monotonic() - start
+    assert 16 <= elapsed < 300, p.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["peers"]["pytorch_skipped"].startswith("killed after 16"), p.stdout
+    assert rows[1]["peers"]["pytorch_skipped"].startswith("not run: at T = 1 killed after"), p.stdout
+    assert "PyTorch f32 T=1 skipped: killed after" in p.stdout
+
+
+def test_a_peer_that_fits_fewer_repetitions_says_so(run_ffn, tmp_path):
+    """The repetitions a peer chose to fit its budget are recorded and, when fewer than
+    --reps, noted (a stand-in peer reports them, as pytorch_peer.py does)."""
+    fake = tmp_path / "fake-python"
+    fake.write_text("#!/bin/sh\necho '{\"timing\": 2}'\n"
+                    "echo '{\"library\": \"PyTorch 0\", \"ms\": {\"2\": 7.5}, \"reps\": {\"2\": 2}, \"over_budget\": {}}'\n")
+    fake.chmod(0o755)
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "2", "--reps", "5",
+                "--threads", "1", "--dtype", "f32", "--peers", "--json", out, env={"FFN_PYTHON": str(fake)})
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["peers"]["pytorch_ms"] == 7.5 and row["peers"]["pytorch_reps"] == 2
+    assert row["peers"]["pytorch_skipped"] is None
+    assert "PyTorch f32 T=2: median of 2 repetitions, as many as fit the 20 s budget" in p.stdout
+
+
+def test_help_documents_the_budget_and_the_picture(run_ffn):
+    text = run_ffn("bench", "--help").stdout
+    assert "--peer-budget" in text and "--svg" in text
+
+
+def test_under_ffn_isa_the_peers_are_kept_within_the_same_isa(run_ffn, tmp_path):
+    """FFN_ISA narrows ffn's kernels; the peers' libraries get the same ceiling (oneDNN's
+    ONEDNN_MAX_CPU_ISA; PyTorch's ATEN_CPU_CAPABILITY, and at AVX2 its oneDNN off, whose
+    bf16 matmul needs AVX-512), and the bf16 peer still runs."""
+    if " avx2" not in open("/proc/cpuinfo").read():
+        pytest.skip("this CPU lacks avx2")
+    out = tmp_path / "peers.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1",
+                "--threads", "1", "--dtype", "f32,bf16", "--peers", "--json", out, env={"FFN_ISA": "avx2"})
+    result = json.loads(out.read_text())
+    assert result["isa"] == "avx2" and result["peer_isa_ceiling"] == "AVX2"
+    assert "peers' libraries kept within ffn's ISA avx2: oneDNN by ONEDNN_MAX_CPU_ISA=AVX2" in p.stdout
+    for r in result["rows"]:
+        assert r["peers"]["pytorch_ms"] > 0, p.stdout

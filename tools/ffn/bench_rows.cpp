@@ -41,6 +41,8 @@ nlohmann::json print_bench_row(const BenchRow& r, const Roofs& roofs, const Bloc
                      {"ms", r.ms},
                      {"gflops", gflops},
                      {"gbps", gbps},
+                     {"flops", r.flops},
+                     {"bytes", r.moved_bytes},  // the roofline's bytes: flops / bytes is the row's intensity
                      {"efficiency", roofline / r.ms},
                      {"roofline_ms", roofline},
                      {"compute_roof_gflops", roofs.compute_gflops},  // the roof this row is judged by

@@ -33,6 +33,7 @@
 #include "ffn/roofs.hpp"
 #include "format.hpp"
 #include "machine.hpp"
+#include "roofline_svg.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -52,7 +53,9 @@ struct BenchOptions {
   int reps = 5;
   bool backward = false;
   bool peers = false;
+  double peer_budget_s = 20;  // per peer row: the peer's warm-up, then as many repetitions as fit
   std::string json_path;
+  std::string svg_path;
   bool tp = false;
 };
 
@@ -205,12 +208,16 @@ struct RunRoofs {
   double memory_before = 0, compute_before = 0, bf16_compute_before = 0;
 };
 
+// "llama2-7b: swiglu, d_model 4096, hidden 11008": the header's and the picture's title.
+std::string shape_line(const BenchPlan& plan) {
+  return plan.label + ": " + variant_name(plan.config.variant) + ", d_model " + std::to_string(plan.config.d_model) +
+         ", hidden " + std::to_string(plan.config.hidden);
+}
+
 void print_run_header(const BenchPlan& plan, const BenchOptions& o, const MachineDescription& machine,
                       const MeasuredRoofs& r) {
-  std::printf("ffn bench — %s: %s, d_model %lld, hidden %lld; %d thread%s, kernels %s\n", plan.label.c_str(),
-              variant_name(plan.config.variant).c_str(), static_cast<long long>(plan.config.d_model),
-              static_cast<long long>(plan.config.hidden), o.threads, o.threads == 1 ? "" : "s",
-              std::string(isa_name(active_isa())).c_str());
+  std::printf("ffn bench — %s; %d thread%s, kernels %s\n", shape_line(plan).c_str(), o.threads,
+              o.threads == 1 ? "" : "s", std::string(isa_name(active_isa())).c_str());
   std::printf("%s\n", machine_line(machine).c_str());
   std::printf(
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
@@ -273,17 +280,27 @@ MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
   return end;
 }
 
-void write_bench_json(const std::string& path, const MeasuredRoofs& start, const MeasuredRoofs& end,
-                      const MachineDescription& machine, const nlohmann::json& rows) {
+// The run's roofs as --json writes them: those of the start, and at_end.
+nlohmann::json roofs_json(const MeasuredRoofs& start, const MeasuredRoofs& end) {
   nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory}};
   if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
   roofs["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
   if (end.bf16_dot > 0) roofs["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
-  const nlohmann::json out{{"roofs", roofs},
-                           {"isa", std::string(isa_name(active_isa()))},
-                           {"machine", machine_json(machine)},
-                           {"rows", rows}};
-  write_file_atomically(path, out.dump(2) + "\n");
+  return roofs;
+}
+
+void write_bench_json(const BenchOptions& o, const nlohmann::json& roofs, const MachineDescription& machine,
+                      const nlohmann::json& rows) {
+  nlohmann::json out{{"roofs", roofs},
+                     {"isa", std::string(isa_name(active_isa()))},
+                     {"machine", machine_json(machine)},
+                     {"rows", rows}};
+  if (o.peers) {
+    out["peer_budget_s"] = o.peer_budget_s;
+    const std::string ceiling = peer_isa_ceiling();
+    out["peer_isa_ceiling"] = ceiling.empty() ? nlohmann::json(nullptr) : nlohmann::json(ceiling);
+  }
+  write_file_atomically(o.json_path, out.dump(2) + "\n");
 }
 
 void run_bench(const BenchOptions& o) {
@@ -291,6 +308,8 @@ void run_bench(const BenchOptions& o) {
   const BenchPlan plan = plan_bench(o, pool);
   // The results are written at the end of a run of minutes: a path that cannot be written fails now.
   if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
+  if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
+  if (o.tp && !o.svg_path.empty()) throw Error("bench: --svg draws the rows of one process; not with --tp");
   if (o.tp)
     return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
   const MachineDescription machine = describe_machine();
@@ -331,7 +350,7 @@ void run_bench(const BenchOptions& o) {
     // through the other types' rows (peak RSS stays theirs).
     std::optional<InferenceBlock> block;
     std::string block_type;
-    report_peers(plan.config, o.threads, o.reps, rows, [&](const std::string& dtype, int64_t T) {
+    report_peers(plan.config, o.threads, o.reps, o.peer_budget_s, rows, [&](const std::string& dtype, int64_t T) {
       if (dtype != block_type) {
         block.reset();
         block = InferenceBlock(Block::random(plan.config, 1, &pool), parse_weight_type(dtype), &pool);
@@ -358,7 +377,14 @@ void run_bench(const BenchOptions& o) {
   std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n",
               fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max), workspace.c_str());
   const MeasuredRoofs end = report_end_roofs(roofs.start, pool);
-  if (!o.json_path.empty()) write_bench_json(o.json_path, roofs.start, end, machine, rows);
+  const nlohmann::json roofs_out = roofs_json(roofs.start, end);
+  if (!o.json_path.empty()) write_bench_json(o, roofs_out, machine, rows);
+  if (!o.svg_path.empty()) {
+    const std::string isa(isa_name(active_isa()));
+    write_file_atomically(
+        o.svg_path, roofline_svg(roofline_chart("ffn bench — " + shape_line(plan), isa, o.threads, roofs_out, rows)));
+    std::printf("roofline picture written to %s\n", o.svg_path.c_str());
+  }
 }
 
 }  // namespace
@@ -378,7 +404,9 @@ void add_bench_command(CLI::App& app) {
   weights->excludes(preset);
   weights->excludes(d);
   weights->excludes(hidden);
-  cmd->add_option("--layer", o->layer, "with --weights: the layer")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--layer", o->layer, "with --weights: the layer")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   auto* dtype = cmd->add_option("--dtype", o->dtypes,
                                 "comma-separated weight types (`ffn types`): f32,bf16,f16,q8_0,q4_0; default f32, "
                                 "or with --weights the file's own types")
@@ -391,9 +419,18 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--peers", o->peers,
                 "also time the same block with oneDNN's matmul (f32 rows) and PyTorch (the seeds' module; f32 "
                 "and bf16 rows), each between two fresh timings of ffn's row");
+  cmd->add_option("--peer-budget", o->peer_budget_s,
+                  "with --peers: seconds each peer row may spend timing (after its warm-up forward: as many "
+                  "--reps as fit; a row whose one forward is longer is skipped, noted, and so are its larger T; a "
+                  "peer still running 2 x budget + 15 s after its warm-up began is killed)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--backward", o->backward,
                 "also time the training step (forward_train + backward, f32, saved and recompute modes)");
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
+  cmd->add_option("--svg", o->svg_path,
+                  "also draw the run as a roofline (log-log: FLOP/byte against GFLOP/s, the run's compute and "
+                  "memory roofs, a point per row and per peer) into this SVG file");
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o, dtype, variant] {

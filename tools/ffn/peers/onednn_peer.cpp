@@ -4,10 +4,14 @@
 // prefers (not timed). Runs in its own process so that oneDNN's OpenMP threads never spin
 // beside ffn's pool; threads come from OMP_NUM_THREADS, set by the caller.
 //
-//   ffn-peer-onednn --variant swiglu --gated 1 --d 4096 --hidden 11008 --tokens 1,16,256 --reps 5
-// prints one JSON object: {"library": "oneDNN 2.6.3", "ms": {"1": 12.3, ...}, "check_rel_err": 2e-7}:
-// median ms per T, and the worst relative error of token 0's output against a double-
-// precision computation of the same block (so a wrong primitive cannot pass for fast).
+//   ffn-peer-onednn --activation swish --gated 1 --d 4096 --hidden 11008 --tokens 1,16,256 --reps 5 [--budget 20]
+// prints {"timing": T} just before each token count's warm-up (ffn bench's deadline for the
+// row runs from there), then one JSON object: {"library": "oneDNN 2.6.3", "ms": {"1": 12.3, ...},
+// "reps": {"1": 5, ...}, "over_budget": {"1024": 31000.0}, "check_rel_err": 2e-7}: median ms
+// per T of as many repetitions (at most --reps) as fit in --budget seconds after the warm-up
+// (a T whose warm-up alone took longer is not timed; over_budget gives its warm-up's ms), and
+// the worst relative error of token 0's output against a double-precision computation of
+// the same block (so a wrong primitive cannot pass for fast).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -91,8 +95,24 @@ double check_first_token(const std::string& a, bool gated, int64_t D, int64_t H,
   return scale > 0 ? worst / scale : worst;
 }
 
-double median_ms(int reps, const std::function<void()>& run) {
+struct Timed {
+  double median_ms = 0;
+  int reps = 0;  // 0: the warm-up alone was over the budget, nothing timed
+  double warm_up_ms = 0;
+};
+
+// A warm-up, then as many of `reps` repetitions as the warm-up's time says fit in
+// budget_s (no budget: budget_s <= 0).
+Timed timed(int reps, double budget_s, const std::function<void()>& run) {
+  Timed out;
+  const auto warm_start = std::chrono::steady_clock::now();
   run();  // warm-up
+  out.warm_up_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
+  if (budget_s > 0) {
+    if (out.warm_up_ms > budget_s * 1e3) return out;
+    reps = std::max(1, std::min(reps, int(budget_s * 1e3 / std::max(out.warm_up_ms, 1e-6))));
+  }
+  out.reps = reps;
   std::vector<double> ms;
   for (int r = 0; r < reps; ++r) {
     const auto start = std::chrono::steady_clock::now();
@@ -100,7 +120,8 @@ double median_ms(int reps, const std::function<void()>& run) {
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  out.median_ms = ms[ms.size() / 2];
+  return out;
 }
 
 }  // namespace
@@ -111,12 +132,15 @@ int main(int argc, char** argv) {
   bool gated = true;
   int64_t D = 0, H = 0;
   int reps = 5;
+  double budget_s = 0;
   app.add_option("--activation", activation, "relu, gelu, gelu_tanh, swish, sigmoid, identity")->required();
   app.add_option("--gated", gated, "1: act(x·W_gateᵀ)⊙(x·W_upᵀ); 0: act(x·W_upᵀ)")->required();
   app.add_option("--d", D, "model width")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--hidden", H, "hidden width")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 22));
   app.add_option("--tokens", tokens, "comma-separated token counts")->required();
   app.add_option("--reps", reps, "timed repetitions (median reported)")->check(CLI::Range(1, 1000));
+  app.add_option("--budget", budget_s, "seconds for each T's timed repetitions (default: no limit)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
@@ -127,6 +151,7 @@ int main(int argc, char** argv) {
     std::string out = "{\"library\": \"oneDNN " + std::to_string(dnnl::version()->major) + "." +
                       std::to_string(dnnl::version()->minor) + "." + std::to_string(dnnl::version()->patch) +
                       "\", \"ms\": {";
+    std::string reps_out, over_budget;  // the "reps" and "over_budget" objects' members
     bool first = true;
     double worst_check = 0;
     std::stringstream list(tokens);
@@ -159,7 +184,9 @@ int main(int argc, char** argv) {
       std::vector<float> x_data = uniform(T * D, 1.0f, 4);
       memory x(x_md, eng, x_data.data()), u(h_md, eng), h(h_md, eng), y(y_md, eng);
       dnnl::matmul up(up_pd), gate(gate_pd), down(down_pd);
-      const double ms = median_ms(reps, [&] {
+      std::printf("{\"timing\": %lld}\n", static_cast<long long>(T));
+      std::fflush(stdout);
+      const Timed t = timed(reps, budget_s, [&] {
         up.execute(s, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, up_w}, {DNNL_ARG_DST, gated ? u : h}});
         if (gated)
           gate.execute(s, {{DNNL_ARG_SRC, x},
@@ -169,12 +196,21 @@ int main(int argc, char** argv) {
         down.execute(s, {{DNNL_ARG_SRC, h}, {DNNL_ARG_WEIGHTS, down_w}, {DNNL_ARG_DST, y}});
         s.wait();
       });
-      out += std::string(first ? "" : ", ") + "\"" + std::to_string(T) + "\": " + std::to_string(ms);
+      const std::string key = "\"" + std::to_string(T) + "\": ";
+      if (t.reps == 0) {
+        char warm[32];
+        std::snprintf(warm, sizeof warm, "%.6g", t.warm_up_ms);
+        over_budget += (over_budget.empty() ? "" : ", ") + key + warm;
+        continue;
+      }
+      out += std::string(first ? "" : ", ") + key + std::to_string(t.median_ms);
+      reps_out += (reps_out.empty() ? "" : ", ") + key + std::to_string(t.reps);
       first = false;
       worst_check = std::max(worst_check, check_first_token(activation, gated, D, H, x_data, w_gate, w_up, w_down,
                                                             static_cast<const float*>(y.get_data_handle())));
     }
-    std::printf("%s}, \"check_rel_err\": %.3g}\n", out.c_str(), worst_check);
+    std::printf("%s}, \"reps\": {%s}, \"over_budget\": {%s}, \"check_rel_err\": %.3g}\n", out.c_str(), reps_out.c_str(),
+                over_budget.c_str(), worst_check);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ffn-peer-onednn: %s\n", e.what());
     return 1;
