@@ -39,9 +39,6 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
-    if (prefetch)
-      for (int64_t line = 0; line < L.bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
     const int8_t* x = A.qs + b * kSuperBlockValues;
     const int16_t* bs = A.bsums + b * 16;
     auto x_group = [&](int i) {
@@ -52,6 +49,11 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
     __m256i I[8];
     for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
+      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time: a burst
+      // of all its lines at once would overrun the core's outstanding-miss buffers.
+      if (prefetch)
+        for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));

@@ -35,9 +35,6 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* blk = P + b * L.bytes;
-    if (prefetch)
-      for (int64_t line = 0; line < L.bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
     const int8_t* x[MT];
     const int16_t* bs[MT];
     for (int t = 0; t < MT; ++t) {
@@ -53,6 +50,11 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     for (int t = 0; t < MT; ++t)
       for (int v = 0; v < 4; ++v) I[t][v] = _mm512_setzero_si512();
     for (int u = 0; u < f.subs(); ++u) {
+      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time: a burst
+      // of all its lines at once would overrun the core's outstanding-miss buffers.
+      if (prefetch)
+        for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
       __m512i s[MT][4];
       for (int t = 0; t < MT; ++t) {
         const __m512i init = _mm512_set1_epi32(-f.offset * sub_sum(bs[t], f.sub, u));
