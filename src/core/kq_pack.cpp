@@ -138,8 +138,18 @@ void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, i
         uint8_t* q = out + L.q_of(f, u);
         const uint8_t* v = s.q + u * f.sub;
         if (f.nibbles) {
-          for (int g = 0; g < 4; ++g)
-            for (int l = 0; l < 4; ++l) q[g * 256 + 4 * j + l] = uint8_t(v[4 * g + l] | v[4 * (g + 4) + l] << 4);
+          const int pairs = f.sub / 8;
+          for (int g = 0; g < pairs; ++g)
+            for (int l = 0; l < 4; ++l)
+              q[g * 256 + 4 * j + l] = uint8_t((v[4 * g + l] & 0x0F) | (v[4 * (g + pairs) + l] & 0x0F) << 4);
+          if (f.high_bits) {
+            uint8_t* h = out + L.h_of(u);
+            for (int l = 0; l < 4; ++l) {
+              int bits = 0;
+              for (int g = 0; g < f.sub / 4; ++g) bits |= (v[4 * g + l] >> 4) << (f.high_bits * g);
+              h[4 * j + l] = uint8_t(bits);
+            }
+          }
         } else {
           for (int i = 0; i < f.sub; ++i) q[(i / 4) * 256 + 4 * j + i % 4] = v[i];
         }

@@ -21,12 +21,16 @@
 //   m      [U][64] uint8 (types with mins only)                           U·64 bytes
 //   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
 //          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
-//            nibbles (4-bit q, sub = 32): 4 groups, each byte two values, the low nibble
-//              value 4g + l and the high nibble value 4(g + 4) + l of the sub-block (as
-//              q4_0's panels);
-//            bytes: sub / 4 groups, one unsigned byte a value.
+//            nibbles (the low 4 bits of q): sub / 8 group pairs, each byte two values, the
+//              low nibble value 4g + l and the high nibble value 4(g + sub/8) + l of the
+//              sub-block (for sub = 32 as q4_0's panels);
+//            bytes: sub / 4 groups, one unsigned byte a value;
+//   h      (nibble types with more than 4 bits: Q5_K 1, Q6_K 2) per sub-block 256 bytes,
+//          byte 4r + l holding the high bits of value 4g + l of row r for every group g of
+//          the sub-block, group g at bits high_bits·g … (sub/4 · high_bits = 8 bits).
 // So one vector of a group holds 16 (zmm) or 8 (ymm) rows × 4 values, the operand of one
-// unsigned × signed dot product against 4 activation bytes broadcast.
+// unsigned × signed dot product against 4 activation bytes broadcast, and the panel holds
+// the stored bits and no more (Q6_K: exactly its 6.5625 bits a weight).
 #pragma once
 
 #include <cstdint>
@@ -38,10 +42,11 @@ namespace ffn::kernels {
 inline constexpr int64_t kSuperBlockValues = 256;
 
 struct KQFormat {
-  int sub;       // values per sub-block: 16 or 32
-  int offset;    // subtracted from q (Q6_K 32, Q3_K 4)
-  bool nibbles;  // q in 4 bits, two values a byte (else a byte a value)
-  bool has_min;  // dmin and m present
+  int sub;        // values per sub-block: 16 or 32
+  int offset;     // subtracted from q (Q6_K 32, Q3_K 4)
+  bool nibbles;   // q's low 4 bits two values a byte (else q a byte a value)
+  bool has_min;   // dmin and m present
+  int high_bits;  // bits of q above the nibble, in the h section (nibble types only)
   constexpr int subs() const { return int(kSuperBlockValues) / sub; }
 };
 
@@ -49,24 +54,26 @@ struct KQFormat {
 constexpr KQFormat kq_format(WeightType t) {
   switch (t) {
     case WeightType::q2_K:
-      return {16, 0, false, true};
+      return {16, 0, false, true, 0};
     case WeightType::q3_K:
-      return {16, 4, false, false};
+      return {16, 4, false, false, 0};
     case WeightType::q4_K:
-      return {32, 0, true, true};
+      return {32, 0, true, true, 0};
     case WeightType::q5_K:
-      return {32, 0, false, true};
+      return {32, 0, true, true, 1};
     case WeightType::q6_K:
-      return {16, 32, false, false};
+      return {16, 32, true, false, 2};
     default:
-      return {0, 0, false, false};
+      return {0, 0, false, false, 0};
   }
 }
 constexpr bool is_kq_type(WeightType t) { return kq_format(t).sub != 0; }
 
 // Byte offsets of the sections of one super-block of a panel (layout above).
 struct KQLayout {
-  int64_t dmin, sc, m, q, bytes;
+  int64_t dmin, sc, m, q, h, bytes;
+  // The first byte of sub-block u's high bits (formats with high_bits).
+  int64_t h_of(int u) const { return h + int64_t(u) * 256; }
   // The first byte of sub-block u's values.
   int64_t q_of(const KQFormat& f, int u) const { return q + int64_t(u) * (f.nibbles ? f.sub / 8 : f.sub / 4) * 256; }
 };
@@ -75,7 +82,16 @@ constexpr KQLayout kq_layout(const KQFormat& f) {
   const int64_t dmin = 128, sc = f.has_min ? 256 : 128;
   const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
   const int64_t q_bytes = kSuperBlockValues * 64 / (f.nibbles ? 2 : 1);
-  return {dmin, sc, m, q, q + q_bytes};
+  const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
+  return {dmin, sc, m, q, h, h + h_bytes};
+}
+
+// The value of group g of a sub-block (g < sub/4) from its nibble-pair byte and its
+// high-bits byte (both at the same place 4r + l): the portable form of what the vector
+// kernels do a vector at a time.
+constexpr int kq_value(const KQFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
+  const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
+  return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
 }
 constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }
 

@@ -61,12 +61,28 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
       __m256i scale[8];
       for (int v = 0; v < 8; ++v) scale[v] = scales_in_pairs(blk + L.sc + u * 64 + 8 * v);
       if constexpr (f.nibbles) {
-        for (int g = 0; g < 4; ++g) {
-          const __m256i x_lo = x_group(u * f.sub + 4 * g), x_hi = x_group(u * f.sub + 4 * (g + 4));
+        constexpr int pairs = f.sub / 8;
+        auto high_vec = [&](int v) {
+          return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * v));
+        };
+        // Group g's high bits moved to bits 4 … of each byte.
+        auto high_of = [&](__m256i h, int g) {
+          const int shift = 4 - f.high_bits * g;
+          const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
+          return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
+        };
+        for (int g = 0; g < pairs; ++g) {
+          const __m256i x_lo = x_group(u * f.sub + 4 * g), x_hi = x_group(u * f.sub + 4 * (g + pairs));
           for (int v = 0; v < 8; ++v) {
             const __m256i raw = w_vec(g, v);
-            const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(raw, nibble), x_lo);
-            const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble), x_hi);
+            __m256i lo_w = _mm256_and_si256(raw, nibble), hi_w = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+            if constexpr (f.high_bits != 0) {
+              const __m256i h = high_vec(v);
+              lo_w = _mm256_or_si256(lo_w, high_of(h, g));
+              hi_w = _mm256_or_si256(hi_w, high_of(h, g + pairs));
+            }
+            const __m256i lo = _mm256_maddubs_epi16(lo_w, x_lo);
+            const __m256i hi = _mm256_maddubs_epi16(hi_w, x_hi);
             I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
           }
         }

@@ -62,16 +62,32 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
       }
       const auto* q = reinterpret_cast<const __m512i*>(blk + L.q_of(f, u));
       if constexpr (f.nibbles) {
-        for (int g = 0; g < 4; ++g) {
+        constexpr int pairs = f.sub / 8;
+        __m512i high[4];
+        if constexpr (f.high_bits != 0)
+          for (int v = 0; v < 4; ++v)
+            high[v] = _mm512_load_si512(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + v);
+        // Group g's high bits moved to bits 4 … of each byte.
+        auto high_of = [&](int v, int g) {
+          const int shift = 4 - f.high_bits * g;
+          const __m512i moved =
+              shift >= 0 ? _mm512_slli_epi16(high[v], unsigned(shift)) : _mm512_srli_epi16(high[v], unsigned(-shift));
+          return _mm512_and_si512(moved, _mm512_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
+        };
+        for (int g = 0; g < pairs; ++g) {
           __m512i lo_x[MT], hi_x[MT];
           for (int t = 0; t < MT; ++t) {
             lo_x[t] = x_group(t, u * f.sub + 4 * g);
-            hi_x[t] = x_group(t, u * f.sub + 4 * (g + 4));
+            hi_x[t] = x_group(t, u * f.sub + 4 * (g + pairs));
           }
           for (int v = 0; v < 4; ++v) {
             const __m512i raw = _mm512_load_si512(q + 4 * g + v);
-            const __m512i lo = _mm512_and_si512(raw, nibble);
-            const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+            __m512i lo = _mm512_and_si512(raw, nibble);
+            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+            if constexpr (f.high_bits != 0) {
+              lo = _mm512_or_si512(lo, high_of(v, g));
+              hi = _mm512_or_si512(hi, high_of(v, g + pairs));
+            }
             for (int t = 0; t < MT; ++t) {
               s[t][v] = _mm512_dpbusd_epi32(s[t][v], lo, lo_x[t]);
               s[t][v] = _mm512_dpbusd_epi32(s[t][v], hi, hi_x[t]);

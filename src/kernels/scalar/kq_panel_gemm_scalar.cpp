@@ -11,8 +11,7 @@
 
 namespace ffn::kernels {
 
-void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                          int64_t ldc) {
+void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc) {
   const KQFormat f = kq_format(type);
   const KQLayout L = kq_layout(f);
   const int64_t blocks = K / kSuperBlockValues;
@@ -30,11 +29,12 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
       // Value i of sub-block u of row j.
       for (int u = 0; u < f.subs(); ++u) {
         const uint8_t* v = blk + L.q_of(f, u);
+        const uint8_t* hv = blk + L.h_of(u);
         for (int i = 0; i < f.sub; ++i) {
           const int g = i / 4;
-          int32_t value = v[(f.nibbles ? g % 4 : g) * 256 + 4 * j + i % 4];
-          if (f.nibbles) value = g < 4 ? value & 0x0F : value >> 4;
-          q[u * f.sub + i] = value;
+          const int64_t at = 4 * j + i % 4;
+          q[u * f.sub + i] =
+              f.nibbles ? kq_value(f, g, v[(g % (f.sub / 8)) * 256 + at], f.high_bits ? hv[at] : 0) : v[g * 256 + at];
         }
       }
       const float d = half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
