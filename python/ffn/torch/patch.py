@@ -156,8 +156,9 @@ def patch(model, dtype="f32", inference=True, *, gate=None, up=None, down=None, 
     """Replaces (in place) every MLP of `model` that ffn recognises (see this module's doc) by
     an ffn block, and returns a PatchReport of what it replaced and what it left, and why.
 
-    inference=True: each becomes an InferenceMLP in `dtype` (f32, bf16, f16, q8_0, q4_0 — or
-    each matrix as `gate`, `up`, `down` say), made once from the module's weights; its
+    inference=True: each becomes an InferenceMLP in `dtype` (a type of `ffn types`: f32, bf16,
+    f16, q8_0, q4_0, the K-quants q6_K … q2_K — or each matrix as `gate`, `up`, `down` say,
+    e.g. gate="q4_K", up="q4_K", down="q6_K" as llama.cpp's Q4_K_M stores some layers), made once from the module's weights; its
     forward has no backward, and its weights leave the model's state_dict (they live in
     ffn's panels). Dropout (GPT-2's) is dropped: inference runs in eval mode.
     inference=False: each becomes a trainable f32 ffn.torch Block holding a copy of the
@@ -165,12 +166,12 @@ def patch(model, dtype="f32", inference=True, *, gate=None, up=None, down=None, 
     keys do not change; GPT-2's c_fc/c_proj become up/down in nn.Linear's layout), keeping
     requires_grad and the dropout.
     A module on another device than the CPU, or whose shape or activation ffn does not run
-    (q8_0/q4_0 need d and hidden to be multiples of 32), is left as it was."""
+    (q8_0/q4_0 need d and hidden to be multiples of 32, the K-quants of 256), is left as it was."""
     if not inference and any(t not in (None, "f32") for t in (dtype, gate, up, down)):
         raise Error(f"inference=False keeps the blocks trainable in f32; dtype={dtype!r} is for inference=True")
     if inference:  # a type ffn does not have is the caller's error, not a reason to leave every MLP
         probe_types = [t or dtype or "f32" for t in (gate, up, down)]
-        _ffn.SwiGLU(32, hidden=32)._core.for_inference(*probe_types)
+        _ffn.SwiGLU(256, hidden=256)._core.for_inference(*probe_types)  # 256: whole blocks of every type
     report = PatchReport()
     replaced_prefixes = []
     for name, module in list(model.named_modules()):
