@@ -53,10 +53,12 @@ struct KQFormat {
 // The format of a K-quant type's panels. Only the super-block types have one.
 constexpr KQFormat kq_format(WeightType t) {
   switch (t) {
+    // Q2_K's 2-bit and Q3_K's 3-bit values fit a nibble: 4 bits a weight in the panel
+    // (2.625 and 3.4375 stored) rather than a byte.
     case WeightType::q2_K:
-      return {16, 0, false, true, 0};
+      return {16, 0, true, true, 0};
     case WeightType::q3_K:
-      return {16, 4, false, false, 0};
+      return {16, 4, true, false, 0};
     case WeightType::q4_K:
       return {32, 0, true, true, 0};
     case WeightType::q5_K:
