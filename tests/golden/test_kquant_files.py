@@ -232,3 +232,43 @@ def test_quantize_type_per_matrix_and_bad_types(tmp_path, run_ffn):
     assert p.returncode != 0 and "gate:up:down" in p.stderr
     p = run_ffn("quantize", src, out, "--type", "iq2_xxs", check=False)
     assert p.returncode != 0 and "iq2_xxs" in p.stderr and "q4_K" in p.stderr
+
+
+def test_hostile_k_quant_files_are_errors_naming_the_tensor(tmp_path, run_ffn):
+    """A 3-D tensor where a matrix is expected, a file cut inside a super-block, and a NaN
+    block scale: each an error naming the tensor and the rule, never a crash or NaN output."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, D)).astype(np.float32)
+    files.write_npy(tmp_path / "x.npy", x)
+
+    def write(path, up_raw, up_shape=None):
+        w = gguf.GGUFWriter(str(path), "llama")
+        w.add_tensor("blk.0.ffn_gate.weight", random_blocks(rng, HIDDEN, D, Q.Q4_K), raw_dtype=Q.Q4_K)
+        w.add_tensor("blk.0.ffn_up.weight", up_raw, raw_shape=up_shape, raw_dtype=Q.Q4_K)
+        w.add_tensor("blk.0.ffn_down.weight", random_blocks(rng, D, HIDDEN, Q.Q4_K), raw_dtype=Q.Q4_K)
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+        w.close()
+
+    def forward(path):
+        return run_ffn("forward", "--weights", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+                       check=False)
+
+    up = random_blocks(rng, HIDDEN, D, Q.Q4_K)
+    write(tmp_path / "three_d.gguf", up, up_shape=(1, HIDDEN, up.shape[1]))  # gguf-py: outermost first, in bytes
+    p = forward(tmp_path / "three_d.gguf")
+    assert p.returncode == 1 and "blk.0.ffn_up.weight" in p.stderr and "2 dimensions" in p.stderr, p.stderr
+
+    write(tmp_path / "whole.gguf", up)
+    data = (tmp_path / "whole.gguf").read_bytes()
+    (tmp_path / "cut.gguf").write_bytes(data[:len(data) - 144 * 40 - 70])  # inside a super-block of down
+    p = forward(tmp_path / "cut.gguf")
+    assert p.returncode == 1 and "blk.0.ffn_down.weight" in p.stderr and "outside" in p.stderr, p.stderr
+
+    bad = up.copy()
+    bad[7, 0:2] = np.array([np.nan], dtype=np.float16).view(np.uint8)  # row 7, its one block: d = NaN
+    write(tmp_path / "nan.gguf", bad)
+    p = forward(tmp_path / "nan.gguf")
+    assert p.returncode == 1 and "blk.0.ffn_up.weight" in p.stderr and "row 7, block 0" in p.stderr, p.stderr
+    assert "NaN" in p.stderr
