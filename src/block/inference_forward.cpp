@@ -67,13 +67,13 @@ struct StageInput {
   ActivationRows rows;
 };
 
-// a ([T][K]) quantised into in.q8k, the threads taking whole super-blocks of every row.
+// a ([T][K]) quantised into in.q8k, the threads taking whole blocks of every row.
 void quantize_q8k(StageInput& in, ConstMatrixView a, ThreadPool& p) {
-  const int64_t T = a.rows, K = a.cols;
+  const int64_t T = a.rows, K = a.cols, block = in.rows.q8k_block;
   p.run([&](int ith, int nth) {
-    const auto [c0, c1] = split_range(K, ith, nth, kernels::kSuperBlockValues);
+    const auto [c0, c1] = split_range(K, ith, nth, block);
     if (c1 > c0)
-      kernels::quantize_q8k_rows(T, K, c0, c1, a.data, a.stride, in.q8k.qs.data(), in.q8k.d.data(),
+      kernels::quantize_q8k_rows(block, T, K, c0, c1, a.data, a.stride, in.q8k.qs.data(), in.q8k.d.data(),
                                  in.q8k.bsums.data());
   });
 }
@@ -110,7 +110,9 @@ void set_up_input(StageInput& in, const kernels::KernelTable& k, WeightType t, C
       in.rows.q8 = in.q8.rows();
       return;
     case ActivationFormat::q8_K:
-      in.q8k = Q8KBuffer(T, K);
+    case ActivationFormat::q8_1:
+      in.rows.q8k_block = kernels::kq_format(t).block;
+      in.q8k = Q8KBuffer(T, K, in.rows.q8k_block);
       if (fill) quantize_q8k(in, a, p);
       in.rows.q8k = in.q8k.rows();
       return;
@@ -127,7 +129,9 @@ void fill_hidden(StageInput& in, MatrixView h, int64_t t0, int64_t n, int64_t u0
   const int64_t H = h.cols;
   switch (in.kernel.activations) {
     case ActivationFormat::f32:
-    case ActivationFormat::q8_K: return;
+    case ActivationFormat::q8_K:
+    case ActivationFormat::q8_1:
+      return;
     case ActivationFormat::bf16: {
       const int64_t ld = in.rows.bf16_stride;
       k.f32_to_bf16_rows(n, u1 - u0, h.row(t0) + u0, h.stride, in.bf16 + t0 * ld + u0, ld);
@@ -178,8 +182,7 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
       float* const g = tile.data;
       float* const u = split ? tile.data + kW : w.fused ? tile.data + kW / 2 : tile.data;
       x_up.kernel.product(k, n, D, xu, w.first.panel(panel), tile.data + (split ? kW : 0), tile_cols);
-      if (split)
-        x_gate.kernel.product(k, n, D, x_gate.rows.from_token(t0, D), w.gate.panel(panel), g, tile_cols);
+      if (split) x_gate.kernel.product(k, n, D, x_gate.rows.from_token(t0, D), w.gate.panel(panel), g, tile_cols);
       if (c.bias) {
         add_bias_rows(u, tile_cols, n, w.up_bias.data() + u0, nu);
         if (gated) add_bias_rows(g, tile_cols, n, w.gate_bias.data() + u0, nu);
@@ -192,7 +195,8 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
     fill_hidden(h_down, h, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel), k);
   });
 
-  if (h_down.kernel.activations == ActivationFormat::q8_K) quantize_q8k(h_down, h, p);
+  if (h_down.kernel.activations == ActivationFormat::q8_K || h_down.kernel.activations == ActivationFormat::q8_1)
+    quantize_q8k(h_down, h, p);
 
   // Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel.
   sweep_panels(p, T, w.down.count, w.down.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {

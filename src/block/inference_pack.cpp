@@ -199,7 +199,8 @@ int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
       case ActivationFormat::q8_0:
         return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
       case ActivationFormat::q8_K:
-        return T * K + T * K / kernels::kSuperBlockValues * 4 + T * K / 16 * 2;
+      case ActivationFormat::q8_1:
+        return T * K + T * K / kernels::kq_format(t).block * 4 + T * K / 16 * 2;
     }
     return 0;
   };

@@ -28,10 +28,8 @@ struct Q8KBuffer {
   std::vector<float> d;
   std::vector<int16_t> bsums;
   Q8KBuffer() = default;
-  Q8KBuffer(int64_t T, int64_t K)
-      : qs(static_cast<size_t>(T * K)),
-        d(static_cast<size_t>(T * K / kernels::kSuperBlockValues)),
-        bsums(static_cast<size_t>(T * K / 16)) {}
+  Q8KBuffer(int64_t T, int64_t K, int64_t block)
+      : qs(static_cast<size_t>(T * K)), d(static_cast<size_t>(T * K / block)), bsums(static_cast<size_t>(T * K / 16)) {}
   kernels::Q8KRows rows() const { return {qs.data(), d.data(), bsums.data()}; }
 };
 

@@ -95,8 +95,7 @@ Variant parse_variant(std::string_view name) {
     if (name.substr(0, prefix.size()) == prefix)
       if (auto a = find_activation(name.substr(prefix.size()))) return {true, *a};
   }
-  throw Error("variant = '" + std::string(name) + "' is unknown; accepted: " +
-              accepted_variant_names());
+  throw Error("variant = '" + std::string(name) + "' is unknown; accepted: " + accepted_variant_names());
 }
 
 const std::vector<Variant>& named_variants() {
@@ -121,8 +120,7 @@ HiddenDerivation derive_hidden(const BlockSpec& spec) {
   if (spec.d_model <= 0) throw Error("d_model = " + d_str + ": must be positive");
   // Bound d so that 4·d and 8·d/3 are exact in int64 and in double; far above any model.
   constexpr int64_t kMaxD = int64_t{1} << 40;
-  if (spec.d_model > kMaxD)
-    throw Error("d_model = " + d_str + ": larger than the supported maximum 2^40");
+  if (spec.d_model > kMaxD) throw Error("d_model = " + d_str + ": larger than the supported maximum 2^40");
 
   HiddenDerivation out;
   if (spec.hidden) {
@@ -160,8 +158,9 @@ HiddenDerivation derive_hidden(const BlockSpec& spec) {
     out.after_multiplier = h;
     text += " → ×" + fmt_double(*spec.rule.ffn_dim_multiplier) + " → " + std::to_string(h);
   }
-  if (h <= 0) throw Error("ffn_dim_multiplier = " + fmt_double(*spec.rule.ffn_dim_multiplier) +
-                          ": gives hidden = " + std::to_string(h) + " for d_model = " + d_str);
+  if (h <= 0)
+    throw Error("ffn_dim_multiplier = " + fmt_double(*spec.rule.ffn_dim_multiplier) +
+                ": gives hidden = " + std::to_string(h) + " for d_model = " + d_str);
   const int64_t rounded = multiple * ((h + multiple - 1) / multiple);
   if (multiple > 1)
     text += " → round up to a multiple of " + std::to_string(multiple) + " → " + std::to_string(rounded);

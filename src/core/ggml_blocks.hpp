@@ -138,7 +138,7 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) 
   X(q6_K, BlockQ6_K)            \
   X(iq4_xs, BlockIQ4_XS)
 
-#define FFN_DECLARE_GGML_BLOCK(name, Block)                            \
+#define FFN_DECLARE_GGML_BLOCK(name, Block)                        \
   void dequantize_row_##name(const Block* x, float* y, int64_t n); \
   void quantize_row_##name(const float* x, Block* y, int64_t n);
 FFN_GGML_BLOCK_TYPES(FFN_DECLARE_GGML_BLOCK)

@@ -97,6 +97,28 @@ void unpack_q2(const BlockQ2_K& b, SuperBlockInts& out) {
   unpack_low2(b.qs, nullptr, out);
 }
 
+// Q4_1, Q5_0, Q5_1: one sub-block of scale 1; value j's nibble as Q4_0's (j < 16 the low
+// nibble of qs[j], else the high nibble of qs[j − 16]), its fifth bit bit j of qh (a
+// little-endian u32). Q4_1 / Q5_1's additive min m becomes dmin = −m (the sign bit
+// flipped: exact) with m_u = 1.
+template <class Block>
+void unpack_32(const Block& b, SuperBlockInts& out, const uint8_t* qh, bool has_min) {
+  out.d = b.d;
+  out.sc[0] = 1;
+  uint32_t high = 0;
+  if (qh) std::memcpy(&high, qh, 4);
+  for (int j = 0; j < 32; ++j) {
+    const uint8_t nibble = j < 16 ? b.qs[j] & 0x0F : b.qs[j - 16] >> 4;
+    out.q[j] = static_cast<uint8_t>(nibble | ((high >> j) & 1) << 4);
+  }
+  if (has_min) {
+    uint16_t m;
+    std::memcpy(&m, reinterpret_cast<const std::byte*>(&b) + 2, 2);  // d, m: the first two halves
+    out.dmin = static_cast<uint16_t>(m ^ 0x8000);
+    out.m[0] = 1;
+  }
+}
+
 }  // namespace
 
 void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out) {
@@ -114,8 +136,18 @@ void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out
       return unpack_q3(read_block<BlockQ3_K>(block), out);
     case WeightType::q2_K:
       return unpack_q2(read_block<BlockQ2_K>(block), out);
+    case WeightType::q5_0: {
+      const auto b = read_block<BlockQ5_0>(block);
+      return unpack_32(b, out, b.qh, false);
+    }
+    case WeightType::q4_1:
+      return unpack_32(read_block<BlockQ4_1>(block), out, nullptr, true);
+    case WeightType::q5_1: {
+      const auto b = read_block<BlockQ5_1>(block);
+      return unpack_32(b, out, b.qh, true);
+    }
     default:
-      throw Error("unpack_superblock: " + std::string(weight_type_name(t)) + " is not a K-quant type");
+      throw Error("unpack_superblock: " + std::string(weight_type_name(t)) + " has no K-panel form");
   }
 }
 
@@ -127,7 +159,7 @@ void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, i
   SuperBlockInts s;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t j = j0 + r;
-    for (int64_t b = 0; b < K / kernels::kSuperBlockValues; ++b) {
+    for (int64_t b = 0; b < K / f.block; ++b) {
       unpack_superblock(t, src + r * row_bytes + b * block_bytes, s);
       auto* out = reinterpret_cast<uint8_t*>(panel + b * L.bytes);
       std::memcpy(out + 2 * j, &s.d, 2);

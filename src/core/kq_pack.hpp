@@ -19,7 +19,8 @@ struct SuperBlockInts {
   uint8_t m[16] = {};
   uint8_t q[256] = {};
 };
-// Decodes super-block `block` (ggml's bytes) of K-quant type t.
+// Decodes block `block` (ggml's bytes) of type t (a K-quant, or Q4_1 / Q5_0 / Q5_1 in the
+// same form: kernels/kq_panels.hpp); values beyond the type's block stay zero.
 void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out);
 
 // Lays rows ≤ 64 − j0 rows of K weights of K-quant type t (row r at src + r·row_bytes)

@@ -156,7 +156,7 @@ PanelKernel q_kernel(const KernelTable& k) {
 
 template <WeightType Type>
 int64_t kq_panel_bytes(int64_t K) {
-  return K / kernels::kSuperBlockValues * kernels::kq_panel_block_bytes(Type);
+  return K / kernels::kq_format(Type).block * kernels::kq_panel_block_bytes(Type);
 }
 template <WeightType Type>
 void kq_into_panel(const KernelTable&, const std::byte* src, int64_t row_bytes, int64_t rows, int64_t K,
@@ -165,12 +165,15 @@ void kq_into_panel(const KernelTable&, const std::byte* src, int64_t row_bytes, 
 }
 template <WeightType Type>
 PanelKernel kq_kernel(const KernelTable& k) {
-  return {k.kq_panel_gemm.name, "exact integer sums per super-block (q8_K activations)", ActivationFormat::q8_K,
+  constexpr bool super = kernels::kq_format(Type).block == kernels::kSuperBlockValues;
+  return {k.kq_panel_gemm.name,
+          super ? "exact integer sums per super-block" : "exact integer sums per block (a scale and a min each)",
+          super ? ActivationFormat::q8_K : ActivationFormat::q8_1,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) { k.kq_panel_gemm(Type, T, K, a.q8k, p, C, ldc); }};
 }
 // The table. GGUF numbers are ggml's enum ggml_type.
-const std::array<WeightTypeTraits, 10> kTable{{
+const std::array<WeightTypeTraits, 13> kTable{{
     {{WeightType::f32, "f32", 0, 1, 4, "IEEE binary32"},
      f32_to_f32,
      f32_from_f32,
@@ -243,6 +246,30 @@ const std::array<WeightTypeTraits, 10> kTable{{
      kq_into_panel<WeightType::q2_K>,
      kq_kernel<WeightType::q2_K>,
      {80, 82}},
+    // ggml's older 32-blocks, run through the K-quant panels (kernels/kq_panels.hpp).
+    {{WeightType::q5_1, "q5_1", 7, 32, 24,
+      "ggml Q5_1: 32 5-bit weights, a binary16 scale and an additive binary16 min"},
+     blocks_to_f32<BlockQ5_1, dequantize_row_q5_1>,
+     blocks_from_f32<BlockQ5_1, quantize_row_q5_1>,
+     kq_panel_bytes<WeightType::q5_1>,
+     kq_into_panel<WeightType::q5_1>,
+     kq_kernel<WeightType::q5_1>,
+     {0, 2}},
+    {{WeightType::q5_0, "q5_0", 6, 32, 22, "ggml Q5_0: 32 5-bit weights (offset 16) and a binary16 scale"},
+     blocks_to_f32<BlockQ5_0, dequantize_row_q5_0>,
+     blocks_from_f32<BlockQ5_0, quantize_row_q5_0>,
+     kq_panel_bytes<WeightType::q5_0>,
+     kq_into_panel<WeightType::q5_0>,
+     kq_kernel<WeightType::q5_0>,
+     {0, -1}},
+    {{WeightType::q4_1, "q4_1", 3, 32, 20,
+      "ggml Q4_1: 32 4-bit weights, a binary16 scale and an additive binary16 min"},
+     blocks_to_f32<BlockQ4_1, dequantize_row_q4_1>,
+     blocks_from_f32<BlockQ4_1, quantize_row_q4_1>,
+     kq_panel_bytes<WeightType::q4_1>,
+     kq_into_panel<WeightType::q4_1>,
+     kq_kernel<WeightType::q4_1>,
+     {0, 2}},
 }};
 
 }  // namespace
@@ -340,6 +367,8 @@ std::string_view activation_format_name(ActivationFormat f) {
       return "q8_0";
     case ActivationFormat::q8_K:
       return "q8_K";
+    case ActivationFormat::q8_1:
+      return "q8_1";
   }
   return "?";
 }

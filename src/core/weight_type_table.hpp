@@ -18,8 +18,9 @@ namespace ffn {
 
 // One stage's activations in the format a panel kernel takes, T rows of K values from
 // token 0 of the view: f32 rows (f32_stride apart); bf16 rows (bf16_stride apart, each of
-// bf16_panel_rows(K) values); q8_0 blocks (kernels::Q8Rows of row length K); q8_K blocks
-// (kernels::Q8KRows of row length K). Only the format the kernel names is set.
+// bf16_panel_rows(K) values); q8_0 blocks (kernels::Q8Rows of row length K); q8_K or q8_1
+// blocks (kernels::Q8KRows of row length K, blocks of q8k_block). Only the format the
+// kernel names is set.
 struct ActivationRows {
   const float* f32 = nullptr;
   int64_t f32_stride = 0;
@@ -27,6 +28,7 @@ struct ActivationRows {
   int64_t bf16_stride = 0;
   kernels::Q8Rows q8{nullptr, nullptr, nullptr};
   kernels::Q8KRows q8k{nullptr, nullptr, nullptr};
+  int64_t q8k_block = kernels::kSuperBlockValues;  // values per q8k block: 256 (q8_K) or 32 (q8_1)
 
   // The same rows from token t0 on (K: the row length).
   ActivationRows from_token(int64_t t0, int64_t K) const {
@@ -34,7 +36,7 @@ struct ActivationRows {
     if (f32) a.f32 += t0 * f32_stride;
     if (bf16) a.bf16 += t0 * bf16_stride;
     if (q8.qs) a.q8 = {q8.qs + t0 * K, q8.d + t0 * K / 32, q8.corr + t0 * K / 4};
-    if (q8k.qs) a.q8k = {q8k.qs + t0 * K, q8k.d + t0 * K / kernels::kSuperBlockValues, q8k.bsums + t0 * K / 16};
+    if (q8k.qs) a.q8k = {q8k.qs + t0 * K, q8k.d + t0 * K / q8k_block, q8k.bsums + t0 * K / 16};
     return a;
   }
 };

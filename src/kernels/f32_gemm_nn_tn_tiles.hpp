@@ -72,9 +72,8 @@ inline void nn_tn_tile(int64_t K, const float* A, int64_t a_row, int64_t a_k, co
 // an edge count).
 template <int Max, class F>
 inline void with_count(int64_t r, F&& f) {
-  [&]<int... R>(std::integer_sequence<int, R...>) {
-    ((r == R + 1 ? f.template operator()<R + 1>() : void()), ...);
-  }(std::make_integer_sequence<int, Max>{});
+  [&]<int... R>(std::integer_sequence<int, R...>) { ((r == R + 1 ? f.template operator()<R + 1>() : void()), ...); }
+  (std::make_integer_sequence<int, Max>{});
 }
 
 // One panel of at most NV·lanes columns of C, for rows [0, M): full MR-row strips, then
@@ -129,8 +128,8 @@ void f32_gemm_nn_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t 
 // registers, then added to C once. K is the token count; one panel of B (K × NV·lanes) is
 // reused by every strip of MR columns of A.
 template <class V, int MR, int NV>
-void f32_gemm_tn_add_tiled(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                           int64_t ldb, float* C, int64_t ldc) {
+void f32_gemm_tn_add_tiled(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* C, int64_t ldc) {
   constexpr int64_t NR = NV * V::lanes;
   for (int64_t n0 = 0; n0 < N; n0 += NR)
     nn_tn_panel<V, MR, NV, TileMode::add, true>(M, std::min(NR, N - n0), K, A, 1, lda, B + n0, ldb, C + n0, ldc);

@@ -32,7 +32,8 @@ struct LoadF32 {
 
 // MT activation rows × NT weight rows, MT·NT accumulators over the whole of K.
 template <class V, int MT, int NT, class L = LoadF32<V>>
-inline void f32_tile(int64_t K, const float* A, int64_t lda, const typename L::Elem* B, int64_t ldb, float* C, int64_t ldc) {
+inline void f32_tile(int64_t K, const float* A, int64_t lda, const typename L::Elem* B, int64_t ldb, float* C,
+                     int64_t ldc) {
   typename V::Vec acc[MT][NT];
   for (int i = 0; i < MT; ++i)
     for (int j = 0; j < NT; ++j) acc[i][j] = V::zero();
@@ -60,8 +61,8 @@ inline void f32_tile(int64_t K, const float* A, int64_t lda, const typename L::E
 // One strip of MT activation rows across N weight rows: full NR-wide tiles, then the
 // remainder (1 … NR-1 rows) with a narrower instantiation.
 template <class V, int MT, int NR, class L = LoadF32<V>>
-inline void f32_strip(int64_t N, int64_t K, const float* A, int64_t lda, const typename L::Elem* B, int64_t ldb, float* C,
-                      int64_t ldc) {
+inline void f32_strip(int64_t N, int64_t K, const float* A, int64_t lda, const typename L::Elem* B, int64_t ldb,
+                      float* C, int64_t ldc) {
   int64_t n = 0;
   for (; n + NR <= N; n += NR) f32_tile<V, MT, NR, L>(K, A, lda, B + n * ldb, ldb, C + n, ldc);
   if (n < N) {
@@ -69,7 +70,8 @@ inline void f32_strip(int64_t N, int64_t K, const float* A, int64_t lda, const t
       const int64_t rest = N - n;  // 1 … NR-1: call the tile instantiated for exactly `rest` rows
       [&]<int... R>(std::integer_sequence<int, R...>) {
         ((rest == R + 1 ? f32_tile<V, MT, R + 1, L>(K, A, lda, B + n * ldb, ldb, C + n, ldc) : void()), ...);
-      }(std::make_integer_sequence<int, NR - 1>{});
+      }
+      (std::make_integer_sequence<int, NR - 1>{});
     }
   }
 }
@@ -77,8 +79,8 @@ inline void f32_strip(int64_t N, int64_t K, const float* A, int64_t lda, const t
 // The whole product. Weight rows in panels of `Panel` outer, activation strips inner, so a
 // panel (Panel × K floats) stays in cache while every strip of tokens passes over it.
 template <class V, int MR, int NR, int64_t Panel, class L = LoadF32<V>>
-void f32_gemm_nt_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const typename L::Elem* B, int64_t ldb,
-                       float* C, int64_t ldc) {
+void f32_gemm_nt_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const typename L::Elem* B,
+                       int64_t ldb, float* C, int64_t ldc) {
   for (int64_t n0 = 0; n0 < N; n0 += Panel) {
     const int64_t nb = N - n0 < Panel ? N - n0 : Panel;
     const auto* Bp = B + n0 * ldb;
@@ -89,7 +91,8 @@ void f32_gemm_nt_tiled(int64_t T, int64_t N, int64_t K, const float* A, int64_t 
       [&]<int... R>(std::integer_sequence<int, R...>) {
         ((rest == R + 1 ? f32_strip<V, R + 1, NR, L>(nb, K, A + t * lda, lda, Bp, ldb, C + t * ldc + n0, ldc) : void()),
          ...);
-      }(std::make_integer_sequence<int, MR - 1>{});
+      }
+      (std::make_integer_sequence<int, MR - 1>{});
     }
   }
 }

@@ -116,7 +116,9 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
     for (int i = 0; i < MR; ++i)
       for (int v = 0; v < NV; ++v) {
         const float* c = C + i * ldc + j0 + v * V::lanes;
-        acc[i][v] = !Resume || valid[v] == 0 ? V::zero() : valid[v] == V::lanes ? V::load(c) : V::load_tail(c, valid[v]);
+        acc[i][v] = !Resume || valid[v] == 0 ? V::zero()
+                    : valid[v] == V::lanes   ? V::load(c)
+                                             : V::load_tail(c, valid[v]);
       }
     int64_t issued = j0 == 0 ? 0 : pf.lines;
     // Row k of the panel starts k·kRowBytes into it (on average, in the bf16 pair layout).
@@ -202,15 +204,16 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
 
 // StreamedTokens: see panel_gemm_blocked; by default one strip for a one-pass tile.
 template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>,
-          int StreamedTokens = NV * V::lanes == kPanelWidth ? MR : 0, StreamAhead Ahead = StreamAhead{}>
+          int StreamedTokens = NV* V::lanes == kPanelWidth ? MR : 0, StreamAhead Ahead = StreamAhead{}>
 void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
                           float* C, int64_t ldc) {
   static_assert(StreamedTokens == 0 || NV * V::lanes == kPanelWidth, "a tile of several passes needs the prefetch");
-  panel_gemm_blocked<MR, StreamedTokens, Ahead>(T, K, A, lda, P, C, ldc,
-                         [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block,
-                                                 float* c, PrefetchShare pf) {
-                           panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);
-                         });
+  panel_gemm_blocked<MR, StreamedTokens, Ahead>(
+      T, K, A, lda, P, C, ldc,
+      [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block, float* c,
+                              PrefetchShare pf) {
+        panel_tile<V, R, NV, Resume, PanelLoad>(kc, a, lda, block, c, ldc, pf);
+      });
 }
 
 // f32_gemm_nt_packed (contract in kernels.hpp) through the panel tile: B's rows [N][K] are

@@ -25,15 +25,15 @@ namespace ffn::kernels {
 //   T and N are and wherever the element falls in a tile (edge tiles use masked loads, not
 //   a different loop), so splitting T or N across threads never changes a result bit.
 //   Accuracy: each element is a sum of K products in f32 with error ≤ K·u·Σ|A·B|.
-using F32GemmNt = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                           const float* B, int64_t ldb, float* C, int64_t ldc);
+using F32GemmNt = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* C, int64_t ldc);
 
-void f32_gemm_nt_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                        const float* B, int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_nt_avx2_3x3(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                          const float* B, int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                            const float* B, int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_nt_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                        float* C, int64_t ldc);
+void f32_gemm_nt_avx2_3x3(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                          float* C, int64_t ldc);
+void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                            float* C, int64_t ldc);
 
 // f32_gemm_nt_packed_<isa>_<tile>: the same product and contract as f32_gemm_nt, computed
 // as the panel kernel does (f32_panel_tiles.hpp): B's rows are transposed, 256 values of k
@@ -42,10 +42,10 @@ void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int
 // Faster than f32_gemm_nt once there are enough tokens to pay for the transposition; the
 // forward picks one by T alone, so the choice never depends on the thread count. (The
 // scalar table uses f32_gemm_nt_scalar for both.)
-void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                                  const float* B, int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda,
-                                    const float* B, int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                  int64_t ldb, float* C, int64_t ldc);
+void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                    int64_t ldb, float* C, int64_t ldc);
 
 // Weights packed at load for the forward (InferenceBlock, src/block/inference_pack.cpp):
 // each panel holds the k-th values of kPanelWidth weight rows side by side, [K][64] floats,
@@ -64,8 +64,7 @@ inline constexpr int64_t kPanelTokenBlock = 256;
 //   token falls in a tile (f32_panel_tiles.hpp): a token's result is the same alone or in
 //   any batch, for any split of tokens or panels across threads.
 //   Accuracy: error ≤ K·u·Σ|A·P|.
-using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                              int64_t ldc);
+using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
 void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
 void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                         int64_t ldc);
@@ -76,9 +75,7 @@ void f32_panel_gemm_avx512_8x64_6x64(int64_t T, int64_t K, const float* A, int64
 // AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold weights k and k + 1 of one row —
 // element (k, j) at bf16_panel_index(k, j); K is padded to even with zero weights, so a
 // bf16 panel over K holds bf16_panel_rows(K) · 64 values.
-inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) {
-  return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1);
-}
+inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) { return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1); }
 inline constexpr int64_t bf16_panel_rows(int64_t K) { return (K + 1) / 2 * 2; }
 
 // half_panel_gemm_<isa>_<tile>: C = A·widen(P), the contract of f32_panel_gemm (the same
@@ -144,14 +141,14 @@ float stream_read_avx512(const float* p, int64_t floats, int pattern);
 //   wherever it falls in a tile. So splitting T or N across threads changes no bit, and
 //   neither does splitting K into consecutive calls, all but the first with accumulate.
 //   Accuracy: error ≤ K·u·(|C₀| + Σ|A·B|).
-using F32GemmNn = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                           int64_t ldb, float* C, int64_t ldc, bool accumulate);
+using F32GemmNn = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* C, int64_t ldc, bool accumulate);
 void f32_gemm_nn_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                         float* C, int64_t ldc, bool accumulate);
-void f32_gemm_nn_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                           int64_t ldb, float* C, int64_t ldc, bool accumulate);
-void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                             int64_t ldb, float* C, int64_t ldc, bool accumulate);
+void f32_gemm_nn_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* C, int64_t ldc, bool accumulate);
+void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                             float* C, int64_t ldc, bool accumulate);
 
 // f32_gemm_tn_add_<isa>_<tile>: C[m][n] += S[m][n],  S[m][n] = Σ_k A[k][m] · B[k][n]
 //   for m < M, n < N. K is the token count: dW_down += dYᵀ·H, dW_up += dUᵀ·X.
@@ -161,10 +158,10 @@ void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, in
 //   to C with one rounding — so C = 0 gives exactly S, adding the same S twice gives
 //   exactly 2S, and splitting M or N across threads changes no bit.
 //   Accuracy: |S − exact| ≤ K·u·Σ|A·B|.
-using F32GemmTnAdd = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                              int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_tn_add_scalar(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                            int64_t ldb, float* C, int64_t ldc);
+using F32GemmTnAdd = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                              float* C, int64_t ldc);
+void f32_gemm_tn_add_scalar(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                            float* C, int64_t ldc);
 void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                int64_t ldb, float* C, int64_t ldc);
 void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -216,11 +213,9 @@ inline constexpr int64_t q_panel_block_bytes(WeightType type) {
 //   Arithmetic, the same on every ISA (so results agree bit for bit): per element one chain
 //   acc ← fma(float(S_b), d_w·d_x, acc) over b in order from 0 (d_w·d_x is exact: two
 //   binary16 values). C: [T][64], row stride ldc. K a multiple of 32; T ≥ 0.
-using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                            int64_t ldc);
+using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
 void q_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
-void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                            int64_t ldc);
+void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
 void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                                   int64_t ldc);
 
@@ -238,18 +233,18 @@ void quantize_q8_rows(WeightType wtype, int64_t T, int64_t K, int64_t c0, int64_
 //   multiple of 256; T ≥ 0.
 using KQPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                              int64_t ldc);
-void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                          int64_t ldc);
+void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc);
 void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                              int64_t ldc);
 void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                                    int64_t ldc);
 
 // Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
-// multiples of 256) into the Q8KRows arrays of row length K: block for block ggml's
-// quantize_row_q8_K. A non-finite value is an ffn::Error. Portable code.
-void quantize_q8k_rows(int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx, int8_t* qs,
-                       float* d, int16_t* bsums);
+// multiples of `block`) into the Q8KRows arrays of row length K: block for block ggml's
+// quantize_row_q8_K (block 256) or quantize_row_q8_0 (block 32), with the sums of 16. A
+// non-finite value is an ffn::Error. Portable code.
+void quantize_q8k_rows(int64_t block, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
+                       int8_t* qs, float* d, int16_t* bsums);
 
 // rows_to_panel32_<isa>: panel[k·64 + j0 + r] = value k of row r, for r < rows ≤ 64 − j0
 // and k < n: rows of 32-bit values — f32 weights, or bf16 weights read in pairs (value k
@@ -260,16 +255,14 @@ using RowsToPanel32 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
                                int64_t j0);
 void rows_to_panel32_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
                             int64_t j0);
-void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
-                          int64_t j0);
+void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel, int64_t j0);
 // rows_to_panel16_<isa>: the same for rows of 16-bit values (f16 weights into a [K][64]
 // panel of them).
 using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                                int64_t j0);
 void rows_to_panel16_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                             int64_t j0);
-void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
-                          int64_t j0);
+void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel, int64_t j0);
 
 // Every entry of a kernel table, X(type, field), in the table's order: the one list that
 // KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all
@@ -376,7 +369,7 @@ inline void f32_gated_activation(Activation a, const float* g, float* u, int64_t
 //                                   dg[i] = (dh[i]·u[i])·act'(g[i])
 // Each output array holds n floats and must not overlap an input.
 void f32_activation_backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
-void f32_gated_activation_backward(Activation a, const float* g, const float* u, const float* dh, float* h,
-                                   float* du, float* dg, int64_t n);
+void f32_gated_activation_backward(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,
+                                   float* dg, int64_t n);
 
 }  // namespace ffn::kernels

@@ -1,12 +1,15 @@
-// Super-block weights (ggml's K-quants: Q2_K … Q6_K) packed at load for the integer kernels
-// (kq_panel_gemm, kernels.hpp), and the q8_K activations they are dotted with.
+// Super-block weights (ggml's K-quants: Q2_K … Q6_K, and in the same form its older Q4_1,
+// Q5_0, Q5_1) packed at load for the integer kernels (kq_panel_gemm, kernels.hpp), and the
+// activations they are dotted with.
 //
-// Every K-quant weight of super-block b (256 values along K) of row j is, for the value i
-// of sub-block u (`sub` consecutive values), an integer expression
+// Every such weight of block b (`block` values along K: 256 for the K-quants, 32 for the
+// others) of row j is, for the value i of sub-block u (`sub` consecutive values), an
+// integer expression
 //     w_i = d·sc_u·(q_i − offset) − dmin·m_u
 // with q_i unsigned (0 … 2^bits − 1), sc_u a signed integer scale, m_u an unsigned integer
 // min (zero for the types without mins) and d, dmin binary16. Against activations
-// quantised to q8_K (x_i int8 in −127 … 127, one f32 scale d_x per 256, B_u = Σ_{i∈u} x_i):
+// quantised to int8 blocks of the same length (x_i in −127 … 127, one scale d_x a block —
+// q8_K's f32 for the K-quants, q8_0's binary16 for the 32-blocks — B_u = Σ_{i∈u} x_i):
 //     Σ_i w_i·d_x·x_i = d_x·(d·I − dmin·M),
 //     I = Σ_u sc_u·(Σ_{i∈u} q_i·x_i − offset·B_u),   M = Σ_u m_u·B_u,
 // I and M exact int32 (|I| < 2^28). The kernels compute exactly that, per element one f32
@@ -47,7 +50,8 @@ struct KQFormat {
   bool nibbles;   // q's low 4 bits two values a byte (else q a byte a value)
   bool has_min;   // dmin and m present
   int high_bits;  // bits of q above the nibble, in the h section (nibble types only)
-  constexpr int subs() const { return int(kSuperBlockValues) / sub; }
+  int block = int(kSuperBlockValues);  // values a block of the type: 256 (super-block), or 32
+  constexpr int subs() const { return block / sub; }
 };
 
 // The format of a K-quant type's panels. Only the super-block types have one.
@@ -65,6 +69,14 @@ constexpr KQFormat kq_format(WeightType t) {
       return {32, 0, true, true, 1};
     case WeightType::q6_K:
       return {16, 32, true, false, 2};
+    // ggml's older 32-blocks in the same form: one sub-block of scale 1 a block; Q4_1 and
+    // Q5_1's additive min m is dmin = −m with m_u = 1 (the panel stores −m's bits).
+    case WeightType::q5_0:
+      return {32, 16, true, false, 1, 32};
+    case WeightType::q4_1:
+      return {32, 0, true, true, 0, 32};
+    case WeightType::q5_1:
+      return {32, 0, true, true, 1, 32};
     default:
       return {0, 0, false, false, 0};
   }
@@ -83,7 +95,7 @@ constexpr KQLayout kq_layout(const KQFormat& f) {
   const int64_t U = f.subs();
   const int64_t dmin = 128, sc = f.has_min ? 256 : 128;
   const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
-  const int64_t q_bytes = kSuperBlockValues * 64 / (f.nibbles ? 2 : 1);
+  const int64_t q_bytes = int64_t(f.block) * 64 / (f.nibbles ? 2 : 1);
   const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
   return {dmin, sc, m, q, h, h + h_bytes};
 }
@@ -97,13 +109,15 @@ constexpr int kq_value(const KQFormat& f, int g, uint8_t nibble_pair, uint8_t hi
 }
 constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }
 
-// Activations quantised to q8_K for the K-quant kernels, rows of K values (K a multiple of
-// 256), stored apart so that the kernels load whole vectors:
-//   qs    [T][K]       int8, the blocks' values, in order;
-//   d     [T][K/256]   each block's f32 scale;
-//   bsums [T][K/16]    int16, the sum of each 16 consecutive qs.
+// Activations quantised for these kernels, rows of K values (K a multiple of the weights'
+// block), stored apart so that the kernels load whole vectors:
+//   qs    [T][K]         int8, the blocks' values, in order;
+//   d     [T][K/block]   each block's scale, as f32;
+//   bsums [T][K/16]      int16, the sum of each 16 consecutive qs.
 // Block b of row t is, field for field, what ggml's quantize_row_q8_K makes of
-// x[t][256b … 256b+255].
+// x[t][256b … 256b+255] (blocks of 256), or quantize_row_q8_0 of x[t][32b … 32b+31]
+// (blocks of 32: ggml dots Q4_1 / Q5_0 / Q5_1 with q8_1 / q8_0, whose codes and scale these
+// are).
 struct Q8KRows {
   const int8_t* qs;
   const float* d;

@@ -43,9 +43,12 @@ float stream_read(const float* p, int64_t floats) {
 template <class V>
 float stream_read_pattern(const float* p, int64_t floats, int pattern) {
   switch (pattern) {
-    case 1: return stream_read<V, 2, 1>(p, floats);
-    case 2: return stream_read<V, 1, 1>(p, floats);
-    default: return stream_read<V, 4, 4>(p, floats);
+    case 1:
+      return stream_read<V, 2, 1>(p, floats);
+    case 2:
+      return stream_read<V, 1, 1>(p, floats);
+    default:
+      return stream_read<V, 4, 4>(p, floats);
   }
 }
 

@@ -85,7 +85,9 @@ std::vector<float> stored_values(GgmlType type, const std::vector<float>& x) {
   std::vector<float> y(x.size());
   const auto n = int64_t(x.size());
   switch (type) {
-    case GgmlType::f32: y = x; break;
+    case GgmlType::f32:
+      y = x;
+      break;
     case GgmlType::f16:
       for (size_t i = 0; i < x.size(); ++i) y[i] = f16_to_f32(f32_to_f16(x[i]));
       break;
@@ -212,10 +214,9 @@ TEST(GgufRoundTrip, WriterMetadataAndAlignment) {
   EXPECT_EQ(f.alignment(), 64u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(f.tensor("a").data) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(f.tensor("b").data) % 64, 0u);
-  EXPECT_EQ(f.metadata_keys(),
-            (std::vector<std::string>{"general.alignment", "general.architecture", "general.name",
-                                      "llama.attention.layer_norm_rms_epsilon", "llama.block_count",
-                                      "llama.context_length"}));
+  EXPECT_EQ(f.metadata_keys(), (std::vector<std::string>{"general.alignment", "general.architecture", "general.name",
+                                                         "llama.attention.layer_norm_rms_epsilon", "llama.block_count",
+                                                         "llama.context_length"}));
   EXPECT_EQ(f.metadata_string("general.architecture"), "llama");
   EXPECT_EQ(f.metadata_string("general.name"), "second");
   EXPECT_EQ(f.metadata_int("llama.block_count"), 32);
@@ -460,15 +461,15 @@ struct Geometry {
   int64_t block, bytes;
 };
 constexpr Geometry kGeometries[] = {
-    {0, "f32", 1, 4},          {1, "f16", 1, 2},         {2, "q4_0", 32, 18},     {3, "q4_1", 32, 20},
-    {6, "q5_0", 32, 22},       {7, "q5_1", 32, 24},      {8, "q8_0", 32, 34},     {9, "q8_1", 32, 36},
-    {10, "q2_K", 256, 84},     {11, "q3_K", 256, 110},   {12, "q4_K", 256, 144},  {13, "q5_K", 256, 176},
-    {14, "q6_K", 256, 210},    {15, "q8_K", 256, 292},   {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
-    {18, "iq3_xxs", 256, 98},  {19, "iq1_s", 256, 50},   {20, "iq4_nl", 32, 18},  {21, "iq3_s", 256, 110},
-    {22, "iq2_s", 256, 82},    {23, "iq4_xs", 256, 136}, {24, "i8", 1, 1},        {25, "i16", 1, 2},
-    {26, "i32", 1, 4},         {27, "i64", 1, 8},        {28, "f64", 1, 8},       {29, "iq1_m", 256, 56},
-    {30, "bf16", 1, 2},        {34, "tq1_0", 256, 54},   {35, "tq2_0", 256, 66},  {39, "mxfp4", 32, 17},
-    {40, "nvfp4", 64, 36},     {41, "q1_0", 128, 18},
+    {0, "f32", 1, 4},         {1, "f16", 1, 2},         {2, "q4_0", 32, 18},      {3, "q4_1", 32, 20},
+    {6, "q5_0", 32, 22},      {7, "q5_1", 32, 24},      {8, "q8_0", 32, 34},      {9, "q8_1", 32, 36},
+    {10, "q2_K", 256, 84},    {11, "q3_K", 256, 110},   {12, "q4_K", 256, 144},   {13, "q5_K", 256, 176},
+    {14, "q6_K", 256, 210},   {15, "q8_K", 256, 292},   {16, "iq2_xxs", 256, 66}, {17, "iq2_xs", 256, 74},
+    {18, "iq3_xxs", 256, 98}, {19, "iq1_s", 256, 50},   {20, "iq4_nl", 32, 18},   {21, "iq3_s", 256, 110},
+    {22, "iq2_s", 256, 82},   {23, "iq4_xs", 256, 136}, {24, "i8", 1, 1},         {25, "i16", 1, 2},
+    {26, "i32", 1, 4},        {27, "i64", 1, 8},        {28, "f64", 1, 8},        {29, "iq1_m", 256, 56},
+    {30, "bf16", 1, 2},       {34, "tq1_0", 256, 54},   {35, "tq2_0", 256, 66},   {39, "mxfp4", 32, 17},
+    {40, "nvfp4", 64, 36},    {41, "q1_0", 128, 18},
 };
 
 // Bytes 0, 1, 2, ... standing for a tensor already in some type's layout.
@@ -496,7 +497,8 @@ TEST(GgufStoredTypes, EveryKnownGeometryRoundTrips) {
     EXPECT_EQ(t.elements, 6 * g.block) << g.name;
     ASSERT_EQ(t.bytes, 6 * g.bytes) << g.name;
     EXPECT_EQ(std::memcmp(t.data, pattern(t.bytes).data(), size_t(t.bytes)), 0) << g.name;
-    const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30 ||
+    const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30 || g.type == 3 ||
+                           g.type == 6 || g.type == 7 ||    // q4_1 q5_0 q5_1
                            (g.type >= 10 && g.type <= 14);  // f32 f16 q4_0 q8_0 bf16, q2_K … q6_K
     EXPECT_EQ(f.readable(g.name), converted) << g.name;
   }
@@ -572,11 +574,17 @@ TEST(GgufStoredTypes, BoundsUseTheTypesGeometry) {
 TEST(GgufWriterErrors, TensorBytesMustMatchTheGeometry) {
   GgufWriter w;
   const auto b = pattern(4 * 144);
-  expect_error([&] { w.add_tensor_bytes("k", 12, {256, 4}, b.data(), 575); },
-               {"tensor 'k'", "575 bytes given", "1024 values [256, 4] of q4_K take 576 bytes (144 per block of 256)"});
+  expect_error(
+      [&] {
+        w.add_tensor_bytes("k", 12, {256, 4}, b.data(), 575);
+      },
+      {"tensor 'k'", "575 bytes given", "1024 values [256, 4] of q4_K take 576 bytes (144 per block of 256)"});
   expect_error([&] { w.add_tensor_bytes("k", 12, {256}, b.data(), 288); }, {"288 bytes given", "take 144 bytes"});
-  expect_error([&] { w.add_tensor_bytes("k", 12, {128, 2}, b.data(), 144); },
-               {"tensor 'k'", "ne[0] = 128 is not a multiple of the block size 256"});
+  expect_error(
+      [&] {
+        w.add_tensor_bytes("k", 12, {128, 2}, b.data(), 144);
+      },
+      {"tensor 'k'", "ne[0] = 128 is not a multiple of the block size 256"});
   expect_error([&] { w.add_tensor_bytes("k", 4, {32}, b.data(), 18); },
                {"tensor 'k'", "type 4 (deprecated) has no known storage layout"});
   expect_error([&] { w.add_tensor_bytes("k", 1000, {32}, b.data(), 18); }, {"type 1000 (unknown)"});
@@ -591,8 +599,11 @@ TEST(GgufWriterErrors, TensorBytesMustMatchTheGeometry) {
 TEST(GgufWriterErrors, RejectsWhatGgmlCouldNotRead) {
   GgufWriter w;
   std::vector<float> x(64, 1.0f);
-  expect_error([&] { w.add_tensor("q", GgmlType::q8_0, {16, 4}, x.data()); },
-               {"tensor 'q'", "ne[0] = 16 is not a multiple of the block size 32"});
+  expect_error(
+      [&] {
+        w.add_tensor("q", GgmlType::q8_0, {16, 4}, x.data());
+      },
+      {"tensor 'q'", "ne[0] = 16 is not a multiple of the block size 32"});
   expect_error([&] { w.add_tensor("q", GgmlType::q4_0, {48}, x.data()); }, {"not a multiple of the block size 32"});
   expect_error([&] { w.add_tensor("d", GgmlType::f32, {1, 1, 1, 1, 1}, x.data()); }, {"5 dimensions"});
   expect_error([&] { w.add_tensor("d", GgmlType::f32, {}, x.data()); }, {"0 dimensions"});

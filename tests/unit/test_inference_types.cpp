@@ -130,8 +130,11 @@ double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quan
 bool is_kquant(WeightType t) { return kernels::is_kq_type(t); }
 bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0 || is_kquant(t); }
 bool any_integer(const MatrixTypes& t) { return is_integer(t.gate) || is_integer(t.up) || is_integer(t.down); }
+// The activation blocks of a stage: 256 where its matrix is a K-quant (q8_K), else 32 (q8_0,
+// and q8_1 for Q4_1 / Q5_0 / Q5_1: the same codes and binary16 scale).
+size_t activation_block(WeightType t) { return is_kquant(t) ? size_t(kernels::kq_format(t).block) : 32u; }
 QuantBlocks quant_blocks(const MatrixTypes& t) {
-  return {is_kquant(t.gate) || is_kquant(t.up) ? 256u : 32u, is_kquant(t.down) ? 256u : 32u};
+  return {std::max(activation_block(t.gate), activation_block(t.up)), activation_block(t.down)};
 }
 
 const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};

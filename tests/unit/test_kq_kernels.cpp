@@ -1,11 +1,12 @@
 // The K-quant kernels, every one registered on every ISA this CPU supports:
 //   kq_panel_gemm (Q2_K … Q6_K panels × q8_K activations): bit-identical to the scalar
 //     kernel (kq_panels.hpp fixes every operation; the integer sums are exact) and within
-//     (K/256 + 4)·u·Σ(|ŵ·x̂| + |dmin·m·x̂|) of the double-precision dot product of the
+//     (K/block + 4)·u·Σ(|ŵ·x̂| + |dmin·m·x̂|) of the double-precision dot product of the
 //     dequantised weights ŵ and activations x̂: per super-block the kernel rounds d·d_x,
 //     float(I) and one FMA (and the same for the mins term, whose magnitude the second sum
 //     covers: the mins cancel against d·I, so Σ|ŵ·x̂| alone can be far smaller), and the
-//     chain adds K/256 rounded terms;
+//     chain adds K/block rounded terms (blocks of 256 for the K-quants, 32 for Q4_1 / Q5_0 /
+//     Q5_1);
 //   quantize_q8k_rows: ggml's q8_K (−127 at the value of largest magnitude, sums of 16).
 // Weights are random well-formed blocks (random bytes, binary16 scales set to moderate
 // values), so every scale, min, nibble and high bit pattern occurs.
@@ -30,24 +31,7 @@ namespace {
 using kernels::Op;
 constexpr double kU = 0x1p-24;
 constexpr WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K, WeightType::q3_K,
-                                  WeightType::q2_K};
-
-// Byte offsets of the binary16 scales in each type's block (ggml's layouts).
-std::vector<int> half_offsets(WeightType t) {
-  switch (t) {
-    case WeightType::q2_K:
-      return {80, 82};
-    case WeightType::q3_K:
-      return {108};
-    case WeightType::q4_K:
-    case WeightType::q5_K:
-      return {0, 2};
-    case WeightType::q6_K:
-      return {208};
-    default:
-      return {};
-  }
-}
+                                  WeightType::q2_K, WeightType::q5_1, WeightType::q5_0, WeightType::q4_1};
 
 // N rows of K weights of type t: random bytes, the binary16 scales replaced by values in
 // [2⁻¹⁰, 2⁻⁷], and the values they stand for.
@@ -65,19 +49,20 @@ StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> scale(0x1p-10f, 0x1p-7f);
   for (auto& b : s.bytes) b = std::byte(gen() & 0xFF);
-  for (int64_t blk = 0; blk < N * K / 256; ++blk)
-    for (int off : half_offsets(t)) {
+  for (int64_t blk = 0; blk < N * K / info.block_elements; ++blk)
+    for (int off : weight_type_traits(t).scale_fields) {
+      if (off < 0) continue;
       const uint16_t h = f32_to_f16(scale(gen));
       std::memcpy(s.bytes.data() + blk * info.block_bytes + off, &h, 2);
     }
   const kernels::KQFormat f = kernels::kq_format(t);
   for (int64_t n = 0; n < N; ++n) {
     weight_type_traits(t).to_f32(s.bytes.data() + n * s.row_bytes, s.values.data() + n * K, K);
-    for (int64_t b = 0; b < K / 256; ++b) {
+    for (int64_t b = 0; b < K / f.block; ++b) {
       SuperBlockInts ints;
       unpack_superblock(t, s.bytes.data() + n * s.row_bytes + b * info.block_bytes, ints);
-      for (int64_t i = 0; i < 256; ++i)
-        s.mins[size_t(n * K + b * 256 + i)] = f16_to_f32(ints.dmin) * float(ints.m[i / f.sub]);
+      for (int64_t i = 0; i < f.block; ++i)
+        s.mins[size_t(n * K + b * f.block + i)] = f16_to_f32(ints.dmin) * float(ints.m[i / f.sub]);
     }
   }
   return s;
@@ -91,11 +76,12 @@ struct Q8KActivations {
   kernels::Q8KRows rows() const { return {qs.data(), d.data(), bsums.data()}; }
 };
 
-Q8KActivations quantise(int64_t T, int64_t K, const std::vector<float>& x) {
-  Q8KActivations q{std::vector<int8_t>(size_t(T * K)), std::vector<float>(size_t(T * K / 256)),
+// x quantised in blocks of `block` (256: q8_K; 32: q8_1, the 32-block types' activations).
+Q8KActivations quantise(int64_t T, int64_t K, const std::vector<float>& x, int64_t block = 256) {
+  Q8KActivations q{std::vector<int8_t>(size_t(T * K)), std::vector<float>(size_t(T * K / block)),
                    std::vector<int16_t>(size_t(T * K / 16)), std::vector<float>(size_t(T * K))};
-  kernels::quantize_q8k_rows(T, K, 0, K, x.data(), K, q.qs.data(), q.d.data(), q.bsums.data());
-  for (int64_t i = 0; i < T * K; ++i) q.values[size_t(i)] = float(q.qs[size_t(i)]) * q.d[size_t(i / 256)];
+  kernels::quantize_q8k_rows(block, T, K, 0, K, x.data(), K, q.qs.data(), q.d.data(), q.bsums.data());
+  for (int64_t i = 0; i < T * K; ++i) q.values[size_t(i)] = float(q.qs[size_t(i)]) * q.d[size_t(i / block)];
   return q;
 }
 
@@ -107,20 +93,21 @@ AlignedFloats panel_of(WeightType t, const StoredRows& w, int64_t N, int64_t K) 
   return storage;
 }
 
-// Largest |C[t][n] − Σ ŵ·x̂| / ((K/256 + 4)·u·Σ(|ŵ·x̂| + |min·x̂|)) (> 1: outside the bound).
-double worst_ratio(int64_t T, int64_t N, int64_t K, const std::vector<float>& x, const StoredRows& w,
+// Largest |C[t][n] − Σ ŵ·x̂| / ((K/block + 4)·u·Σ(|ŵ·x̂| + |min·x̂|)) (> 1: outside the bound).
+double worst_ratio(WeightType t, int64_t T, int64_t N, int64_t K, const std::vector<float>& x, const StoredRows& w,
                    const std::vector<float>& values, const std::vector<float>& c, int64_t ldc) {
+  const int64_t chain = K / kernels::kq_format(t).block + 4;
   double worst = 0;
-  for (int64_t t = 0; t < T; ++t)
+  for (int64_t r = 0; r < T; ++r)
     for (int64_t n = 0; n < N; ++n) {
       double exact = 0, mag = 0;
       for (int64_t k = 0; k < K; ++k) {
-        const double a = x[size_t(t * K + k)];
+        const double a = x[size_t(r * K + k)];
         exact += a * values[size_t(n * K + k)];
         mag += std::fabs(a * values[size_t(n * K + k)]) + std::fabs(a * w.mins[size_t(n * K + k)]);
       }
-      const double err = std::fabs(double(c[size_t(t * ldc + n)]) - exact);
-      worst = std::max(worst, err == 0 ? 0.0 : err / (double(K / 256 + 4) * kU * mag));
+      const double err = std::fabs(double(c[size_t(r * ldc + n)]) - exact);
+      worst = std::max(worst, err == 0 ? 0.0 : err / (double(chain) * kU * mag));
     }
   return worst;
 }
@@ -136,15 +123,15 @@ TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
     const StoredRows w = random_rows(t, N, K, 11);
     const kernels::KQFormat f = kernels::kq_format(t);
     for (int64_t n = 0; n < N; ++n)
-      for (int64_t b = 0; b < K / 256; ++b) {
+      for (int64_t b = 0; b < K / f.block; ++b) {
         SuperBlockInts s;
         unpack_superblock(t, w.bytes.data() + n * w.row_bytes + b * weight_type_info(t).block_bytes, s);
-        for (int64_t i = 0; i < 256; ++i) {
+        for (int64_t i = 0; i < f.block; ++i) {
           const int u = int(i / f.sub);
           const float dl = f16_to_f32(s.d) * float(s.sc[u]), dml = f16_to_f32(s.dmin) * float(s.m[u]);
           const float scaled = dl * float(int(s.q[i]) - f.offset);
           const float value = f.has_min ? scaled - dml : scaled;
-          const float want = w.values[size_t(n * K + b * 256 + i)];
+          const float want = w.values[size_t(n * K + b * f.block + i)];
           ASSERT_EQ(std::memcmp(&value, &want, 4), 0) << weight_type_name(t) << " row " << n << " block " << b
                                                       << " value " << i << ": " << value << " against " << want;
         }
@@ -163,7 +150,8 @@ TEST_P(KQKernels, PanelEqualsScalarBitForBitAndIsWithinBound) {
         for (int64_t N : {1, 31, 64})
           for (int64_t T : {1, 2, 3, 5}) {
             const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
-            const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
+            const Q8KActivations x =
+                quantise(T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)), kernels::kq_format(t).block);
             const AlignedFloats panel = panel_of(t, w, N, K);
             const auto* p = reinterpret_cast<const std::byte*>(panel.data());
             std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
@@ -173,7 +161,7 @@ TEST_P(KQKernels, PanelEqualsScalarBitForBitAndIsWithinBound) {
                                       " K=" + std::to_string(K) + " N=" + std::to_string(N) + " T=" + std::to_string(T);
             for (int64_t r = 0; r < T; ++r)
               for (int64_t n = 0; n < N; ++n) ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)]) << where;
-            EXPECT_LE(worst_ratio(T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
+            EXPECT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
           }
 }
 
@@ -186,11 +174,11 @@ TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
   const int64_t T = 3, N = 5, K = 512;
   for (WeightType t : kKTypes) {
     const StoredRows w = random_rows(t, N, K, 7);
-    const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), 8));
+    const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), 8), kernels::kq_format(t).block);
     const AlignedFloats panel = panel_of(t, w, N, K);
     std::vector<float> c(size_t(T * 64));
     kernels::kq_panel_gemm_scalar(t, T, K, x.rows(), reinterpret_cast<const std::byte*>(panel.data()), c.data(), 64);
-    ASSERT_LE(worst_ratio(T, N, K, x.values, w, w.values, c, 64), 1.0) << weight_type_name(t);
+    ASSERT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << weight_type_name(t);
     const int sub = kernels::kq_format(t).sub;
     std::vector<float> swapped = w.values, rescaled = w.values, no_mins = w.values;
     for (int64_t i = 0; i < N * K; i += 2 * sub)
@@ -199,10 +187,10 @@ TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
       if ((i / sub) % 8 == 3) rescaled[size_t(i)] *= 1.25f;
       no_mins[size_t(i)] += w.mins[size_t(i)];
     }
-    EXPECT_GT(worst_ratio(T, N, K, x.values, w, swapped, c, 64), 100.0) << weight_type_name(t);
-    EXPECT_GT(worst_ratio(T, N, K, x.values, w, rescaled, c, 64), 100.0) << weight_type_name(t);
+    EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, swapped, c, 64), 100.0) << weight_type_name(t);
+    EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, rescaled, c, 64), 100.0) << weight_type_name(t);
     if (kernels::kq_format(t).has_min) {
-      EXPECT_GT(worst_ratio(T, N, K, x.values, w, no_mins, c, 64), 100.0) << weight_type_name(t);
+      EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, no_mins, c, 64), 100.0) << weight_type_name(t);
     }
   }
 }

@@ -16,7 +16,7 @@
 namespace ffn::kernels {
 namespace {
 
-constexpr int64_t kKBlocks = 8;  // super-blocks per K block: 2048 values of K
+constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
 inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
 
@@ -39,8 +39,8 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
-    const int8_t* x = A.qs + b * kSuperBlockValues;
-    const int16_t* bs = A.bsums + b * 16;
+    const int8_t* x = A.qs + b * f.block;
+    const int16_t* bs = A.bsums + b * (f.block / 16);
     auto x_group = [&](int i) {
       int32_t bytes;
       __builtin_memcpy(&bytes, x + i, 4);
@@ -135,9 +135,9 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
 
 template <WeightType Type>
 void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / kSuperBlockValues;
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
-    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
+  const int64_t blocks = K / kq_format(Type).block;
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / kq_format(Type).block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / kq_format(Type).block);
     for (int64_t t = 0; t < T; ++t) {
       const Q8KRows row{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)};
       tile<Type>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
@@ -160,6 +160,12 @@ void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, c
       return panel<WeightType::q5_K>(T, K, A, P, C, ldc);
     case WeightType::q6_K:
       return panel<WeightType::q6_K>(T, K, A, P, C, ldc);
+    case WeightType::q5_0:
+      return panel<WeightType::q5_0>(T, K, A, P, C, ldc);
+    case WeightType::q4_1:
+      return panel<WeightType::q4_1>(T, K, A, P, C, ldc);
+    case WeightType::q5_1:
+      return panel<WeightType::q5_1>(T, K, A, P, C, ldc);
     default:
       return;
   }

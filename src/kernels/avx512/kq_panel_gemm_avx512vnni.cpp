@@ -15,7 +15,7 @@
 namespace ffn::kernels {
 namespace {
 
-constexpr int64_t kKBlocks = 8;  // super-blocks per K block: 2048 values of K
+constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
 // B_u of token row bs (the block's 16 bsums) for sub-blocks of `sub` values.
 inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
@@ -28,7 +28,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
   constexpr KQFormat f = kq_format(Type);
   constexpr KQLayout L = kq_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
-  const int64_t blocks = K / kSuperBlockValues;
+  const int64_t blocks = K / kq_format(Type).block;
   __m512 acc[MT][4];
   for (int t = 0; t < MT; ++t)
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
@@ -38,8 +38,8 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     const int8_t* x[MT];
     const int16_t* bs[MT];
     for (int t = 0; t < MT; ++t) {
-      x[t] = A.qs + t * K + b * kSuperBlockValues;
-      bs[t] = A.bsums + t * (K / 16) + b * 16;
+      x[t] = A.qs + t * K + b * f.block;
+      bs[t] = A.bsums + t * (K / 16) + b * (f.block / 16);
     }
     auto x_group = [&](int t, int i) {  // activation bytes i … i+3 of the super-block
       int32_t bytes;
@@ -146,11 +146,11 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
 
 template <WeightType Type>
 void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / kSuperBlockValues;
+  const int64_t blocks = K / kq_format(Type).block;
   auto rows = [&](int64_t t) { return Q8KRows{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)}; };
   // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
-    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / kq_format(Type).block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / kq_format(Type).block);
     int64_t t = 0;
     for (; t + 2 <= T; t += 2) tile<Type, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
     if (t < T) tile<Type, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
@@ -172,6 +172,12 @@ void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRow
       return panel<WeightType::q5_K>(T, K, A, P, C, ldc);
     case WeightType::q6_K:
       return panel<WeightType::q6_K>(T, K, A, P, C, ldc);
+    case WeightType::q5_0:
+      return panel<WeightType::q5_0>(T, K, A, P, C, ldc);
+    case WeightType::q4_1:
+      return panel<WeightType::q4_1>(T, K, A, P, C, ldc);
+    case WeightType::q5_1:
+      return panel<WeightType::q5_1>(T, K, A, P, C, ldc);
     default:
       return;
   }

@@ -14,7 +14,7 @@ namespace ffn::kernels {
 void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc) {
   const KQFormat f = kq_format(type);
   const KQLayout L = kq_layout(f);
-  const int64_t blocks = K / kSuperBlockValues;
+  const int64_t blocks = K / f.block;
   auto half = [](const uint8_t* p, int64_t j) {
     uint16_t h;
     std::memcpy(&h, p + 2 * j, 2);
@@ -39,8 +39,8 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
       }
       const float d = half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
       for (int64_t t = 0; t < T; ++t) {
-        const int8_t* x = A.qs + t * K + b * kSuperBlockValues;
-        const int16_t* bs = A.bsums + t * (K / 16) + b * 16;
+        const int8_t* x = A.qs + t * K + b * f.block;
+        const int16_t* bs = A.bsums + t * (K / 16) + b * (f.block / 16);
         int32_t I = 0, M = 0;
         for (int u = 0; u < f.subs(); ++u) {
           int32_t B = 0;
