@@ -26,7 +26,8 @@ FFN_TEST_PIP_INSTALL=1 FFN_PIP_NO_ISOLATION=1 FFN_PIP_BUILD_DIR="$PWD/build-pip"
 echo "== build with ASan+UBSan and run the unit tests and the fuzz regression inputs"
 cmake -S . -B build-sanitize -DFFN_BUILD_TESTS=ON -DFFN_SANITIZE=ON -DFFN_BUILD_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
-cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests ffn_fuzz_replays ffn_cli ffn_readme_example
+cmake --build build-sanitize -j "$jobs" --target ffn_unit_tests ffn_cli_unit_tests ffn_fuzz_replays ffn_cli \
+  ffn_readme_example
 ctest --test-dir build-sanitize --output-on-failure -j "$jobs" -E "golden_pytorch|install_consumer|mpi_np"
 echo "== the golden tests that drive the ffn command, with the ASan+UBSan ffn"
 # Without the Python module (an ASan-built extension would need libasan preloaded into
