@@ -45,11 +45,11 @@ namespace ffn::kernels {
 inline constexpr int64_t kSuperBlockValues = 256;
 
 struct KQFormat {
-  int sub;        // values per sub-block: 16 or 32
-  int offset;     // subtracted from q (Q6_K 32, Q3_K 4)
-  bool nibbles;   // q's low 4 bits two values a byte (else q a byte a value)
-  bool has_min;   // dmin and m present
-  int high_bits;  // bits of q above the nibble, in the h section (nibble types only)
+  int sub;                             // values per sub-block: 16 or 32
+  int offset;                          // subtracted from q (Q6_K 32, Q3_K 4)
+  bool nibbles;                        // q's low 4 bits two values a byte (else q a byte a value)
+  bool has_min;                        // dmin and m present
+  int high_bits;                       // bits of q above the nibble, in the h section (nibble types only)
   int block = int(kSuperBlockValues);  // values a block of the type: 256 (super-block), or 32
   constexpr int subs() const { return block / sub; }
 };
@@ -82,6 +82,32 @@ constexpr KQFormat kq_format(WeightType t) {
   }
 }
 constexpr bool is_kq_type(WeightType t) { return kq_format(t).sub != 0; }
+
+// Calls f.template operator()<T>() with T the K-panel type t, for the vector kernels'
+// compile-time formats: their one switch from the runtime type. Other types do nothing.
+template <class F>
+void with_kq_type(WeightType t, F&& f) {
+  switch (t) {
+    case WeightType::q2_K:
+      return f.template operator()<WeightType::q2_K>();
+    case WeightType::q3_K:
+      return f.template operator()<WeightType::q3_K>();
+    case WeightType::q4_K:
+      return f.template operator()<WeightType::q4_K>();
+    case WeightType::q5_K:
+      return f.template operator()<WeightType::q5_K>();
+    case WeightType::q6_K:
+      return f.template operator()<WeightType::q6_K>();
+    case WeightType::q5_0:
+      return f.template operator()<WeightType::q5_0>();
+    case WeightType::q4_1:
+      return f.template operator()<WeightType::q4_1>();
+    case WeightType::q5_1:
+      return f.template operator()<WeightType::q5_1>();
+    default:
+      return;
+  }
+}
 
 // Byte offsets of the sections of one super-block of a panel (layout above).
 struct KQLayout {

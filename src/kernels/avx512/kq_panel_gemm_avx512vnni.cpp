@@ -161,26 +161,7 @@ void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C,
 
 void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                                    int64_t ldc) {
-  switch (type) {
-    case WeightType::q2_K:
-      return panel<WeightType::q2_K>(T, K, A, P, C, ldc);
-    case WeightType::q3_K:
-      return panel<WeightType::q3_K>(T, K, A, P, C, ldc);
-    case WeightType::q4_K:
-      return panel<WeightType::q4_K>(T, K, A, P, C, ldc);
-    case WeightType::q5_K:
-      return panel<WeightType::q5_K>(T, K, A, P, C, ldc);
-    case WeightType::q6_K:
-      return panel<WeightType::q6_K>(T, K, A, P, C, ldc);
-    case WeightType::q5_0:
-      return panel<WeightType::q5_0>(T, K, A, P, C, ldc);
-    case WeightType::q4_1:
-      return panel<WeightType::q4_1>(T, K, A, P, C, ldc);
-    case WeightType::q5_1:
-      return panel<WeightType::q5_1>(T, K, A, P, C, ldc);
-    default:
-      return;
-  }
+  with_kq_type(type, [&]<WeightType Type>() { panel<Type>(T, K, A, P, C, ldc); });
 }
 
 }  // namespace ffn::kernels
