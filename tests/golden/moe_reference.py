@@ -1,0 +1,527 @@
+"""Mixture-of-experts references for the golden tests: the Hugging Face modules restated in
+PyTorch from their definitions (run in float64 for the answer; in float32 to show the bound
+is sound), random layers at small shapes, checkpoint writers (HF per-expert names, the fused
+3-D expert tensors of newer transformers, GGUF through gguf-py), inputs drawn away from
+routing near-ties, and the f32 error bound of a MoE block's output (moe_bound).
+
+The modules (restated, not copied):
+* Mixtral `MixtralSparseMoeBlock`: logits = x·W_rᵀ; softmax (f32 in HF); top-k; the k
+  weights renormalised to sum 1; y = Σ w_e·expert_e(x), expert = w2(silu(w1·x) ⊙ w3·x).
+* Qwen2-MoE `Qwen2MoeSparseMoeBlock`: softmax, top-k, renormalised only if norm_topk_prob;
+  plus sigmoid(shared_expert_gate·x)·shared_expert(x).
+* Qwen3-MoE `Qwen3MoeSparseMoeBlock`: softmax, top-k, renormalised; no shared expert.
+* DeepSeek-V3 `DeepseekV3MoE` + `DeepseekV3TopkRouter`: s = sigmoid(logits); choice =
+  s + e_score_correction_bias; n_group groups of E/n_group, a group's score the sum of its
+  two best choice scores; the best topk_group groups kept, the others' choice scores set to
+  0.0 (HF's masked_fill); top-k of the masked choice scores; weights the un-biased s of those
+  experts, divided by (their sum + 1e-20) if norm_topk_prob, times routed_scaling_factor;
+  plus the shared experts (one SwiGLU of hidden moe_intermediate_size·n_shared_experts),
+  added unscaled. The correction biases are drawn ≥ 0, so every choice score is > 0 and
+  HF's 0.0 for a masked group never competes with a kept expert (an implementation masking
+  with −inf, as llama.cpp does, must then agree).
+"""
+import dataclasses
+import json
+import math
+
+import numpy as np
+import torch
+
+import bound
+import files
+
+U = bound.U
+# Evaluation allowance of one exp or sigmoid in f32, in units of u, its roundings included
+# (glibc's expf < 1 ulp, SLEEF 1 ulp, polynomial vector exps a few ulps; sigmoid as
+# 1/(1 + exp(−z)): exp's error relative to 1 + e^−z is at most exp's own, plus the add and
+# the division). 16 is generous for any of them.
+EVAL_ULPS = 16
+TIE_MARGIN = 1e-3  # relative gap required between the last chosen and the first rejected score
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    family: str  # mixtral | qwen2_moe | qwen3_moe | deepseek_v3
+    d: int
+    hidden: int  # each routed expert's hidden width
+    experts: int
+    k: int
+    scoring: str  # softmax | sigmoid
+    norm: bool  # renormalise the k chosen weights
+    shared_hidden: int = 0  # 0: no shared expert
+    shared_gated: bool = False  # Qwen2: the shared expert scaled by sigmoid(shared_expert_gate·x)
+    n_shared: int = 0  # DeepSeek's n_shared_experts (shared_hidden = n_shared·hidden)
+    groups: int = 1
+    groups_kept: int = 1
+    scale: float = 1.0  # routed_scaling_factor
+    bias: bool = False  # e_score_correction_bias
+    dense_hidden: int = 0  # DeepSeek's dense layer 0 (intermediate_size); a decoy elsewhere
+
+
+SPECS = {
+    "mixtral": Spec("mixtral", 64, 128, 8, 2, "softmax", True, dense_hidden=160),
+    "qwen2_moe": Spec("qwen2_moe", 64, 96, 16, 4, "softmax", False, shared_hidden=128, shared_gated=True,
+                      dense_hidden=160),
+    "qwen3_moe": Spec("qwen3_moe", 64, 96, 16, 4, "softmax", True, dense_hidden=160),
+    "deepseek_v3": Spec("deepseek_v3", 64, 96, 16, 4, "sigmoid", True, shared_hidden=192, n_shared=2, groups=4,
+                        groups_kept=2, scale=2.5, bias=True, dense_hidden=160),
+}
+
+
+def _f32(rng, shape, scale):
+    """Random values exactly representable in f32, held as float64."""
+    return (rng.standard_normal(shape) * scale).astype(np.float32).astype(np.float64)
+
+
+def random_layer(spec, rng):
+    """One MoE layer: name → float64 array of f32 values. router [E, D]; gate, up [E, H, D];
+    down [E, D, H]; shared.{gate,up,down}; shared_gate [1, D]; bias [E]."""
+    D, H, E = spec.d, spec.hidden, spec.experts
+    w = {"router": _f32(rng, (E, D), 2.0 / math.sqrt(D)),  # logits of a few units: a real choice
+         "gate": _f32(rng, (E, H, D), 1 / math.sqrt(D)), "up": _f32(rng, (E, H, D), 1 / math.sqrt(D)),
+         "down": _f32(rng, (E, D, H), 1 / math.sqrt(H))}
+    if spec.shared_hidden:
+        Hs = spec.shared_hidden
+        w["shared.gate"] = _f32(rng, (Hs, D), 1 / math.sqrt(D))
+        w["shared.up"] = _f32(rng, (Hs, D), 1 / math.sqrt(D))
+        w["shared.down"] = _f32(rng, (D, Hs), 1 / math.sqrt(Hs))
+    if spec.shared_gated:
+        w["shared_gate"] = _f32(rng, (1, D), 1 / math.sqrt(D))
+    if spec.bias:
+        # ≥ 0 (see the module docstring) and large enough to change many choices.
+        w["bias"] = rng.uniform(0.0, 0.5, size=E).astype(np.float32).astype(np.float64)
+    return w
+
+
+def random_dense(spec, rng):
+    D, H = spec.d, spec.dense_hidden
+    return {"dense": True, "gate": _f32(rng, (H, D), 1 / math.sqrt(D)), "up": _f32(rng, (H, D), 1 / math.sqrt(D)),
+            "down": _f32(rng, (D, H), 1 / math.sqrt(H))}
+
+
+def random_model(spec, seed):
+    """Two layers, the MoE under test in layer 1; layer 0 dense for DeepSeek
+    (first_k_dense_replace = 1), another MoE elsewhere (so a wrong --layer shows)."""
+    rng = np.random.default_rng(seed)
+    first = random_dense(spec, rng) if spec.family == "deepseek_v3" else random_layer(spec, rng)
+    return [first, random_layer(spec, rng)]
+
+
+# ---------------------------------------------------------------------------------------------
+# The modules, restated in PyTorch.
+
+class Expert(torch.nn.Module):
+    """The SwiGLU MLP every family's experts (and shared experts) use: down(silu(gate·x) ⊙ up·x)."""
+
+    def __init__(self, gate, up, down, dtype):
+        super().__init__()
+        self.gate = torch.as_tensor(gate, dtype=dtype)
+        self.up = torch.as_tensor(up, dtype=dtype)
+        self.down = torch.as_tensor(down, dtype=dtype)
+
+    def forward(self, x):
+        return (torch.nn.functional.silu(x @ self.gate.T) * (x @ self.up.T)) @ self.down.T
+
+
+class SparseMoe(torch.nn.Module):
+    """One MoE block of any of the four families, as its HF module computes it, in `dtype`
+    (the router's softmax or sigmoid in that dtype too: f32 is what HF runs).
+
+    `mutation` makes one deliberate mistake, to show that the error bound rejects it:
+    wrong_expert (the (k+1)-th choice instead of the k-th), no_renorm, renorm (where the
+    family does not), no_scale, no_shared, ungated_shared, sign (the k-th expert subtracted),
+    bias_in_weights (DeepSeek's weights from the biased scores), no_bias (chosen without
+    the correction bias), no_groups (DeepSeek's groups ignored), swapped_gate_up (silu
+    of up instead of gate: the fused halves read the wrong way round)."""
+
+    def __init__(self, spec, w, dtype=torch.float64, mutation=None):
+        super().__init__()
+        self.spec, self.dtype, self.mutation = spec, dtype, mutation
+        t = lambda a: torch.as_tensor(a, dtype=dtype)
+        self.router = t(w["router"])
+        g, u = (w["up"], w["gate"]) if mutation == "swapped_gate_up" else (w["gate"], w["up"])
+        self.experts = [Expert(g[e], u[e], w["down"][e], dtype) for e in range(spec.experts)]
+        self.shared = Expert(w["shared.gate"], w["shared.up"], w["shared.down"], dtype) if spec.shared_hidden else None
+        self.shared_gate = t(w["shared_gate"]) if spec.shared_gated else None
+        self.bias = t(w["bias"]) if spec.bias else None
+
+    def route(self, x):
+        """(expert indices [T, k] int64, weights [T, k]) of each token."""
+        s, m, k = self.spec, self.mutation, self.spec.k
+        logits = x @ self.router.T
+        wrong = m == "wrong_expert"
+        if s.scoring == "softmax":
+            probs = torch.softmax(logits, dim=-1)
+            weights, idx = torch.topk(probs, k + wrong, dim=-1)
+            if wrong:
+                weights, idx = torch.cat([weights[:, :k - 1], weights[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            if (s.norm and m != "no_renorm") or m == "renorm":
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+        else:
+            scores = torch.sigmoid(logits)
+            choice = scores + self.bias if m != "no_bias" else scores.clone()
+            T = x.shape[0]
+            if m != "no_groups":
+                per_group = choice.view(T, s.groups, s.experts // s.groups)
+                group_scores = torch.topk(per_group, 2, dim=-1).values.sum(dim=-1)
+                kept = torch.topk(group_scores, s.groups_kept, dim=-1).indices
+                mask = torch.zeros(T, s.groups, dtype=torch.bool).scatter_(1, kept, True)
+                mask = mask.unsqueeze(-1).expand(T, s.groups, s.experts // s.groups).reshape(T, s.experts)
+                choice = choice.masked_fill(~mask, 0.0)
+            idx = torch.topk(choice, k + wrong, dim=-1).indices
+            if wrong:
+                idx = torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            weights = (scores + self.bias if m == "bias_in_weights" else scores).gather(1, idx)
+            if s.norm and m != "no_renorm":
+                weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+            if m != "no_scale":
+                weights = weights * s.scale
+        if m == "sign":
+            weights = torch.cat([weights[:, :k - 1], -weights[:, k - 1:]], 1)
+        return idx, weights
+
+    def forward(self, x):
+        x = torch.as_tensor(x, dtype=self.dtype)
+        idx, weights = self.route(x)
+        y = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):  # HF's loop over the experts that were hit
+            tokens, slot = torch.nonzero(idx == e, as_tuple=True)
+            if len(tokens):
+                y.index_add_(0, tokens, weights[tokens, slot, None] * expert(x[tokens]))
+        if self.shared is not None and self.mutation != "no_shared":
+            out = self.shared(x)
+            if self.shared_gate is not None and self.mutation != "ungated_shared":
+                out = torch.sigmoid(x @ self.shared_gate.T) * out
+            y = y + out
+        return y
+
+
+def dense_forward(layer, x):
+    x = torch.as_tensor(x, dtype=torch.float64)
+    return Expert(layer["gate"], layer["up"], layer["down"], torch.float64)(x).numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs away from near-ties.
+
+def _logit_error(w, x):
+    """Bound on each f32 logit's error, [T, E]: a dot product of D terms, (D+1)·u·Σ|x·w_r|."""
+    return (x.shape[1] + 1) * U * (np.abs(x) @ np.abs(w["router"]).T)
+
+
+def selection_gaps(spec, w, x):
+    """Per token, min over the selection's decisions of gap / required gap (≥ 1: safe). A
+    decision is the k-th against the (k+1)-th selection score (softmax: the logits, whose
+    difference is the probabilities' relative gap; DeepSeek: the masked choice scores) and,
+    for DeepSeek, the topk_group-th against the next group score. The gap must exceed
+    TIE_MARGIN relative and 100× the two scores' f32 error bounds."""
+    logits = x @ w["router"].T
+    dl = _logit_error(w, x)
+    if spec.scoring == "softmax":
+        order = np.argsort(-logits, axis=1)
+        a, b = np.take_along_axis(logits, order[:, spec.k - 1:spec.k + 1], 1).T
+        ea, eb = np.take_along_axis(dl, order[:, spec.k - 1:spec.k + 1], 1).T
+        return (a - b) / np.maximum(TIE_MARGIN, 100 * (ea + eb))
+    s = 1 / (1 + np.exp(-logits))
+    choice = s + w["bias"]
+    err = s * (1 - s) * dl + (EVAL_ULPS + 2) * U * np.abs(choice)  # σ' ≤ s(1−s)(1+…): first order, 100× margin
+    T, G, per = x.shape[0], spec.groups, spec.experts // spec.groups
+    grouped, gerr = choice.reshape(T, G, per), err.reshape(T, G, per)
+    top2 = np.argsort(-grouped, axis=2)[:, :, :2]
+    gs = np.take_along_axis(grouped, top2, 2).sum(2)
+    ge = np.take_along_axis(gerr, top2, 2).sum(2) + 2 * U * np.abs(gs)
+    gorder = np.argsort(-gs, axis=1)
+    ga, gb = np.take_along_axis(gs, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
+    gea, geb = np.take_along_axis(ge, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
+    group_ratio = (ga - gb) / np.maximum(TIE_MARGIN * np.abs(ga), 100 * (gea + geb))
+    keep = np.zeros((T, G), bool)
+    np.put_along_axis(keep, gorder[:, :spec.groups_kept], True, 1)
+    masked = np.where(np.repeat(keep, per, 1), choice, 0.0)
+    order = np.argsort(-masked, axis=1)
+    a, b = np.take_along_axis(masked, order[:, spec.k - 1:spec.k + 1], 1).T
+    ea, eb = np.take_along_axis(err, order[:, spec.k - 1:spec.k + 1], 1).T
+    expert_ratio = (a - b) / np.maximum(TIE_MARGIN * np.abs(a), 100 * (ea + eb))
+    return np.minimum(group_ratio, expert_ratio)
+
+
+def draw_inputs(spec, w, rng, tokens, scale=1.0):
+    """[tokens, D] f32 inputs, each token redrawn until selection_gaps clears it."""
+    x = _f32(rng, (tokens, spec.d), scale)
+    for _ in range(1000):
+        bad = selection_gaps(spec, w, x) < 1.0
+        if not bad.any():
+            return x.astype(np.float32)
+        x[bad] = _f32(rng, (int(bad.sum()), spec.d), scale)
+    raise RuntimeError("could not draw inputs away from routing ties")
+
+
+# ---------------------------------------------------------------------------------------------
+# The error bound.
+
+def weight_error(spec, w, x):
+    """Relative error bound r [T] of every routing weight of each token (the weights an f32
+    router hands to the experts: softmax/sigmoid, renormalised and scaled as the family does).
+
+    Derivation. Each f32 logit ℓ̂_j = ℓ_j + η_j, |η_j| ≤ δ_j = (D+1)·u·Σ_i|x_i·w_ji| (a dot
+    product of D terms in any order). Every later step is modelled as a perturbation either
+    of an exponent or of a product/sum:
+    * softmax: p_j = e^{a_j} / Σ_i e^{a_i}, a_j = ℓ_j − m. The computed exponent ℓ̂_j − m̂ is
+      rounded once (u·|ℓ_j − m|; the shift m itself cancels from numerator and denominator);
+      exp within EVAL_ULPS·u relative, i.e. e^{a_j + ε} with |ε| ≤ EVAL_ULPS·u (ln(1+t) ≤ t);
+      the division by the sum rounds once more (another u in the exponent). So each term is
+      the exact exponential of ℓ_j + ε_j, |ε_j| ≤ Δ = max_j (δ_j + u·|ℓ_j − m|) + (EVAL_ULPS+1)·u.
+      A ratio e^{ℓ_j+ε_j} / Σ_i c_i e^{ℓ_i+ε_i} over positive terms moves by at most e^{±Δ} in
+      the numerator and e^{±Δ} in the denominator (a weighted mean of e^{ε_i}): relative
+      error ≤ e^{2Δ} − 1. The sum itself, of n positive terms in any order, adds (n−1)·u.
+      Unrenormalised (Qwen2 with norm_topk_prob False) the sum is the full softmax's: n = E.
+      Renormalised, the full sum is a common factor of the k weights and cancels exactly;
+      only the k-term sum and its division remain: n = k (the same if an implementation
+      takes the softmax of the k chosen logits alone).
+    * sigmoid (DeepSeek): d ln σ / dℓ = 1 − σ(ℓ), and 1 − σ(ℓ + t) ≤ (1 − σ(ℓ))·e^{|t|}, so η_j
+      moves ln s_j by ≤ (1 − s_j)·δ_j·e^{δ_j}; the f32 evaluation 1/(1 + e^{−ℓ}) adds
+      ≤ EVAL_ULPS·u relative: |ε_j| ≤ Δ = max_j (1 − s_j)·δ_j·e^{δ_j} + EVAL_ULPS·u.
+      Renormalised by a sum of k positive terms (the 1e-20 is below f32's resolution at
+      these sums and below 1e-19 relative in the reference): e^{2Δ}, n = k; not
+      renormalised: e^{Δ} ≤ e^{2Δ}, n = 0.
+    * the routed scaling factor: one rounding (u).
+    Altogether r = e^{2Δ}·(1 + u)^{n+2} − 1 ≈ 2Δ + (n+2)·u: the 2·max δℓ + O(E·u) of the
+    brief, the (n+2)·u being the sums, the division and the scale."""
+    logits = x @ w["router"].T
+    dl = _logit_error(w, x)
+    if spec.scoring == "softmax":
+        delta = (dl + U * np.abs(logits - logits.max(1, keepdims=True))).max(1) + (EVAL_ULPS + 1) * U
+        n = spec.k if spec.norm else spec.experts
+    else:
+        s = 1 / (1 + np.exp(-logits))
+        delta = ((1 - s) * dl * np.exp(dl)).max(1) + EVAL_ULPS * U
+        n = spec.k if spec.norm else 0
+    return np.exp(2 * delta) * (1 + U) ** (n + 2) - 1
+
+
+def shared_gate_error(w, x):
+    """Relative error bound of Qwen2's sigmoid(shared_expert_gate·x), [T]: the dot product's
+    δ (as a logit) plus the sigmoid's evaluation (weight_error's sigmoid case, unnormalised)."""
+    d = (x.shape[1] + 1) * U * (np.abs(x) @ np.abs(w["shared_gate"]).T)[:, 0]
+    return np.exp(d + EVAL_ULPS * U) * (1 + U) - 1
+
+
+def _expert_state(w, e):
+    return {"gate.weight": w["gate"][e], "up.weight": w["up"][e], "down.weight": w["down"][e]}
+
+
+def _shared_state(w):
+    return {"gate.weight": w["shared.gate"], "up.weight": w["shared.up"], "down.weight": w["shared.down"]}
+
+
+def expert_bound(state, x, q8_0=False):
+    """bound.forward_and_bound of one SwiGLU expert; with q8_0 weights, plus the q8_0
+    activation term of bound.quantisation_bound (x and h in blocks of 32)."""
+    y, b = bound.forward_and_bound(state, x, "swish", True)
+    if q8_0:
+        b = b + bound.quantisation_bound(state, x, "swish", True, 32, 32)
+    return y, b
+
+
+def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False):
+    """(y_ref [T, D], bound [T, D], routing weights' relative bound r [T]) in float64 for the
+    f32 inputs x, the routing (idx, weights) the float64 module chose (given, or computed).
+
+    y = Σ_j ŵ_j·ŷ_j (+ the shared term), each expert's ŷ_j = y_j + e_j with |e_j| ≤ B_j (the
+    dense bound of bound.py for that expert and token) and ŵ_j = w_j(1 + ρ_j), |ρ_j| ≤ r:
+      |ŵ_j ŷ_j − w_j y_j| ≤ |w_j|(1+r)·B_j + r·|w_j|·|y_j|;
+    the n products and their sum in f32 (any order; n = k, +1 with a shared expert) add
+    ≤ (n+1)·u·Σ_j |ŵ_j|(|y_j| + B_j). An implementation that folds w_j into h before the
+    down projection rounds each term of that dot product once more: u·|w|·Σ|W_down||h|,
+    which the dense bound's factor 2 over its (hidden+1)·u·Σ|W_down||h| already covers.
+    Qwen2's shared term is a weight of its own (shared_gate_error); DeepSeek's has weight 1."""
+    x = np.asarray(x, dtype=np.float64)
+    if idx is None:
+        with torch.no_grad():
+            i, wt = SparseMoe(spec, w).route(torch.from_numpy(x))
+        idx, weights = i.numpy(), wt.numpy()
+    r = weight_error(spec, w, x)
+    T = x.shape[0]
+    y = np.zeros_like(x)
+    err = np.zeros_like(x)
+    mag = np.zeros_like(x)
+    for e in range(spec.experts):
+        tokens, slot = np.nonzero(idx == e)
+        if len(tokens) == 0:
+            continue
+        ye, be = expert_bound(_expert_state(w, e), x[tokens], q8_0)
+        we = weights[tokens, slot][:, None]
+        re = r[tokens][:, None]
+        np.add.at(y, tokens, we * ye)
+        np.add.at(err, tokens, np.abs(we) * (1 + re) * be + re * np.abs(we) * np.abs(ye))
+        np.add.at(mag, tokens, np.abs(we) * (1 + re) * (np.abs(ye) + be))
+    n = spec.k
+    if spec.shared_hidden:
+        n += 1
+        ys, bs = expert_bound(_shared_state(w), x, q8_0)
+        if spec.shared_gated:
+            g = 1 / (1 + np.exp(-(x @ w["shared_gate"].T)))
+            rs = shared_gate_error(w, x)[:, None]
+        else:
+            g, rs = np.ones((T, 1)), np.zeros((T, 1))
+        y += g * ys
+        err += g * (1 + rs) * bs + rs * g * np.abs(ys)
+        mag += g * (1 + rs) * (np.abs(ys) + bs)
+    return y, err + (n + 1) * U * mag + 2.0**-126, r
+
+
+def dense_bound(layer, x, q8_0=False):
+    state = {"gate.weight": layer["gate"], "up.weight": layer["up"], "down.weight": layer["down"]}
+    return expert_bound(state, np.asarray(x, dtype=np.float64), q8_0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoint writers.
+
+def hf_config(spec, layers=2):
+    c = {"hidden_size": spec.d, "num_hidden_layers": layers, "hidden_act": "silu", "num_experts_per_tok": spec.k}
+    if spec.family == "mixtral":
+        c.update(model_type="mixtral", architectures=["MixtralForCausalLM"], intermediate_size=spec.hidden,
+                 num_local_experts=spec.experts)
+    elif spec.family in ("qwen2_moe", "qwen3_moe"):
+        arch = {"qwen2_moe": "Qwen2MoeForCausalLM", "qwen3_moe": "Qwen3MoeForCausalLM"}[spec.family]
+        c.update(model_type=spec.family, architectures=[arch], intermediate_size=spec.dense_hidden,
+                 moe_intermediate_size=spec.hidden, num_experts=spec.experts, norm_topk_prob=spec.norm,
+                 decoder_sparse_step=1, mlp_only_layers=[])
+        if spec.shared_hidden:
+            c["shared_expert_intermediate_size"] = spec.shared_hidden
+    else:
+        c.update(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], intermediate_size=spec.dense_hidden,
+                 moe_intermediate_size=spec.hidden, n_routed_experts=spec.experts, n_shared_experts=spec.n_shared,
+                 n_group=spec.groups, topk_group=spec.groups_kept, routed_scaling_factor=spec.scale,
+                 norm_topk_prob=spec.norm, scoring_func="sigmoid", topk_method="noaux_tc", first_k_dense_replace=1,
+                 moe_layer_freq=1)
+    return c
+
+
+def hf_tensors(spec, layers, fused=False):
+    """name → f32 torch tensor, in HF's names (per-expert, or the fused 3-D expert tensors)."""
+    out = {}
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    for n, w in enumerate(layers):
+        if w.get("dense"):
+            for m in ("gate", "up", "down"):
+                out[f"model.layers.{n}.mlp.{m}_proj.weight"] = t(w[m])
+            continue
+        mixtral = spec.family == "mixtral"
+        p = f"model.layers.{n}.block_sparse_moe." if mixtral and not fused else f"model.layers.{n}.mlp."
+        out[p + "gate.weight"] = t(w["router"])
+        if spec.bias:
+            out[p + "gate.e_score_correction_bias"] = t(w["bias"])
+        if fused:
+            out[p + "experts.gate_up_proj"] = t(np.concatenate([w["gate"], w["up"]], axis=1))
+            out[p + "experts.down_proj"] = t(w["down"])
+        else:
+            names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+            for e in range(spec.experts):
+                for m, name in zip(("gate", "up", "down"), names):
+                    out[p + f"experts.{e}.{name}.weight"] = t(w[m][e])
+        if spec.shared_hidden:
+            s = "shared_expert" if spec.family == "qwen2_moe" else "shared_experts"
+            for m in ("gate", "up", "down"):
+                out[p + f"{s}.{m}_proj.weight"] = t(w[f"shared.{m}"])
+        if spec.shared_gated:
+            out[p + "shared_expert_gate.weight"] = t(w["shared_gate"])
+    return out
+
+
+def write_hf(folder, spec, layers, fused=False, config=None, tensors=None):
+    """model.safetensors and config.json in `folder`; `config`/`tensors` override (hostile
+    files). Returns the safetensors path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files.write_safetensors(folder / "model.safetensors", tensors if tensors is not None else
+                            hf_tensors(spec, layers, fused))
+    (folder / "config.json").write_text(json.dumps(config if config is not None else hf_config(spec, len(layers))))
+    return folder / "model.safetensors"
+
+
+GGUF_ARCH = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "deepseek_v3": "deepseek2"}
+
+
+def write_gguf(path, spec, layers, qtype=None, drop=()):
+    """A GGUF file as llama.cpp's converter names a MoE model's feed-forward tensors (arrays
+    in PyTorch order: gguf-py stores ggml's ne reversed, e.g. ffn_gate_exps [E, H, D] → ne
+    {D, H, E}). qtype (a gguf.GGMLQuantizationType, e.g. Q8_0) quantises the expert, shared
+    and dense matrices with gguf.quantize; the router, the shared gate and the bias stay
+    f32 as llama.cpp keeps them. Returns the layers as stored (dequantised: the reference's
+    weights). `drop`: tensor names left out (hostile files)."""
+    import gguf
+
+    wr = gguf.GGUFWriter(str(path), GGUF_ARCH[spec.family])
+    wr.add_block_count(len(layers))
+    wr.add_context_length(128)
+    wr.add_embedding_length(spec.d)
+    wr.add_expert_count(spec.experts)
+    wr.add_expert_used_count(spec.k)
+    if spec.family == "mixtral":
+        wr.add_feed_forward_length(spec.hidden)
+    else:
+        wr.add_feed_forward_length(spec.dense_hidden)
+        wr.add_expert_feed_forward_length(spec.hidden)
+    if spec.family == "qwen2_moe":
+        wr.add_expert_shared_feed_forward_length(spec.shared_hidden)
+    if spec.family == "deepseek_v3":
+        wr.add_leading_dense_block_count(1)
+        wr.add_expert_shared_count(spec.n_shared)
+        wr.add_expert_weights_scale(spec.scale)
+        wr.add_expert_weights_norm(spec.norm)
+        wr.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        wr.add_expert_group_count(spec.groups)
+        wr.add_expert_group_used_count(spec.groups_kept)
+    stored = []
+
+    def add(name, a, quantise):
+        a = np.ascontiguousarray(a, dtype=np.float32)
+        if name in drop:
+            return a.astype(np.float64)
+        if quantise and qtype is not None:
+            raw = gguf.quants.quantize(a, qtype)
+            wr.add_tensor(name, raw, raw_dtype=qtype)
+            return gguf.quants.dequantize(raw, qtype).astype(np.float64).reshape(a.shape)
+        wr.add_tensor(name, a)
+        return a.astype(np.float64)
+
+    for n, w in enumerate(layers):
+        b = f"blk.{n}."
+        if w.get("dense"):
+            stored.append({"dense": True, **{m: add(b + f"ffn_{m}.weight", w[m], True) for m in ("gate", "up", "down")}})
+            continue
+        s = {"router": add(b + "ffn_gate_inp.weight", w["router"], False)}
+        for m in ("gate", "up", "down"):
+            s[m] = add(b + f"ffn_{m}_exps.weight", w[m], True)
+        if spec.shared_hidden:
+            for m in ("gate", "up", "down"):
+                s[f"shared.{m}"] = add(b + f"ffn_{m}_shexp.weight", w[f"shared.{m}"], True)
+        if spec.shared_gated:
+            s["shared_gate"] = add(b + "ffn_gate_inp_shexp.weight", w["shared_gate"][0], False)[None, :]
+        if spec.bias:
+            s["bias"] = add(b + "exp_probs_b.bias", w["bias"], False)
+        stored.append(s)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    return stored
+
+
+def q8_0_forward(spec, w, x, idx, weights):
+    """The routed experts' output with x and each expert's h quantised to q8_0 as ggml does
+    (quant_ref.q8_0_roundtrip), float64 otherwise, the routing given: what a q8_0 forward
+    computes up to summation order (the worst-case quantisation term of expert_bound grows
+    with the width and is of the order of |y| here, so this is the sharp check)."""
+    import quant_ref
+
+    assert not spec.shared_hidden, "routed experts only"
+    x8 = quant_ref.q8_0_roundtrip(np.asarray(x, dtype=np.float32)).astype(np.float64)
+    y = np.zeros(x8.shape)
+    for e in range(spec.experts):
+        tokens, slot = np.nonzero(idx == e)
+        if len(tokens):
+            g, u = x8[tokens] @ w["gate"][e].T, x8[tokens] @ w["up"][e].T
+            h = quant_ref.q8_0_roundtrip((g / (1 + np.exp(-g)) * u).astype(np.float32)).astype(np.float64)
+            np.add.at(y, tokens, weights[tokens, slot][:, None] * (h @ w["down"][e].T))
+    return y
