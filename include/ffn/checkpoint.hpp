@@ -22,6 +22,7 @@
 #include "ffn/block.hpp"
 #include "ffn/config.hpp"
 #include "ffn/inference_block.hpp"
+#include "ffn/moe.hpp"
 #include "ffn/weight_type.hpp"
 
 namespace ffn {
@@ -59,6 +60,15 @@ struct LoadedInferenceBlock {
   MatrixTypes stored;             // each matrix's type in the file (f32 where it has none of ffn's)
 };
 
+// A layer's mixture of experts for inference.
+struct LoadedMoeBlock {
+  MoeBlock block;
+  std::string scheme;             // which naming scheme matched
+  std::string config_source;      // where the routing rule came from: "config.json (model_type 'mixtral')", ...
+  std::string activation_source;  // as for dense blocks
+  MatrixTypes stored;             // the routed experts' types in the file
+};
+
 // An opened checkpoint: its files mapped and their headers parsed once, so that several
 // layers load without opening it again.
 class Checkpoint {
@@ -69,8 +79,23 @@ class Checkpoint {
   Checkpoint& operator=(Checkpoint&&) noexcept;
 
   const std::string& path() const { return path_; }
-  // The layers whose feed-forward block the checkpoint holds, in order; empty if none.
+  // The layers whose feed-forward block (dense or a mixture of experts) the checkpoint
+  // holds, in order; empty if none.
   std::vector<int64_t> layers() const;
+  // Whether the layer's block is a mixture of experts (its router exists under one of the
+  // MoE naming schemes: Mixtral's block_sparse_moe, Hugging Face mlp.gate / mlp.experts,
+  // GGUF ffn_gate_inp / ffn_*_exps). load() and load_inference() are for dense layers.
+  bool is_moe(int64_t layer) const;
+  // The layer's mixture of experts, every expert in the types the file stores (or `type`,
+  // as load_inference converts), the router in f32. The routing rule and counts come from
+  // config.json beside the weights or the GGUF metadata, the shapes from the tensors.
+  // ffn::Error naming the field or tensor: counts that disagree between the config and
+  // the tensors, a missing expert, experts of unequal shapes, a router of the wrong width,
+  // top_k > experts, a layer that is not a mixture of experts.
+  LoadedMoeBlock load_moe(const LoadOptions& options = {}, std::optional<WeightType> type = std::nullopt,
+                          ThreadPool* pool = nullptr) const;
+  // The configuration load_moe(options) gives, reading no weights.
+  MoeConfig moe_config(const LoadOptions& options = {}) const;
   // The f32 block, every matrix widened (or dequantised) to f32: for training. Throws
   // ffn::Error naming the file and the problem: no block found (listing the names
   // present), a missing layer (listing the layers present), inconsistent shapes, partial

@@ -12,6 +12,7 @@
 #include "ffn/inference_block.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/mapped_file.hpp"
+#include "ffn/moe.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/presets.hpp"
 #include "ffn/roofs.hpp"

@@ -38,7 +38,8 @@ ActivationHint from_metadata(const TensorSource& source) {
   // llama.cpp's architectures whose feed-forward activation is fixed by the architecture.
   static const std::map<std::string, Activation> kArchitectures{
       {"llama", Activation::swish}, {"mistral", Activation::swish}, {"qwen2", Activation::swish},
-      {"qwen3", Activation::swish}, {"gpt2", Activation::gelu_tanh}, {"gemma", Activation::gelu_tanh},
+      {"qwen3", Activation::swish}, {"qwen2moe", Activation::swish}, {"qwen3moe", Activation::swish},
+      {"deepseek2", Activation::swish}, {"gpt2", Activation::gelu_tanh}, {"gemma", Activation::gelu_tanh},
       {"gemma2", Activation::gelu_tanh}};
   const auto meta = source.metadata();
   // Files written by `ffn quantize` name their variant.
@@ -75,6 +76,31 @@ ActivationHint find_activation_hint(const std::string& weights_path, const Tenso
   const auto p = std::filesystem::path(weights_path);
   const auto dir = std::filesystem::is_directory(p, ec) ? p : p.parent_path();
   return from_config_json(dir / "config.json");
+}
+
+Activation choose_activation(const std::string& path, const TensorSource& src, const std::optional<Variant>& variant,
+                             bool gated, std::string& source_out) {
+  const ActivationHint hint = find_activation_hint(path, src);
+  if (variant) {
+    if (variant->gated != gated)
+      throw Error(path + (gated ? ": the block has a gate projection (a gated block) but variant " +
+                                      variant_name(*variant) + " has two matrices; choose a gated variant"
+                                : ": the block has no gate projection but variant " + variant_name(*variant) +
+                                      " is gated; choose a 2-matrix variant"));
+    if (hint.activation && *hint.activation != variant->activation)
+      throw Error(path + ": " + hint.source + " means activation " + std::string(activation_name(*hint.activation)) +
+                  ", but variant " + variant_name(*variant) + " uses " +
+                  std::string(activation_name(variant->activation)));
+    source_out = hint.activation ? hint.source + " (agrees with the variant given)" : "the variant given";
+    return variant->activation;
+  }
+  if (!hint.activation)
+    throw Error(path +
+                ": the checkpoint does not say its activation (no config.json beside it); give the variant "
+                "(--variant), e.g. " +
+                std::string(gated ? "swiglu, geglu" : "gelu, relu"));
+  source_out = hint.source;
+  return *hint.activation;
 }
 
 }  // namespace ffn::io

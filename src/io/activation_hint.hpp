@@ -25,4 +25,11 @@ Activation activation_from_hf_name(const std::string& name, const std::string& w
 // neither says.
 ActivationHint find_activation_hint(const std::string& weights_path, const TensorSource& source);
 
+// The activation of a block (gated or not) of the checkpoint at `path`: the hint's, checked
+// against `variant` when one is given, else the variant's. ffn::Error when they disagree,
+// when the variant's gating is not the block's, or when neither says. source_out tells
+// where the activation came from, for messages.
+Activation choose_activation(const std::string& path, const TensorSource& src, const std::optional<Variant>& variant,
+                             bool gated, std::string& source_out);
+
 }  // namespace ffn::io

@@ -36,30 +36,7 @@ constexpr Scheme kSchemes[] = {
     {"gguf", "blk.{N}.ffn_gate.weight", "blk.{N}.ffn_up.weight", "blk.{N}.ffn_down.weight", false},
 };
 
-std::string with_layer(const std::string& pattern, int64_t layer) {
-  const auto at = pattern.find("{N}");
-  return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 3);
-}
-
 std::string bias_of(const std::string& weight) { return weight.substr(0, weight.size() - 6) + "bias"; }
-
-// Layers for which the scheme's up projection exists.
-std::set<int64_t> layers_present(const TensorSource& source, const Scheme& s) {
-  std::set<int64_t> layers;
-  const std::string pattern = s.up;
-  const auto at = pattern.find("{N}");
-  if (at == std::string::npos) return layers;
-  const std::string head = pattern.substr(0, at), tail = pattern.substr(at + 3);
-  for (const auto& [name, t] : source.tensors()) {
-    if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-      continue;
-    const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
-    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
-    layers.insert(std::stoll(digits));
-  }
-  return layers;
-}
 
 std::string names_found(const TensorSource& source) {
   std::string out;
@@ -74,6 +51,27 @@ std::string names_found(const TensorSource& source) {
 }
 
 }  // namespace
+
+std::string with_layer(const std::string& pattern, int64_t layer) {
+  const auto at = pattern.find("{N}");
+  return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 3);
+}
+
+std::set<int64_t> layers_matching(const TensorSource& source, const std::string& pattern) {
+  std::set<int64_t> layers;
+  const auto at = pattern.find("{N}");
+  if (at == std::string::npos) return layers;
+  const std::string head = pattern.substr(0, at), tail = pattern.substr(at + 3);
+  for (const auto& [name, t] : source.tensors()) {
+    if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
+        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+      continue;
+    const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
+    if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    layers.insert(std::stoll(digits));
+  }
+  return layers;
+}
 
 BlockNames find_block_names(const TensorSource& source, int64_t layer) {
   if (layer < 0) throw Error("layer = " + std::to_string(layer) + ": must be ≥ 0");
@@ -97,7 +95,7 @@ BlockNames find_block_names(const TensorSource& source, int64_t layer) {
     return n;
   }
   for (const Scheme& s : kSchemes) {
-    const auto layers = layers_present(source, s);
+    const auto layers = layers_matching(source, s.up);
     if (layers.empty()) continue;
     throw Error(source.path() + ": layer " + std::to_string(layer) + " not found; the checkpoint (" + s.name +
                 " names) has " + std::to_string(layers.size()) + " layers, " + std::to_string(*layers.begin()) +
@@ -114,7 +112,7 @@ std::vector<int64_t> block_layers(const TensorSource& source) {
       if (source.has(s.up)) return {0};
       continue;
     }
-    const auto layers = layers_present(source, s);
+    const auto layers = layers_matching(source, s.up);
     if (!layers.empty()) return {layers.begin(), layers.end()};
   }
   return {};

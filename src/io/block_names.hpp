@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,11 @@ struct BlockNames {
   std::string gate_bias, up_bias, down_bias;  // where biases would be (they may be absent)
   bool conv1d = false;             // GPT-2's Conv1D stores weights [in, out], not [out, in]
 };
+
+// pattern with {N} replaced by the layer number (a pattern without {N} is returned as it is).
+std::string with_layer(const std::string& pattern, int64_t layer);
+// The layers N for which a tensor named pattern (with {N}) exists.
+std::set<int64_t> layers_matching(const TensorSource& source, const std::string& pattern);
 
 // The block of `layer` in `source`. Throws ffn::Error listing the layers the checkpoint has
 // when `layer` is not among them, or the names found when no scheme matches.

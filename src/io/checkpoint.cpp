@@ -2,16 +2,22 @@
 // the shapes checked and the weights converted to f32 in nn.Linear layout.
 #include "ffn/checkpoint.hpp"
 
-#include <cstring>
+#include <algorithm>
+#include <iterator>
 #include <vector>
 
 #include "ffn/error.hpp"
 #include "io/activation_hint.hpp"
 #include "io/block_names.hpp"
+#include "io/moe_names.hpp"
+#include "io/stored_read.hpp"
 #include "io/tensor_source.hpp"
 
 namespace ffn {
 namespace {
+
+using io::read_stored;
+using io::read_weight;
 
 std::string shape_string(const std::vector<int64_t>& s) {
   std::string out = "[";
@@ -24,42 +30,6 @@ void require_shape(const io::TensorSource& src, const std::string& name, const s
   if (t.shape != shape)
     throw Error(src.path() + ": tensor '" + name + "' has shape " + shape_string(t.shape) + ", expected " +
                 shape_string(shape));
-}
-
-// Reads rows [r0, r0 + m.rows()) and columns [c0, c0 + m.cols()) of a weight in nn.Linear
-// layout [out][in] into m; a Conv1D weight is stored [in][out], so its window is transposed.
-void read_weight(const io::TensorSource& src, const std::string& name, bool conv1d, Matrix& m, int64_t r0 = 0,
-                 int64_t c0 = 0) {
-  if (!conv1d) return src.read_f32_window(name, r0, r0 + m.rows(), c0, c0 + m.cols(), m.data());
-  Matrix stored(m.cols(), m.rows());
-  src.read_f32_window(name, c0, c0 + m.cols(), r0, r0 + m.rows(), stored.data());
-  for (int64_t i = 0; i < stored.rows(); ++i)
-    for (int64_t o = 0; o < stored.cols(); ++o) m.row(o)[i] = stored.row(i)[o];
-}
-
-Activation choose_activation(const std::string& path, const io::TensorSource& src, const LoadOptions& o, bool gated,
-                             std::string& source_out) {
-  const io::ActivationHint hint = io::find_activation_hint(path, src);
-  if (o.variant) {
-    if (o.variant->gated != gated)
-      throw Error(path + (gated ? ": the block has a gate projection (a gated block) but variant " +
-                                      variant_name(*o.variant) + " has two matrices; choose a gated variant"
-                                : ": the block has no gate projection but variant " + variant_name(*o.variant) +
-                                      " is gated; choose a 2-matrix variant"));
-    if (hint.activation && *hint.activation != o.variant->activation)
-      throw Error(path + ": " + hint.source + " means activation " + std::string(activation_name(*hint.activation)) +
-                  ", but variant " + variant_name(*o.variant) + " uses " +
-                  std::string(activation_name(o.variant->activation)));
-    source_out = hint.activation ? hint.source + " (agrees with the variant given)" : "the variant given";
-    return o.variant->activation;
-  }
-  if (!hint.activation)
-    throw Error(path +
-                ": the checkpoint does not say its activation (no config.json beside it); give the variant "
-                "(--variant), e.g. " +
-                std::string(gated ? "swiglu, geglu" : "gelu, relu"));
-  source_out = hint.source;
-  return *hint.activation;
 }
 
 // GGUF files declare the model's widths ({arch}.embedding_length, {arch}.feed_forward_length);
@@ -84,7 +54,11 @@ Checkpoint::~Checkpoint() = default;
 Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
 Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
 
-std::vector<int64_t> Checkpoint::layers() const { return io::block_layers(*source_); }
+std::vector<int64_t> Checkpoint::layers() const {
+  std::vector<int64_t> dense = io::block_layers(*source_), moe = io::moe_layers(*source_), all;
+  std::set_union(dense.begin(), dense.end(), moe.begin(), moe.end(), std::back_inserter(all));
+  return all;
+}
 
 namespace {
 
@@ -113,10 +87,13 @@ struct Resolved {
 };
 
 Resolved resolve(const std::string& path, const io::TensorSource* src, const LoadOptions& o) {
+  if (const auto moe = io::find_moe_names(*src, o.layer))
+    throw Error(src->path() + ": layer " + std::to_string(o.layer) + " is a mixture of experts (router '" +
+                moe->router + "'); load it as one (Checkpoint::load_moe, ffn.load)");
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
   std::string activation_source;
-  const Activation act = choose_activation(path, *src, o, gated, activation_source);
+  const Activation act = io::choose_activation(path, *src, o.variant, gated, activation_source);
 
   const auto& up = src->tensors().at(n.up).shape;
   if (up.size() != 2)
@@ -207,40 +184,6 @@ LoadedBlock read_block(const std::string& path, const io::TensorSource* src, con
   if (whole.variant.gated) read_weight(*src, n.gate, n.conv1d, w.gate, h0, 0);
   read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
   return {std::move(block), n.scheme, activation_source};
-}
-
-// Rows [r0, r1) and columns [c0, c1) of a weight in nn.Linear layout as a StoredMatrix of
-// type `want`, or of the type the file stores it in when want is empty (f32 if that is no
-// weight type). The file's bytes are copied as they are when it stores that type, in
-// nn.Linear layout, and the columns fall on whole blocks; otherwise the window is read as
-// f32 (which names the tensor and its type when ffn cannot read it) and encoded.
-StoredMatrix read_stored(const io::TensorSource& src, const std::string& name, bool conv1d, int64_t r0, int64_t r1,
-                         int64_t c0, int64_t c1, std::optional<WeightType> want, ThreadPool& pool) {
-  std::optional<io::TensorSource::Stored> stored;
-  if (!conv1d) stored = src.stored(name);
-  const WeightType t = want ? *want : stored ? stored->type : WeightType::f32;
-  const auto& info = weight_type_info(t);
-  const auto& shape = src.tensors().at(name).shape;  // [rows][cols], checked by resolve
-  if (stored && stored->type == t && c0 % info.block_elements == 0 && c1 % info.block_elements == 0) {
-    const int64_t file_row_bytes = info.row_bytes(shape[1]);
-    if (stored->bytes != shape[0] * file_row_bytes)
-      throw Error(src.path() + ": tensor '" + name + "' holds " + std::to_string(stored->bytes) + " bytes; " +
-                  std::string(info.name) + " [" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
-                  "] needs " + std::to_string(shape[0] * file_row_bytes));
-    StoredMatrix m;
-    m.type = t;
-    m.rows = r1 - r0;
-    m.cols = c1 - c0;
-    const int64_t row_bytes = m.row_bytes(), skip = info.row_bytes(c0);
-    m.bytes.resize(static_cast<size_t>(m.rows * row_bytes));
-    for (int64_t r = r0; r < r1; ++r)
-      std::memcpy(m.bytes.data() + (r - r0) * row_bytes, stored->data + r * file_row_bytes + skip,
-                  static_cast<size_t>(row_bytes));
-    return m;
-  }
-  Matrix f32(r1 - r0, c1 - c0);
-  read_weight(src, name, conv1d, f32, r0, c0);
-  return StoredMatrix::encode(f32, t, src.path() + ": tensor '" + name + "'", &pool);
 }
 
 LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o,

@@ -37,6 +37,8 @@ class GgufSource final : public TensorSource {
     return out;
   }
   std::optional<int64_t> metadata_int(const std::string& key) const override { return file_.metadata_int(key); }
+  std::optional<double> metadata_float(const std::string& key) const override { return file_.metadata_float(key); }
+  std::optional<bool> metadata_bool(const std::string& key) const override { return file_.metadata_bool(key); }
 
  private:
   GgufFile file_;

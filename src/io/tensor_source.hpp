@@ -37,6 +37,9 @@ class TensorSource {
   virtual std::map<std::string, std::string> metadata() const { return {}; }
   // An integer metadata value (GGUF's llama.feed_forward_length, ...), if the format has it.
   virtual std::optional<int64_t> metadata_int(const std::string&) const { return std::nullopt; }
+  // A floating-point or boolean metadata value (GGUF's {arch}.expert_weights_scale, ...).
+  virtual std::optional<double> metadata_float(const std::string&) const { return std::nullopt; }
+  virtual std::optional<bool> metadata_bool(const std::string&) const { return std::nullopt; }
 
   // A tensor's bytes as stored, when it is held in one of the weight types' row layouts
   // (safetensors F32, F16, BF16; GGUF tensors of every weight type: ggml's layouts), valid

@@ -28,6 +28,10 @@ enum class Scratch : int {
   x_panels,       // x in 64-column panels
   x_bf16,         // x rounded to bf16 (packed bf16 blocks on AVX512_BF16)
   hidden_bf16,    // h rounded to bf16 (likewise)
+  moe_logits,     // [T][E] router logits of a MoE forward
+  moe_tokens,     // [n][D] one expert's tokens, gathered
+  moe_outputs,    // [n][D] that expert's outputs
+  moe_shared,     // [T][D] the shared experts' outputs
   tile,           // per-thread tiles, tile … tile8
   tile2,
   tile3,

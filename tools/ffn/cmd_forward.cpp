@@ -11,6 +11,7 @@
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
+#include "ffn/moe.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/thread_pool.hpp"
 
@@ -28,6 +29,44 @@ struct ForwardOptions {
   bool quiet = false;
 };
 
+// The tokens of --input: [T, D], or a single token [D].
+NpyArray read_tokens(const ForwardOptions& o, int64_t D) {
+  NpyArray x = read_npy(o.input);
+  if (x.shape.size() != 1 && x.shape.size() != 2)
+    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
+                "], got " + std::to_string(x.shape.size()) + " dimensions");
+  if (x.shape.back() != D)
+    throw Error(o.input + ": tokens have " + std::to_string(x.shape.back()) + " features but the block in " +
+                o.weights + " has d_model " + std::to_string(D));
+  return x;
+}
+
+void run_moe_forward(const ForwardOptions& o, const LoadedMoeBlock& loaded, std::optional<WeightType> dtype,
+                     ThreadPool& pool) {
+  const MoeBlock& block = loaded.block;
+  const MoeConfig& c = block.config();
+  const int64_t D = c.d_model();
+  const NpyArray x = read_tokens(o, D);
+  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
+  AlignedFloats y(T * D);
+  const auto start = std::chrono::steady_clock::now();
+  block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  write_npy(o.output, x.shape, y.data());
+  if (o.quiet) return;
+  std::printf(
+      "mixture of experts (%s names, layer %lld; routing from %s; activation from %s): %lld %s experts of hidden "
+      "%lld, top %lld by %s%s%s, d_model %lld, weights %s%s: %lld token%s in %.3f ms (%d threads, %s) → %s\n",
+      loaded.scheme.c_str(), static_cast<long long>(o.layer), loaded.config_source.c_str(),
+      loaded.activation_source.c_str(), static_cast<long long>(c.experts), variant_name(c.expert.variant).c_str(),
+      static_cast<long long>(c.expert.hidden), static_cast<long long>(c.top_k),
+      std::string(router_scoring_name(c.scoring)).c_str(), c.normalize_top_k ? ", renormalised" : "",
+      c.shared_hidden > 0 ? (", shared experts of hidden " + std::to_string(c.shared_hidden)).c_str() : "",
+      static_cast<long long>(D), matrix_types_name(block.expert_types(), true).c_str(),
+      dtype ? (" (stored " + matrix_types_name(loaded.stored, true) + ")").c_str() : "", static_cast<long long>(T),
+      T == 1 ? "" : "s", ms, o.threads, std::string(isa_name(active_isa())).c_str(), o.output.c_str());
+}
+
 void run_forward(const ForwardOptions& o) {
   if (launched_with_several_processes())  // under mpirun: the block split across the processes
     return run_forward_across_processes({o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
@@ -40,22 +79,15 @@ void run_forward(const ForwardOptions& o) {
   // token's output is the same whatever else is in the file of tokens.
   const std::optional<WeightType> dtype =
       o.dtype.empty() ? std::nullopt : std::optional<WeightType>(parse_weight_type(o.dtype));
-  const LoadedInferenceBlock loaded = load_inference_block(o.weights, load, dtype, &pool);
+  const Checkpoint checkpoint(o.weights);
+  if (checkpoint.is_moe(o.layer)) return run_moe_forward(o, checkpoint.load_moe(load, dtype, &pool), dtype, pool);
+  const LoadedInferenceBlock loaded = checkpoint.load_inference(load, dtype, &pool);
   const InferenceBlock& block = loaded.block;
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
-  NpyArray x = read_npy(o.input);
-  // [T, D] tokens, or a single token [D].
-  if (x.shape.size() != 1 && x.shape.size() != 2)
-    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
-                "], got " + std::to_string(x.shape.size()) + " dimensions");
-  const int64_t cols = x.shape.back();
+  const NpyArray x = read_tokens(o, D);
   const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
-  if (cols != D)
-    throw Error(o.input + ": tokens have " + std::to_string(cols) + " features but the block in " + o.weights +
-                " has d_model " + std::to_string(D));
-
   AlignedFloats y(T * D);
   const auto start = std::chrono::steady_clock::now();
   block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
@@ -108,6 +140,9 @@ void add_forward_command(CLI::App& app) {
   cmd->footer(
       "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
       "layers.N.feed_forward.w1/w3/w2, GPT-2 h.N.mlp.c_fc/c_proj (Conv1D), GGUF blk.N.ffn_*.\n"
+      "A mixture-of-experts layer (Mixtral block_sparse_moe.*, Hugging Face mlp.gate + mlp.experts.* or the fused "
+      "3-D experts.gate_up_proj, GGUF ffn_gate_inp + ffn_*_exps) runs as one: the routing rule from config.json "
+      "beside the weights or the GGUF metadata, only the chosen experts read per token.\n"
       "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx512|avx512_bf16 forces one.");
   cmd->callback([o] { run_forward(*o); });
 }

@@ -1,0 +1,225 @@
+// Checkpoint::load_moe: a layer's router, routed experts and shared experts, from the names
+// of moe_names.cpp, the routing rule of moe_hints.cpp and the shapes of the tensors, each
+// checked against the others before any weight is read.
+#include <string>
+#include <vector>
+
+#include "ffn/checkpoint.hpp"
+#include "ffn/error.hpp"
+#include "io/activation_hint.hpp"
+#include "io/moe_hints.hpp"
+#include "io/moe_names.hpp"
+#include "io/stored_read.hpp"
+#include "io/tensor_source.hpp"
+
+namespace ffn {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Where expert e's gate, up and down rows are: a tensor and its first row (3-D tensors are
+// read as [E·rows][cols]).
+struct ExpertRows {
+  std::string gate, up, down;
+  int64_t gate_row = 0, up_row = 0, down_row = 0;
+};
+
+struct MoeLayout {
+  io::MoeNames names;
+  io::MoeHints hints;
+  MoeConfig config;
+  std::string activation_source;
+};
+
+const std::vector<int64_t>& shape_of(const io::TensorSource& src, const std::string& name, const std::string& what) {
+  const auto it = src.tensors().find(name);
+  if (it == src.tensors().end()) throw Error(src.path() + ": " + what + " tensor '" + name + "' is missing");
+  return it->second.shape;
+}
+
+void require(const io::TensorSource& src, const std::string& name, const std::vector<int64_t>& want,
+             const std::string& what) {
+  const auto& have = shape_of(src, name, what);
+  if (have != want)
+    throw Error(src.path() + ": " + what + " tensor '" + name + "' has shape " + shape_text(have) + ", expected " +
+                shape_text(want));
+}
+
+ExpertRows expert_rows(const io::MoeNames& n, int64_t e, int64_t H, int64_t D) {
+  if (!n.fused) return {io::expert_tensor(n.gate, e), io::expert_tensor(n.up, e), io::expert_tensor(n.down, e)};
+  if (!n.gate_up.empty()) return {n.gate_up, n.gate_up, n.down, e * 2 * H, e * 2 * H + H, e * D};
+  return {n.gate, n.up, n.down, e * H, e * H, e * D};
+}
+
+// The routed experts' count E, hidden H and width D from the tensors, each expert's (or the
+// 3-D tensors') shapes checked.
+void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
+  if (n.fused) {
+    const std::string& first = n.gate_up.empty() ? n.up : n.gate_up;
+    const auto& s = shape_of(src, first, "expert");
+    if (s.size() != 3)
+      throw Error(src.path() + ": expert tensor '" + first + "' has shape " + shape_text(s) +
+                  "; expected 3 dimensions [experts, hidden, d_model]");
+    E = s[0];
+    H = n.gate_up.empty() ? s[1] : s[1] / 2;
+    D = s[2];
+    if (!n.gate_up.empty() && s[1] % 2 != 0)
+      throw Error(src.path() + ": fused gate and up tensor '" + first + "' has an odd row count " +
+                  std::to_string(s[1]));
+    if (n.gate_up.empty()) require(src, n.gate, {E, H, D}, "expert gate");
+    require(src, n.down, {E, D, H}, "expert down");
+    return;
+  }
+  const auto& s = shape_of(src, io::expert_tensor(n.up, 0), "expert 0's up");
+  if (s.size() != 2)
+    throw Error(src.path() + ": expert tensor '" + io::expert_tensor(n.up, 0) + "' has shape " + shape_text(s) +
+                "; expected [hidden, d_model]");
+  H = s[0];
+  D = s[1];
+  E = 0;
+  while (src.has(io::expert_tensor(n.up, E)) || src.has(io::expert_tensor(n.gate, E))) ++E;
+  for (int64_t e = 0; e < E; ++e) {
+    const std::string what = "expert " + std::to_string(e) + "'s";
+    require(src, io::expert_tensor(n.gate, e), {H, D}, what + " gate");
+    require(src, io::expert_tensor(n.up, e), {H, D}, what + " up");
+    require(src, io::expert_tensor(n.down, e), {D, H}, what + " down");
+  }
+}
+
+MoeLayout layout(const std::string& path, const io::TensorSource& src, const LoadOptions& o) {
+  const auto names = io::find_moe_names(src, o.layer);
+  if (!names)
+    throw Error(path + ": layer " + std::to_string(o.layer) +
+                " is not a mixture of experts (no router under the Mixtral, Hugging Face or GGUF names)");
+  MoeLayout l{*names, io::find_moe_hints(path, src), {}, {}};
+  const io::MoeNames& n = l.names;
+  const io::MoeHints& h = l.hints;
+  int64_t E = 0, H = 0, D = 0;
+  expert_shapes(src, n, E, H, D);
+  const std::string counted = l.hints.source + " " + (h.experts_field.empty() ? "expert count" : h.experts_field);
+  if (h.experts && *h.experts != E) {
+    if (!n.fused && *h.experts > E)
+      throw Error(path + ": " + counted + " = " + std::to_string(*h.experts) + ", but expert " + std::to_string(E) +
+                  "'s tensors are missing ('" + io::expert_tensor(n.up, E) + "')");
+    throw Error(path + ": " + counted + " = " + std::to_string(*h.experts) + ", but the expert tensors hold " +
+                std::to_string(E) + " experts");
+  }
+  if (!h.top_k)
+    throw Error(path + ": " + h.source + " does not give the experts per token (" +
+                (h.top_k_field.empty() ? "num_experts_per_tok" : h.top_k_field) + ")");
+  if (h.expert_hidden && *h.expert_hidden != H)
+    throw Error(path + ": " + h.source + " gives the expert hidden size " + std::to_string(*h.expert_hidden) +
+                " (moe_intermediate_size / expert_feed_forward_length), the tensors " + std::to_string(H));
+  require(src, n.router, {E, D}, "router");
+
+  MoeConfig& c = l.config;
+  const Activation act = io::choose_activation(path, src, o.variant, true, l.activation_source);
+  c.expert = BlockConfig{{true, act}, D, H, false};
+  c.experts = E;
+  c.top_k = *h.top_k;
+  c.scoring = h.scoring.value_or(RouterScoring::softmax);
+  c.normalize_top_k = h.normalize_top_k.value_or(true);
+  c.routed_scaling = h.routed_scaling.value_or(1.0);
+  c.groups = h.groups.value_or(1);
+  c.top_groups = h.top_groups.value_or(c.groups);
+  c.choice_bias = !n.choice_bias.empty();
+  if (c.choice_bias) require(src, n.choice_bias, {E}, "router choice bias");
+  if (!n.shared_up.empty()) {
+    const auto& s = shape_of(src, n.shared_up, "shared expert up");
+    if (s.size() != 2 || s[1] != D)
+      throw Error(src.path() + ": shared expert tensor '" + n.shared_up + "' has shape " + shape_text(s) +
+                  ", expected [hidden, " + std::to_string(D) + "]");
+    c.shared_hidden = s[0];
+    require(src, n.shared_gate, {c.shared_hidden, D}, "shared expert gate");
+    require(src, n.shared_down, {D, c.shared_hidden}, "shared expert down");
+    if (h.shared_hidden && *h.shared_hidden != c.shared_hidden)
+      throw Error(path + ": " + h.source + " gives the shared experts' hidden size " + std::to_string(*h.shared_hidden) +
+                  ", the tensors " + std::to_string(c.shared_hidden));
+  } else if (h.shared_hidden && *h.shared_hidden > 0) {
+    throw Error(path + ": " + h.source + " gives shared experts of hidden " + std::to_string(*h.shared_hidden) +
+                " but layer " + std::to_string(o.layer) + " has no shared-expert tensors");
+  }
+  if (!n.shared_expert_gate.empty()) {
+    const auto& s = shape_of(src, n.shared_expert_gate, "shared expert gate");
+    if (s != std::vector<int64_t>{1, D} && s != std::vector<int64_t>{D})
+      throw Error(src.path() + ": shared-expert gate tensor '" + n.shared_expert_gate + "' has shape " +
+                  shape_text(s) + ", expected [1, " + std::to_string(D) + "]");
+    c.shared_gate = true;
+  }
+  try {
+    validate(c);
+  } catch (const Error& e) {
+    throw Error(path + ": " + h.source + " (" + (h.top_k_field.empty() ? "experts per token" : h.top_k_field) +
+                " = " + std::to_string(c.top_k) + ", " + counted + " = " + std::to_string(E) + "): " + e.what());
+  }
+  return l;
+}
+
+Matrix read_row_vector(const io::TensorSource& src, const std::string& name, int64_t n) {
+  Matrix m(1, n);
+  src.read_f32(name, m.data());
+  return m;
+}
+
+}  // namespace
+
+bool Checkpoint::is_moe(int64_t layer) const { return io::find_moe_names(*source_, layer).has_value(); }
+
+MoeConfig Checkpoint::moe_config(const LoadOptions& o) const { return layout(path_, *source_, o).config; }
+
+LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightType> type, ThreadPool* pool) const {
+  const MoeLayout l = layout(path_, *source_, o);
+  const io::TensorSource& src = *source_;
+  const io::MoeNames& n = l.names;
+  const MoeConfig& c = l.config;
+  const int64_t E = c.experts, H = c.expert.hidden, D = c.d_model();
+  ThreadPool& p = pool ? *pool : default_thread_pool();
+
+  MoeRouter router;
+  router.weight = Matrix(E, D);
+  src.read_f32(n.router, router.weight.data());
+  if (c.choice_bias) router.choice_bias = read_row_vector(src, n.choice_bias, E);
+  if (c.shared_gate) router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
+
+  std::vector<InferenceBlock> experts;
+  experts.reserve(static_cast<size_t>(E));
+  MatrixTypes stored_types;
+  try {
+    for (int64_t e = 0; e < E; ++e) {
+      const ExpertRows r = expert_rows(n, e, H, D);
+      StoredWeights w;
+      w.gate = io::read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, p);
+      w.up = io::read_stored(src, r.up, false, r.up_row, r.up_row + H, 0, D, type, p);
+      w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
+      if (e == 0) {
+        for (auto [name, into] : {std::pair{r.gate, &stored_types.gate}, std::pair{r.up, &stored_types.up},
+                                  std::pair{r.down, &stored_types.down}}) {
+          const auto s = src.stored(name);
+          *into = s ? s->type : WeightType::f32;
+        }
+      }
+      experts.emplace_back(c.expert, w, &p);
+    }
+    std::optional<InferenceBlock> shared;
+    if (c.shared_hidden > 0) {
+      const int64_t S = c.shared_hidden;
+      StoredWeights w;
+      w.gate = io::read_stored(src, n.shared_gate, false, 0, S, 0, D, type, p);
+      w.up = io::read_stored(src, n.shared_up, false, 0, S, 0, D, type, p);
+      w.down = io::read_stored(src, n.shared_down, false, 0, D, 0, S, type, p);
+      shared.emplace(BlockConfig{c.expert.variant, D, S, false}, w, &p);
+    }
+    return {MoeBlock(c, std::move(router), std::move(experts), std::move(shared)), n.scheme, l.hints.source,
+            l.activation_source, stored_types};
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind(path_, 0) == 0) throw;
+    throw Error(path_ + ": " + what);
+  }
+}
+
+}  // namespace ffn

@@ -1,0 +1,109 @@
+// MoE naming schemes, each found by its router tensor ({N} the layer, {E} the expert):
+//   mixtral (hugging face)  model.layers.N.block_sparse_moe.gate.weight,
+//                           ….block_sparse_moe.experts.E.{w1,w3,w2}.weight (gate, up, down)
+//   hugging face            model.layers.N.mlp.gate.weight (Qwen2/3-MoE, DeepSeek-V3),
+//                           ….mlp.experts.E.{gate,up,down}_proj.weight, or fused 3-D
+//                           ….mlp.experts.gate_up_proj [E][2H][D] and ….experts.down_proj;
+//                           shared: ….mlp.shared_expert.* and ….mlp.shared_expert_gate.weight
+//                           (Qwen2), ….mlp.shared_experts.* (DeepSeek);
+//                           ….mlp.gate.e_score_correction_bias (DeepSeek)
+//   gguf                    blk.N.ffn_gate_inp.weight, blk.N.ffn_{gate,up,down}_exps.weight
+//                           (or ffn_gate_up_exps) [E][H][D], ffn_{gate,up,down}_shexp.weight,
+//                           ffn_gate_inp_shexp.weight, exp_probs_b.bias
+#include "io/moe_names.hpp"
+
+#include <set>
+
+#include "io/block_names.hpp"
+
+namespace ffn::io {
+namespace {
+
+struct MoeScheme {
+  const char* name;
+  const char* router;
+  const char* prefix;  // of the other tensors' names
+};
+
+constexpr MoeScheme kSchemes[] = {
+    {"mixtral (hugging face)", "model.layers.{N}.block_sparse_moe.gate.weight", "model.layers.{N}.block_sparse_moe."},
+    {"hugging face", "model.layers.{N}.mlp.gate.weight", "model.layers.{N}.mlp."},
+    {"gguf", "blk.{N}.ffn_gate_inp.weight", "blk.{N}."},
+};
+
+// The first of the names the source has, or "".
+std::string first_present(const TensorSource& source, std::initializer_list<std::string> names) {
+  for (const auto& n : names)
+    if (source.has(n)) return n;
+  return "";
+}
+
+MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer) {
+  const std::string p = with_layer(s.prefix, layer);
+  MoeNames n;
+  n.scheme = s.name;
+  n.router = with_layer(s.router, layer);
+  if (std::string(s.name) == "gguf") {
+    n.fused = true;
+    n.choice_bias = first_present(source, {p + "exp_probs_b.bias", p + "exp_probs_b"});
+    if (source.has(p + "ffn_gate_up_exps.weight")) {
+      n.gate_up = p + "ffn_gate_up_exps.weight";
+    } else {
+      n.gate = p + "ffn_gate_exps.weight";
+      n.up = p + "ffn_up_exps.weight";
+    }
+    n.down = p + "ffn_down_exps.weight";
+    if (source.has(p + "ffn_up_shexp.weight")) {
+      n.shared_gate = p + "ffn_gate_shexp.weight";
+      n.shared_up = p + "ffn_up_shexp.weight";
+      n.shared_down = p + "ffn_down_shexp.weight";
+    }
+    n.shared_expert_gate = first_present(source, {p + "ffn_gate_inp_shexp.weight"});
+    return n;
+  }
+  if (std::string(s.name) == "mixtral (hugging face)") {
+    n.gate = p + "experts.{E}.w1.weight";
+    n.up = p + "experts.{E}.w3.weight";
+    n.down = p + "experts.{E}.w2.weight";
+  } else if (source.has(p + "experts.gate_up_proj")) {
+    n.scheme = "hugging face fused";
+    n.fused = true;
+    n.gate_up = p + "experts.gate_up_proj";
+    n.down = p + "experts.down_proj";
+  } else {
+    n.gate = p + "experts.{E}.gate_proj.weight";
+    n.up = p + "experts.{E}.up_proj.weight";
+    n.down = p + "experts.{E}.down_proj.weight";
+  }
+  n.choice_bias = first_present(source, {p + "gate.e_score_correction_bias"});
+  for (const char* shared : {"shared_expert.", "shared_experts."})
+    if (source.has(p + shared + "up_proj.weight")) {
+      n.shared_gate = p + shared + "gate_proj.weight";
+      n.shared_up = p + shared + "up_proj.weight";
+      n.shared_down = p + shared + "down_proj.weight";
+    }
+  n.shared_expert_gate = first_present(source, {p + "shared_expert_gate.weight"});
+  return n;
+}
+
+}  // namespace
+
+std::string expert_tensor(const std::string& pattern, int64_t expert) {
+  const auto at = pattern.find("{E}");
+  return at == std::string::npos ? pattern
+                                 : pattern.substr(0, at) + std::to_string(expert) + pattern.substr(at + 3);
+}
+
+std::optional<MoeNames> find_moe_names(const TensorSource& source, int64_t layer) {
+  for (const MoeScheme& s : kSchemes)
+    if (source.has(with_layer(s.router, layer))) return names_of(source, s, layer);
+  return std::nullopt;
+}
+
+std::vector<int64_t> moe_layers(const TensorSource& source) {
+  std::set<int64_t> layers;
+  for (const MoeScheme& s : kSchemes) layers.merge(layers_matching(source, s.router));
+  return {layers.begin(), layers.end()};
+}
+
+}  // namespace ffn::io

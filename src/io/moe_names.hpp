@@ -1,0 +1,38 @@
+// The names under which checkpoints keep one layer's mixture of experts, and finding which
+// scheme a checkpoint uses (the dense blocks' are in block_names.hpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/tensor_source.hpp"
+
+namespace ffn::io {
+
+struct MoeNames {
+  std::string scheme;  // "mixtral (hugging face)", "hugging face", "hugging face fused", "gguf"
+  std::string router;  // [E][D]
+  std::string choice_bias;  // DeepSeek's e_score_correction_bias [E]; may be absent
+  // Routed experts. Per-expert tensors (fused = false): patterns with {E} for the expert,
+  // each [H][D] (down [D][H]). Fused (fused = true): 3-D tensors [E][H][D] and [E][D][H];
+  // gate_up, when not empty, holds gate and up of each expert in one [E][2H][D] tensor
+  // (rows 0 … H−1 the gate, H … 2H−1 up) and gate and up are empty.
+  bool fused = false;
+  std::string gate, up, down, gate_up;
+  // Shared experts (all empty when the scheme's names are absent): [S][D], [D][S]; the
+  // shared-expert gate [1][D] or [D].
+  std::string shared_gate, shared_up, shared_down, shared_expert_gate;
+};
+
+// With the expert number put into a per-expert pattern.
+std::string expert_tensor(const std::string& pattern, int64_t expert);
+
+// The MoE of `layer` in `source`, or nullopt when the layer has no router under any scheme.
+std::optional<MoeNames> find_moe_names(const TensorSource& source, int64_t layer);
+
+// Every layer that holds a mixture of experts, in order.
+std::vector<int64_t> moe_layers(const TensorSource& source);
+
+}  // namespace ffn::io

@@ -1,0 +1,161 @@
+// MoeBlock: the router, then the tokens grouped by expert and each expert's group run as
+// one batch through the dense inference path.
+//
+// Forward of T tokens (x, y: [T][D]):
+//   1. routing [T][k] (router.cpp);
+//   2. a counting sort of the T·k (token, slot) pairs by expert: offsets[e] … offsets[e+1]
+//      list expert e's tokens in increasing token order;
+//   3. for each expert in increasing index that has tokens: its tokens' rows gathered into
+//      an [n_e][D] batch, run through the expert's InferenceBlock, and each output row
+//      added to its token's y as y[t] = fma(weight, out, y[t]) — tokens are distinct within
+//      one expert, so the threads of the scatter never write the same row (no atomics);
+//   4. the shared experts over all T tokens, y[t] += gate_t · shared(x_t).
+// A token's y is thus the same chain of operations whatever else is in the batch (the dense
+// path's outputs are batch- and thread-independent, and a token's experts are summed in
+// increasing index), and only the chosen experts' weights are read.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "block/view_checks.hpp"
+#include "ffn/accounting.hpp"
+#include "ffn/error.hpp"
+#include "ffn/moe.hpp"
+#include "parallel/scratch.hpp"
+
+namespace ffn {
+namespace {
+
+std::string config_text(const BlockConfig& c) {
+  return variant_name(c.variant) + " d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
+         (c.bias ? " with bias" : " without bias");
+}
+
+void require_config(const BlockConfig& have, const BlockConfig& want, const std::string& what) {
+  if (have.variant != want.variant || have.d_model != want.d_model || have.hidden != want.hidden ||
+      have.bias != want.bias)
+    throw Error(what + " is " + config_text(have) + ", expected " + config_text(want));
+}
+
+BlockConfig shared_config(const MoeConfig& c) {
+  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias};
+}
+
+}  // namespace
+
+MoeBlock::MoeBlock(const MoeConfig& config, MoeRouter router, std::vector<InferenceBlock> experts,
+                   std::optional<InferenceBlock> shared)
+    : config_(config), router_(std::move(router)), experts_(std::move(experts)), shared_(std::move(shared)) {
+  validate(config_);
+  if (static_cast<int64_t>(experts_.size()) != config_.experts)
+    throw Error("the block has " + std::to_string(experts_.size()) + " experts, the configuration says " +
+                std::to_string(config_.experts));
+  for (size_t e = 0; e < experts_.size(); ++e)
+    require_config(experts_[e].config(), config_.expert, "expert " + std::to_string(e));
+  if (config_.shared_hidden > 0 && !shared_)
+    throw Error("the configuration has shared experts (hidden " + std::to_string(config_.shared_hidden) +
+                ") but none were given");
+  if (config_.shared_hidden == 0 && shared_) throw Error("shared experts given, but the configuration has none");
+  if (shared_) require_config(shared_->config(), shared_config(config_), "the shared expert");
+  // route() checks the router's shapes; do it once here so a bad router fails at load.
+  (void)ffn::route(config_, router_, ConstMatrixView{nullptr, 0, config_.d_model(), config_.d_model()});
+}
+
+MoeBlock MoeBlock::from_blocks(const MoeConfig& config, MoeRouter router, const std::vector<Block>& experts,
+                               const std::optional<Block>& shared, const MatrixTypes& types, ThreadPool* pool) {
+  std::vector<InferenceBlock> inference;
+  inference.reserve(experts.size());
+  for (const Block& b : experts) inference.emplace_back(b, types, pool);
+  std::optional<InferenceBlock> s;
+  if (shared) s.emplace(*shared, types, pool);
+  return MoeBlock(config, std::move(router), std::move(inference), std::move(s));
+}
+
+int64_t MoeBlock::weight_bytes() const {
+  int64_t bytes = 4 * account(config_).router_parameters;
+  for (const auto& e : experts_) bytes += e.weight_bytes();
+  if (shared_) bytes += shared_->weight_bytes();
+  return bytes;
+}
+
+int64_t MoeBlock::decode_bytes() const {
+  return 4 * account(config_).router_parameters + config_.top_k * experts_.front().weight_bytes() +
+         (shared_ ? shared_->weight_bytes() : 0);
+}
+
+std::string MoeBlock::describe() const {
+  std::string out = "router f32 [" + std::to_string(config_.experts) + "][" + std::to_string(config_.d_model()) +
+                    "], " + std::string(router_scoring_name(config_.scoring)) + ", top " +
+                    std::to_string(config_.top_k) + "; experts: " + experts_.front().describe();
+  if (shared_) out += "; shared: " + shared_->describe();
+  return out;
+}
+
+Routing MoeBlock::route(ConstMatrixView x, ThreadPool* pool) const { return ffn::route(config_, router_, x, pool); }
+
+void MoeBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
+  const int64_t D = config_.d_model(), E = config_.experts, k = config_.top_k, T = x.rows;
+  views::check_forward_views(x, y, D);
+  if (T == 0) return;
+  ThreadPool& p = pool ? *pool : default_thread_pool();
+  const Routing r = route(x, &p);
+
+  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order.
+  std::vector<int64_t> offsets(static_cast<size_t>(E + 1), 0);
+  for (int32_t e : r.experts) ++offsets[e + 1];
+  for (int64_t e = 0; e < E; ++e) offsets[e + 1] += offsets[e];
+  std::vector<int64_t> cursor(offsets.begin(), offsets.end() - 1);
+  std::vector<int64_t> pair_token(static_cast<size_t>(T * k));
+  std::vector<float> pair_weight(static_cast<size_t>(T * k));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = cursor[r.experts[t * k + j]]++;
+      pair_token[at] = t;
+      pair_weight[at] = r.weights[t * k + j];
+    }
+
+  for (int64_t t = 0; t < T; ++t) std::fill(y.data + t * y.stride, y.data + t * y.stride + D, 0.0f);
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t n = offsets[e + 1] - offsets[e];
+    if (n == 0) continue;
+    const int64_t* tokens = pair_token.data() + offsets[e];
+    const float* weights = pair_weight.data() + offsets[e];
+    const MatrixView in = scratch_matrix(Scratch::moe_tokens, n, D);
+    const MatrixView out = scratch_matrix(Scratch::moe_outputs, n, D);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(in.data + i * D, x.data + tokens[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+    experts_[e].forward(ConstMatrixView{in.data, n, D, D}, out, &p);
+    p.run([&](int ith, int nth) {
+      const auto [i0, i1] = split_range(n, ith, nth);
+      for (int64_t i = i0; i < i1; ++i) {
+        float* yt = y.data + tokens[i] * y.stride;
+        const float* o = out.data + i * D;
+        const float w = weights[i];
+        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
+      }
+    });
+  }
+
+  if (!shared_) return;
+  const MatrixView s = scratch_matrix(Scratch::moe_shared, T, D);
+  shared_->forward(x, s, &p);
+  p.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    for (int64_t t = t0; t < t1; ++t) {
+      float gate = 1.0f;
+      if (config_.shared_gate) {
+        // σ(shared_gate · x_t), the dot in f32 in increasing d (one fixed order).
+        const float* xt = x.data + t * x.stride;
+        float z = 0.0f;
+        for (int64_t d = 0; d < D; ++d) z = std::fma(router_.shared_gate.data()[d], xt[d], z);
+        gate = 1.0f / (1.0f + std::exp(-z));
+      }
+      float* yt = y.data + t * y.stride;
+      const float* st = s.data + t * D;
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
+    }
+  });
+}
+
+}  // namespace ffn
