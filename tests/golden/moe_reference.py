@@ -231,9 +231,11 @@ def selection_gaps(spec, w, x):
     gs = np.take_along_axis(grouped, top2, 2).sum(2)
     ge = np.take_along_axis(gerr, top2, 2).sum(2) + 2 * U * np.abs(gs)
     gorder = np.argsort(-gs, axis=1)
-    ga, gb = np.take_along_axis(gs, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
-    gea, geb = np.take_along_axis(ge, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
-    group_ratio = (ga - gb) / np.maximum(TIE_MARGIN * np.abs(ga), 100 * (gea + geb))
+    group_ratio = np.inf  # every group kept: no group decision
+    if spec.groups_kept < spec.groups:
+        ga, gb = np.take_along_axis(gs, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
+        gea, geb = np.take_along_axis(ge, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
+        group_ratio = (ga - gb) / np.maximum(TIE_MARGIN * np.abs(ga), 100 * (gea + geb))
     keep = np.zeros((T, G), bool)
     np.put_along_axis(keep, gorder[:, :spec.groups_kept], True, 1)
     masked = np.where(np.repeat(keep, per, 1), choice, 0.0)

@@ -231,6 +231,33 @@ def test_forward_matches_the_reference(tmp_path_factory, tmp_path, run_ffn, fami
     y = forward(run_ffn, path, x, tmp_path)
     y_ref, b, _, idx, _ = reference(spec, layers[1], x)
     assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} {fmt}")
+    # These inputs tell every mistake of MUTATIONS apart (DeepSeek's groups and bias included).
+    for mutation in MUTATIONS[family]:
+        with torch.no_grad():
+            y_wrong = mr.SparseMoe(spec, layers[1], mutation=mutation)(x).numpy()
+        assert (np.abs(y_wrong - y_ref) / b).max() > MUTATION_MARGIN, mutation
+
+
+VARIANTS = {  # the config fields each family may flip (HF per-expert files)
+    "qwen2_moe norm_topk_prob": ("qwen2_moe", dict(norm=True)),
+    "qwen3_moe no norm_topk_prob": ("qwen3_moe", dict(norm=False)),
+    "deepseek_v3 no norm, scale 1, one group": ("deepseek_v3", dict(norm=False, scale=1.0, groups=1, groups_kept=1)),
+    "deepseek_v3 8 groups keep 3, k 6": ("deepseek_v3", dict(groups=8, groups_kept=3, k=6)),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_forward_follows_the_config_fields(tmp_path, run_ffn, variant):
+    """norm_topk_prob, routed_scaling_factor, n_group / topk_group and num_experts_per_tok
+    are read from config.json, not assumed per family."""
+    family, changes = VARIANTS[variant]
+    spec = mr.dataclasses.replace(mr.SPECS[family], **changes)
+    layers = mr.random_model(spec, 51)
+    mr.write_hf(tmp_path / "m", spec, layers)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(52), TOKENS)
+    y = forward(run_ffn, tmp_path / "m", x, tmp_path)
+    y_ref, b, _, idx, _ = reference(spec, layers[1], x)
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, variant)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
