@@ -16,7 +16,7 @@ from . import _core
 
 Error = _core.Error
 __version__ = _core.__version__
-__all__ = ["Block", "InferenceBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
+__all__ = ["Block", "InferenceBlock", "MoeBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
            "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "dequantize", "quantize", "QUANT_TYPES",
            "Error"]
 
@@ -161,6 +161,46 @@ class InferenceBlock(_BlockShape):
                 f"bias={self.bias}, {types})")
 
 
+class MoeBlock:
+    """A mixture-of-experts layer for inference (from ffn.load): a float32 router picks
+    `top_k` of `experts` experts per token by the family's rule (`scoring`: softmax,
+    sigmoid or softmax_top_k; `normalize_top_k`; `routed_scaling`), each expert a gated block
+    of `expert_hidden` in its stored weight types (`types`), plus shared experts of
+    `shared_hidden` (0: none). Outputs are bit-identical for any thread count and whatever
+    else is in the batch."""
+
+    @classmethod
+    def _wrap(cls, core):
+        block = cls.__new__(cls)
+        block._core = core
+        return block
+
+    def __getattr__(self, name):
+        if name in ("d_model", "experts", "top_k", "expert_hidden", "shared_hidden", "variant", "scoring",
+                    "normalize_top_k", "routed_scaling", "types", "weight_bytes", "decode_bytes"):
+            return getattr(self._core, name)
+        raise AttributeError(f"'MoeBlock' object has no attribute {name!r}")
+
+    def __call__(self, x, threads=None):
+        """y = block(x) for float32 x of shape [T, d] or [d]."""
+        return self._core.forward(x, threads)
+
+    forward = __call__
+
+    def route(self, x, threads=None):
+        """(experts, weights): int32 [T, top_k] expert indices, best first, and their float32
+        weights, as the router chooses them for x [T, d]."""
+        return self._core.route(x, threads)
+
+    def describe(self):
+        """The router and the kernels the experts run on the active ISA, one line."""
+        return self._core.describe()
+
+    def __repr__(self):
+        return (f"MoeBlock(d={self.d_model}, experts={self.experts}, top_k={self.top_k}, "
+                f"expert_hidden={self.expert_hidden}, shared_hidden={self.shared_hidden}, scoring={self.scoring!r})")
+
+
 def _gated(variant_name, doc):
     class Gated(Block):
         __doc__ = doc
@@ -212,7 +252,11 @@ def load(path, layer=0, variant=None, dtype=None):
     give `variant`. Each matrix runs in the type the file stores it in (a q8_0 GGUF as
     q8_0, a bf16 safetensors file as bf16); `dtype` (f32, bf16, f16, q8_0, q4_0) converts
     every matrix to it — one the file already stores so is used as it is, never
-    re-quantised. To train the layer, use load_trainable."""
+    re-quantised. To train the layer, use load_trainable.
+    A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3 names) loads as a MoeBlock."""
+    if _core.is_moe(str(path), layer):
+        core, _scheme, _source = _core.load_moe(str(path), layer, variant, dtype)
+        return MoeBlock._wrap(core)
     core, _scheme, _source = _core.load(str(path), layer, variant, dtype)
     return InferenceBlock._wrap(core)
 

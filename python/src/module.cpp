@@ -11,14 +11,17 @@
 #include <vector>
 
 #include "ffn/ffn.hpp"
+#include "forward_binding.hpp"
 
 namespace py = pybind11;
 
 void bind_quant(py::module_& m);  // quant_bindings.cpp: dequantize / quantize of ggml's stored types
+void bind_moe(py::module_& m);    // moe_bindings.cpp: mixture-of-experts blocks
 
 namespace {
 
-using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using ffn::python::FloatArray;
+using ffn::python::forward;
 
 // Parameter names in the order torch's named_parameters() gives for the seeds' modules.
 std::vector<std::string> tensor_names(const ffn::Block& b) {
@@ -74,31 +77,6 @@ void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& va
     throw ffn::Error("parameter '" + name + "' has shape " + str(want) + ", got an array of shape " + str(got));
   }
   std::copy(value.data(), value.data() + value.size(), m.data());
-}
-
-// x: float32 [T, d] or [d] (converted, without a copy when it already is float32 C-order).
-// Block or InferenceBlock.
-template <class AnyBlock>
-py::array forward(const AnyBlock& block, const FloatArray& x, std::optional<int> threads) {
-  const int64_t D = block.config().d_model;
-  if (x.ndim() != 1 && x.ndim() != 2)
-    throw ffn::Error("x must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) + ",), got " +
-                     std::to_string(x.ndim()) + " dimensions");
-  const int64_t T = x.ndim() == 2 ? x.shape(0) : 1;
-  const int64_t cols = x.shape(x.ndim() - 1);
-  if (cols != D)
-    throw ffn::Error("x has " + std::to_string(cols) + " features; the block's d_model is " + std::to_string(D));
-  std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-  py::array_t<float> y(shape);
-  const float* xp = x.data();
-  float* yp = y.mutable_data();
-  {
-    py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
-    block.forward({xp, T, D, D}, {yp, T, D, D}, pool.get());
-  }
-  return y;
 }
 
 // Number of tokens of a float32 [T, d] or [d] array; ffn::Error naming `name` otherwise.
@@ -241,5 +219,6 @@ PYBIND11_MODULE(_core, m) {
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
   bind_quant(m);
+  bind_moe(m);
   add_torch_bindings(m);
 }

@@ -18,6 +18,7 @@
 
 #include "across_processes.hpp"
 #include "bench_backward.hpp"
+#include "bench_moe.hpp"
 #include "bench_peers.hpp"
 #include "bench_rows.hpp"
 #include "commands.hpp"
@@ -304,6 +305,11 @@ void write_bench_json(const BenchOptions& o, const nlohmann::json& roofs, const 
 }
 
 void run_bench(const BenchOptions& o) {
+  if (const MoePreset* moe = find_moe_preset(o.preset)) {
+    if (o.peers || o.backward || o.tp || !o.svg_path.empty())
+      throw Error("bench: --peers, --backward, --tp and --svg are not available for mixture-of-experts presets yet");
+    return run_moe_bench(*moe, {split_list(o.dtypes), parse_token_counts(o.tokens), o.threads, o.reps, o.json_path});
+  }
   ThreadPool pool(o.threads);
   const BenchPlan plan = plan_bench(o, pool);
   // The results are written at the end of a run of minutes: a path that cannot be written fails now.
@@ -392,7 +398,9 @@ void run_bench(const BenchOptions& o) {
 void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "Forward speed against this machine's roofline, measured in the same run");
   auto o = std::make_shared<BenchOptions>();
-  auto* preset = cmd->add_option("--preset", o->preset, "a real model's MLP shape, e.g. llama2-7b");
+  auto* preset = cmd->add_option("--preset", o->preset,
+                                 "a real model's MLP shape, e.g. llama2-7b; or a mixture-of-experts layer "
+                                 "(mixtral-8x7b, qwen3-30b-a3b, deepseek-v3, ...: `ffn info --preset`)");
   auto* variant = cmd->add_option("--variant", o->variant, "block variant")->capture_default_str();
   auto* d = cmd->add_option("--d", o->d, "model width");
   auto* hidden = cmd->add_option("--hidden", o->hidden, "hidden width (default: the variant's rule)");

@@ -12,6 +12,7 @@
 #include "ffn/error.hpp"
 #include "ffn/presets.hpp"
 #include "format.hpp"
+#include "info_moe.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -44,6 +45,22 @@ void print_checkpoint(const InfoOptions& o) {
     LoadOptions lo;
     lo.layer = layer;
     if (o.file_variant) lo.variant = parse_variant(*o.file_variant);
+    if (ckpt.is_moe(layer)) {
+      const MoeConfig m = ckpt.moe_config(lo);
+      const auto a = account(m);
+      out.push_back({{"layer", layer}, {"moe", true}, {"experts", m.experts}, {"top_k", m.top_k},
+                     {"d_model", m.d_model()}, {"expert_hidden", m.expert.hidden}, {"shared_hidden", m.shared_hidden},
+                     {"parameters", a.total_parameters}, {"active_parameters", a.active_parameters}});
+      if (!o.json)
+        std::printf("%-6lld %-8s %7lld %7lld   mixture of %lld experts, top %lld, %s, shared hidden %lld; %s "
+                    "parameters, %s active\n",
+                    static_cast<long long>(layer), "moe", static_cast<long long>(m.d_model()),
+                    static_cast<long long>(m.expert.hidden), static_cast<long long>(m.experts),
+                    static_cast<long long>(m.top_k), std::string(router_scoring_name(m.scoring)).c_str(),
+                    static_cast<long long>(m.shared_hidden), grouped(a.total_parameters).c_str(),
+                    grouped(a.active_parameters).c_str());
+      continue;
+    }
     const BlockConfig c = ckpt.config(lo);
     const MatrixTypes t = ckpt.stored_types(lo);
     const int64_t rows_in[3] = {c.hidden, c.hidden, c.d_model}, cols_in[3] = {c.d_model, c.d_model, c.hidden};
@@ -148,6 +165,7 @@ void print_block(const BlockConfig& c, const HiddenDerivation& der) {
 void run_info(const InfoOptions& o) {
   if (!o.weights.empty()) return print_checkpoint(o);
   nlohmann::json out;
+  if (const MoePreset* moe = find_moe_preset(o.preset)) return print_moe_preset(*moe, o.json);
   if (!o.preset.empty()) {
     const Preset& p = find_preset(o.preset);
     const BlockConfig c = p.config();
@@ -219,7 +237,9 @@ void add_info_command(CLI::App& app) {
   auto o = std::make_shared<InfoOptions>();
   auto* preset = cmd->add_option("--preset", o->preset,
                                  "a real model's MLP: llama2-7b, llama2-13b, llama2-70b, llama3-8b, "
-                                 "llama3-70b, mistral-7b, qwen2-7b, palm-540b, t5-v1.1-base, gpt2");
+                                 "llama3-70b, mistral-7b, qwen2-7b, palm-540b, t5-v1.1-base, gpt2; or a mixture of "
+                                 "experts: mixtral-8x7b, mixtral-8x22b, qwen1.5-moe-a2.7b, qwen3-30b-a3b, "
+                                 "qwen3-235b-a22b, deepseek-v3, gpt-oss-20b, gpt-oss-120b");
   auto* variant = cmd->add_option("--variant", o->variant,
                                   "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, "
                                   "swiglu, or gated_<activation>")

@@ -1,0 +1,350 @@
+// Mixture-of-experts blocks: the routing rules against a float64 restatement, the tie rule,
+// the grouped forward against each expert run alone, determinism (threads, batch), every
+// weight type, and the errors of bad configurations, routers and inputs.
+//
+// Tolerances: routing weights are compared with 1e-5 relative — an f32 softmax / sigmoid of
+// logits accurate to a few ulps is within ~1e-6 of the float64 value; a missing
+// renormalisation, scale or wrong expert is off by ≥ 1e-2. The forward is checked bit for
+// bit against the same experts' InferenceBlocks run token by token and summed in increasing
+// expert index (the stated order), so any grouping, gather or scatter mistake shows.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "expect_error.hpp"
+#include "ffn/error.hpp"
+#include "ffn/moe.hpp"
+#include "isa_param.hpp"
+#include "random_data.hpp"
+
+namespace ffn {
+namespace {
+
+MoeConfig small_config(int64_t E, int64_t k, int64_t D = 64, int64_t H = 96) {
+  MoeConfig c;
+  c.expert = BlockConfig{{true, Activation::swish}, D, H, false};
+  c.experts = E;
+  c.top_k = k;
+  return c;
+}
+
+MoeRouter random_router(const MoeConfig& c, uint32_t seed) {
+  MoeRouter r;
+  r.weight = test::random_matrix(c.experts, c.d_model(), seed, 0.5f);
+  if (c.router_bias) r.bias = test::random_matrix(1, c.experts, seed + 1, 0.5f);
+  if (c.choice_bias) r.choice_bias = test::random_matrix(1, c.experts, seed + 2, 0.2f);
+  if (c.shared_gate) r.shared_gate = test::random_matrix(1, c.d_model(), seed + 3, 0.2f);
+  return r;
+}
+
+MoeRouter copy_router(const MoeRouter& r) {
+  return {r.weight.clone(), r.bias.clone(), r.choice_bias.clone(), r.shared_gate.clone()};
+}
+
+MoeBlock random_moe(const MoeConfig& c, uint32_t seed, const MatrixTypes& types = {}) {
+  std::vector<Block> experts;
+  for (int64_t e = 0; e < c.experts; ++e) experts.push_back(Block::random(c.expert, seed + 10 + e));
+  std::optional<Block> shared;
+  if (c.shared_hidden > 0)
+    shared = Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias}, seed + 7);
+  return MoeBlock::from_blocks(c, random_router(c, seed), experts, shared, types);
+}
+
+// The family's rule in float64 on one token's logits: (experts best first, weights).
+std::pair<std::vector<int>, std::vector<double>> reference_route(const MoeConfig& c, const MoeRouter& r,
+                                                                 const float* x) {
+  const int64_t E = c.experts, D = c.d_model(), k = c.top_k;
+  std::vector<double> logit(E), score(E), choice(E);
+  for (int64_t e = 0; e < E; ++e) {
+    double s = c.router_bias ? r.bias.data()[e] : 0.0;
+    for (int64_t d = 0; d < D; ++d) s += double(r.weight.row(e)[d]) * x[d];
+    logit[e] = s;
+  }
+  std::vector<int> order(E);
+  std::iota(order.begin(), order.end(), 0);
+  auto best = [&](const std::vector<double>& v) {
+    std::vector<int> o = order;
+    std::stable_sort(o.begin(), o.end(), [&](int a, int b) { return v[a] > v[b]; });
+    return o;
+  };
+  std::vector<int> chosen;
+  std::vector<double> w;
+  if (c.scoring == RouterScoring::softmax_top_k) {
+    const auto o = best(logit);
+    chosen.assign(o.begin(), o.begin() + k);
+    double sum = 0;
+    for (int e : chosen) sum += std::exp(logit[e] - logit[chosen[0]]);
+    for (int e : chosen) w.push_back(std::exp(logit[e] - logit[chosen[0]]) / sum);
+    return {chosen, w};
+  }
+  if (c.scoring == RouterScoring::softmax) {
+    const double top = *std::max_element(logit.begin(), logit.end());
+    double sum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += (score[e] = std::exp(logit[e] - top));
+    for (auto& s : score) s /= sum;
+    choice = score;
+  } else {
+    for (int64_t e = 0; e < E; ++e) {
+      score[e] = 1.0 / (1.0 + std::exp(-logit[e]));
+      choice[e] = score[e] + (c.choice_bias ? r.choice_bias.data()[e] : 0.0);
+    }
+    if (c.groups > 1) {
+      const int64_t per = E / c.groups;
+      std::vector<double> gs(c.groups);
+      for (int64_t g = 0; g < c.groups; ++g) {
+        std::vector<double> v(choice.begin() + g * per, choice.begin() + (g + 1) * per);
+        std::sort(v.rbegin(), v.rend());
+        gs[g] = v[0] + v[1];
+      }
+      std::vector<int> go(c.groups);
+      std::iota(go.begin(), go.end(), 0);
+      std::stable_sort(go.begin(), go.end(), [&](int a, int b) { return gs[a] > gs[b]; });
+      for (int64_t e = 0; e < E; ++e)
+        if (std::find(go.begin(), go.begin() + c.top_groups, int(e / per)) == go.begin() + c.top_groups) choice[e] = 0;
+    }
+  }
+  const auto o = best(choice);
+  chosen.assign(o.begin(), o.begin() + k);
+  double sum = 0;
+  for (int e : chosen) sum += score[e];
+  for (int e : chosen) {
+    double v = score[e];
+    if (c.normalize_top_k) v /= sum;
+    w.push_back(v * (c.scoring == RouterScoring::sigmoid ? c.routed_scaling : 1.0));
+  }
+  return {chosen, w};
+}
+
+void expect_routing_matches(const MoeConfig& c, const MoeRouter& r, const Matrix& x) {
+  const Routing got = route(c, r, x.view());
+  for (int64_t t = 0; t < x.rows(); ++t) {
+    const auto [experts, weights] = reference_route(c, r, x.row(t));
+    for (int64_t j = 0; j < c.top_k; ++j) {
+      EXPECT_EQ(got.experts[t * c.top_k + j], experts[j]) << "token " << t << " slot " << j;
+      EXPECT_NEAR(got.weights[t * c.top_k + j], weights[j], 1e-5 * std::abs(weights[j]) + 1e-7)
+          << "token " << t << " slot " << j;
+    }
+  }
+}
+
+TEST(MoeRouting, SoftmaxRenormalisedLikeMixtral) {
+  const MoeConfig c = small_config(8, 2);
+  expect_routing_matches(c, random_router(c, 1), test::random_matrix(9, 64, 2));
+}
+
+TEST(MoeRouting, SoftmaxWithoutRenormalisationLikeQwen2) {
+  MoeConfig c = small_config(16, 4);
+  c.normalize_top_k = false;
+  expect_routing_matches(c, random_router(c, 3), test::random_matrix(9, 64, 4));
+}
+
+TEST(MoeRouting, GroupedSigmoidWithChoiceBiasAndScalingLikeDeepSeek) {
+  MoeConfig c = small_config(16, 4);
+  c.scoring = RouterScoring::sigmoid;
+  c.groups = 4;
+  c.top_groups = 2;
+  c.choice_bias = true;
+  c.routed_scaling = 2.5;
+  expect_routing_matches(c, random_router(c, 5), test::random_matrix(17, 64, 6));
+  // The choice bias changes which experts win but never the weights' source (the
+  // un-biased scores): a large bias on expert 15 makes it chosen for every token.
+  MoeRouter r = random_router(c, 5);
+  r.choice_bias.data()[15] = 10.0f;
+  const Matrix x = test::random_matrix(5, 64, 7);
+  const Routing got = route(c, r, x.view());
+  for (int64_t t = 0; t < 5; ++t) EXPECT_EQ(got.experts[t * 4], 15) << "token " << t;
+  expect_routing_matches(c, r, x);
+}
+
+TEST(MoeRouting, SoftmaxOverTheChosenWithRouterBiasLikeGptOss) {
+  MoeConfig c = small_config(32, 4);
+  c.scoring = RouterScoring::softmax_top_k;
+  c.router_bias = true;
+  expect_routing_matches(c, random_router(c, 8), test::random_matrix(9, 64, 9));
+}
+
+TEST(MoeRouting, AnExactTieGoesToTheLowerIndex) {
+  const MoeConfig c = small_config(8, 2);
+  MoeRouter r = random_router(c, 10);
+  // Experts 2, 5 and 6 have the same row: equal logits, bit for bit; made the largest.
+  for (int64_t d = 0; d < 64; ++d) {
+    r.weight.row(2)[d] = r.weight.row(5)[d] = r.weight.row(6)[d] = 3.0f;
+  }
+  Matrix x(1, 64);
+  std::fill(x.data(), x.data() + 64, 0.25f);
+  const Routing got = route(c, r, x.view());
+  EXPECT_EQ(got.experts[0], 2);
+  EXPECT_EQ(got.experts[1], 5);
+  EXPECT_FLOAT_EQ(got.weights[0], 0.5f);
+}
+
+TEST(MoeRouting, NonFiniteLogitsNameTheToken) {
+  const MoeConfig c = small_config(8, 2);
+  Matrix x = test::random_matrix(4, 64, 11);
+  x.row(2)[7] = std::nanf("");
+  test::expect_error([&] { (void)route(c, random_router(c, 12), x.view()); }, {"token 2", "not finite"});
+}
+
+TEST(MoeConfigCheck, BadFieldsAreNamed) {
+  test::expect_error([] { validate(small_config(8, 9)); }, {"top_k", "9", "8 experts"});
+  test::expect_error([] { validate(small_config(8, 0)); }, {"top_k"});
+  MoeConfig g = small_config(12, 2);
+  g.groups = 5;
+  test::expect_error([&] { validate(g); }, {"groups", "5"});
+  g.groups = 4;
+  g.top_groups = 5;
+  test::expect_error([&] { validate(g); }, {"top_groups", "5"});
+  MoeConfig s = small_config(8, 2);
+  s.shared_gate = true;
+  test::expect_error([&] { validate(s); }, {"shared_gate"});
+  MoeConfig sc = small_config(8, 2);
+  sc.routed_scaling = std::nan("");
+  test::expect_error([&] { validate(sc); }, {"routed_scaling"});
+}
+
+TEST(MoeConfigCheck, RouterAndExpertsMustFitTheConfig) {
+  const MoeConfig c = small_config(4, 2);
+  MoeRouter wide = random_router(c, 13);
+  wide.weight = test::random_matrix(4, 63, 14);
+  std::vector<Block> experts;
+  for (int e = 0; e < 4; ++e) experts.push_back(Block::random(c.expert, 20 + e));
+  test::expect_error([&] { (void)MoeBlock::from_blocks(c, std::move(wide), experts, std::nullopt, {}); },
+                     {"router weight", "[4, 63]", "64"});
+  std::vector<Block> three;
+  for (int e = 0; e < 3; ++e) three.push_back(Block::random(c.expert, 20 + e));
+  test::expect_error([&] { (void)MoeBlock::from_blocks(c, random_router(c, 13), three, std::nullopt, {}); },
+                     {"3 experts", "4"});
+  experts[2] = Block::random(BlockConfig{c.expert.variant, 64, 128, false}, 30);
+  test::expect_error([&] { (void)MoeBlock::from_blocks(c, random_router(c, 13), experts, std::nullopt, {}); },
+                     {"expert 2", "hidden 128", "hidden 96"});
+}
+
+// y[t] as the stated order computes it, from the same experts' InferenceBlocks run alone.
+Matrix token_by_token(const MoeBlock& m, const Matrix& x) {
+  const MoeConfig& c = m.config();
+  const int64_t D = c.d_model(), k = c.top_k;
+  Matrix y(x.rows(), D);
+  const Routing r = m.route(x.view());
+  for (int64_t t = 0; t < x.rows(); ++t) {
+    std::vector<std::pair<int32_t, float>> slots;
+    for (int64_t j = 0; j < k; ++j) slots.push_back({r.experts[t * k + j], r.weights[t * k + j]});
+    std::sort(slots.begin(), slots.end());
+    Matrix out(1, D);
+    float* yt = y.row(t);
+    for (const auto& [e, w] : slots) {
+      m.expert(e).forward({x.row(t), 1, D, D}, out.view());
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, out.data()[d], yt[d]);
+    }
+    if (m.shared()) {
+      m.shared()->forward({x.row(t), 1, D, D}, out.view());
+      float gate = 1.0f;
+      if (c.shared_gate) {
+        float z = 0.0f;
+        for (int64_t d = 0; d < D; ++d) z = std::fma(m.router().shared_gate.data()[d], x.row(t)[d], z);
+        gate = 1.0f / (1.0f + std::exp(-z));
+      }
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, out.data()[d], yt[d]);
+    }
+  }
+  return y;
+}
+
+void expect_same(const Matrix& a, const Matrix& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (int64_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(a.data()[i], b.data()[i]) << what << ": element " << i << " of " << a.size();
+}
+
+class MoeForward : public testing::TestWithParam<Isa> {};
+
+TEST_P(MoeForward, EqualsEachTokensExpertsRunAloneForEveryFamily) {
+  test::ScopedIsa isa(GetParam());
+  MoeConfig mixtral = small_config(8, 2);
+  MoeConfig qwen2 = small_config(16, 4);
+  qwen2.normalize_top_k = false;
+  qwen2.shared_hidden = 128;
+  qwen2.shared_gate = true;
+  MoeConfig deepseek = small_config(16, 4);
+  deepseek.scoring = RouterScoring::sigmoid;
+  deepseek.groups = 4;
+  deepseek.top_groups = 2;
+  deepseek.choice_bias = true;
+  deepseek.routed_scaling = 2.5;
+  deepseek.shared_hidden = 96;
+  uint32_t seed = 40;
+  for (const MoeConfig& c : {mixtral, qwen2, deepseek}) {
+    const MoeBlock m = random_moe(c, seed += 100);
+    const Matrix x = test::random_matrix(37, 64, seed + 1);
+    Matrix y(37, 64);
+    m.forward(x.view(), y.view());
+    expect_same(y, token_by_token(m, x), "grouped forward vs token by token");
+  }
+}
+
+TEST_P(MoeForward, BitIdenticalForAnyThreadCountAndBatch) {
+  test::ScopedIsa isa(GetParam());
+  MoeConfig c = small_config(8, 2);
+  c.shared_hidden = 64;
+  for (const MatrixTypes& types : {MatrixTypes{}, MatrixTypes{WeightType::q8_0, WeightType::q8_0, WeightType::q8_0},
+                                   MatrixTypes{WeightType::bf16, WeightType::bf16, WeightType::q4_0}}) {
+    const MoeBlock m = random_moe(c, 70, types);
+    const Matrix x = test::random_matrix(29, 64, 71);
+    Matrix y1(29, 64);
+    ThreadPool one(1);
+    m.forward(x.view(), y1.view(), &one);
+    for (int threads : {2, 3}) {
+      ThreadPool p(threads);
+      Matrix y(29, 64);
+      m.forward(x.view(), y.view(), &p);
+      expect_same(y, y1, "threads");
+    }
+    // The first 11 tokens alone, and token 20 alone, give the rows they gave in the batch.
+    Matrix part(11, 64);
+    m.forward({x.data(), 11, 64, 64}, part.view());
+    for (int64_t i = 0; i < 11 * 64; ++i) ASSERT_EQ(part.data()[i], y1.data()[i]) << "batch of 11, element " << i;
+    Matrix one_token(1, 64);
+    m.forward({x.row(20), 1, 64, 64}, one_token.view());
+    for (int64_t d = 0; d < 64; ++d) ASSERT_EQ(one_token.data()[d], y1.row(20)[d]) << "token 20 alone, d " << d;
+  }
+}
+
+TEST_P(MoeForward, KQuantExpertsRunAsStored) {
+  test::ScopedIsa isa(GetParam());
+  const MoeConfig c = small_config(4, 2, 256, 256);
+  const MoeBlock m = random_moe(c, 80, {WeightType::q4_K, WeightType::q4_K, WeightType::q6_K});
+  EXPECT_EQ(m.expert_types().down, WeightType::q6_K);
+  const Matrix x = test::random_matrix(5, 256, 81);
+  Matrix y(5, 256);
+  m.forward(x.view(), y.view());
+  expect_same(y, token_by_token(m, x), "q4_K / q6_K experts");
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(MoeForward);
+
+TEST(MoeAccountingTest, MixtralCounts) {
+  const MoePreset* p = find_moe_preset("mixtral-8x7b");
+  ASSERT_NE(p, nullptr);
+  const MoeAccounting a = account(p->config);
+  EXPECT_EQ(a.router_parameters, 8 * 4096);
+  EXPECT_EQ(a.expert_parameters, 3LL * 4096 * 14336);
+  EXPECT_EQ(a.total_parameters, 8 * 4096 + 8 * 3LL * 4096 * 14336);
+  EXPECT_EQ(a.active_parameters, 8 * 4096 + 2 * 3LL * 4096 * 14336);
+  EXPECT_DOUBLE_EQ(expected_experts_touched(p->config, 1), 2.0);
+  EXPECT_NEAR(expected_experts_touched(p->config, 2), 8.0 * (1 - 0.75 * 0.75), 1e-12);
+  for (const MoePreset& q : moe_presets()) EXPECT_NO_THROW(validate(q.config)) << q.name;
+}
+
+TEST(MoeAccountingTest, DecodeBytesCountOnlyTheChosenExperts) {
+  MoeConfig c = small_config(8, 2);
+  c.shared_hidden = 64;
+  const MoeBlock m = random_moe(c, 90, {WeightType::q8_0, WeightType::q8_0, WeightType::q8_0});
+  const int64_t expert = m.expert(0).weight_bytes(), shared = m.shared()->weight_bytes();
+  EXPECT_EQ(m.decode_bytes(), 8 * 64 * 4 + 2 * expert + shared);
+  EXPECT_EQ(m.weight_bytes(), 8 * 64 * 4 + 8 * expert + shared);
+}
+
+}  // namespace
+}  // namespace ffn

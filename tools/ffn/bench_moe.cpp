@@ -1,0 +1,142 @@
+// ffn bench --preset <a MoE preset>: one MoE layer at the real shapes with random weights,
+// each row judged against the roofline of this run:
+//   bytes = the router (f32) + the experts the batch's routing actually touched + the
+//           shared experts + x and y;   FLOPs = the active products (router, k experts,
+//           shared) per token.
+// So decode (T = 1) is judged by the chosen experts' bytes alone, as a MoE's decode should
+// be, and large T by the active FLOPs.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+
+#include "bench_moe.hpp"
+#include "bench_rows.hpp"
+#include "ffn/accounting.hpp"
+#include "ffn/atomic_file.hpp"
+#include "ffn/error.hpp"
+#include "ffn/isa.hpp"
+#include "ffn/roofs.hpp"
+#include "format.hpp"
+
+namespace ffn::cli {
+namespace {
+
+// Random inputs in [-1, 1), the same for the same T.
+Matrix moe_input(int64_t T, int64_t D) {
+  Matrix x(T, D);
+  uint64_t s = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(T);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x.data()[i] = static_cast<float>(static_cast<int64_t>(s >> 40) - (1ll << 23)) / static_cast<float>(1ll << 23);
+  }
+  return x;
+}
+
+// The layer with every matrix stored as t: experts made one at a time (an f32 expert of
+// Mixtral 8x7B is 705 MB), with progress on stderr.
+MoeBlock make_layer(const MoeConfig& c, WeightType t, ThreadPool& pool) {
+  MoeRouter router;
+  // A router of nn.Linear's scale, so that the routing spreads over the experts.
+  router.weight = Block::random(BlockConfig{{false, Activation::relu}, c.d_model(), c.experts, false}, 7, &pool)
+                      .weights()
+                      .up.clone();
+  if (c.router_bias) router.bias = Matrix(1, c.experts);
+  if (c.choice_bias) router.choice_bias = Matrix(1, c.experts);
+  if (c.shared_gate) router.shared_gate = Matrix(1, c.d_model());
+  std::vector<InferenceBlock> experts;
+  const bool terminal = isatty(STDERR_FILENO) != 0;  // a counter in place on a terminal, one line otherwise
+  for (int64_t e = 0; e < c.experts; ++e) {
+    if (terminal || e == 0)
+      std::fprintf(stderr, "%smaking %s experts: %lld/%lld", terminal ? "\r" : "",
+                   std::string(weight_type_name(t)).c_str(), static_cast<long long>(e + 1),
+                   static_cast<long long>(c.experts));
+    experts.emplace_back(Block::random(c.expert, 100 + static_cast<uint64_t>(e), &pool), t, &pool);
+  }
+  std::fprintf(stderr, terminal ? "\n" : " … done\n");
+  std::optional<InferenceBlock> shared;
+  if (c.shared_hidden > 0)
+    shared.emplace(Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias}, 99, &pool),
+                   t, &pool);
+  return MoeBlock(c, std::move(router), std::move(experts), std::move(shared));
+}
+
+double median_ms(const MoeBlock& m, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
+  const auto start = std::chrono::steady_clock::now();
+  do m.forward(x.view(), y.view(), &pool);  // warm-up: at least one pass and 100 ms
+  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < 100);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    m.forward(x.view(), y.view(), &pool);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+}  // namespace
+
+void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
+  const MoeConfig& c = p.config;
+  ThreadPool pool(o.threads);
+  Roofs roofs;
+  roofs.compute_gflops = measure_compute_roof_gflops(pool, 5);
+  {
+    const Matrix big(1 << 14, 1 << 14);  // 1 GiB streaming read
+    roofs.memory_gbps = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
+  }
+  const MoeAccounting a = account(c);
+  std::printf("ffn bench — %s (%s): %lld experts of d_model %lld, hidden %lld, top %lld by %s%s; %d threads, %s\n",
+              p.name.c_str(), p.model.c_str(), static_cast<long long>(c.experts), static_cast<long long>(c.d_model()),
+              static_cast<long long>(c.expert.hidden), static_cast<long long>(c.top_k),
+              std::string(router_scoring_name(c.scoring)).c_str(),
+              c.shared_hidden > 0 ? (", shared hidden " + std::to_string(c.shared_hidden)).c_str() : "", o.threads,
+              std::string(isa_name(active_isa())).c_str());
+  std::printf("roofs of this run: compute %s GFLOP/s (f32 FMA chains), memory %s GB/s (streaming read)\n",
+              fixed(roofs.compute_gflops, 1).c_str(), fixed(roofs.memory_gbps, 1).c_str());
+  std::printf("bytes: router + the experts this batch's routing touched + shared + x, y; FLOPs: %s per token "
+              "(router, %lld experts, shared)\n\n",
+              grouped(a.active_matmul_flops).c_str(), static_cast<long long>(c.top_k));
+  print_bench_header();
+  nlohmann::json rows = nlohmann::json::array();
+  for (const std::string& dtype : o.dtypes) {
+    const WeightType t = parse_weight_type(dtype);
+    if (!weight_bytes(c.expert, t)) {
+      std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of %s\n", dtype.c_str(),
+                  static_cast<long long>(c.d_model()), static_cast<long long>(c.expert.hidden), dtype.c_str());
+      continue;
+    }
+    const MoeBlock m = make_layer(c, t, pool);
+    for (int64_t T : o.tokens) {
+      const Matrix x = moe_input(T, c.d_model());
+      Matrix y(T, c.d_model());
+      const Routing r = m.route(x.view(), &pool);
+      const std::set<int32_t> touched(r.experts.begin(), r.experts.end());
+      BenchRow row;
+      row.dtype = dtype;
+      row.pass = "moe forward";
+      row.tokens = T;
+      row.ms = median_ms(m, x, y, pool, o.reps);
+      row.flops = double(a.active_matmul_flops) * double(T);
+      row.weight_bytes = 4.0 * double(a.router_parameters) + double(touched.size()) * double(m.expert(0).weight_bytes()) +
+                         (m.shared() ? double(m.shared()->weight_bytes()) : 0.0);
+      row.moved_bytes = row.weight_bytes + 8.0 * double(T * c.d_model());
+      row.path = std::to_string(touched.size()) + " experts touched; " + m.describe();
+      nlohmann::json j = print_bench_row(row, roofs, c.expert, o.threads);
+      j["moe_preset"] = p.name;
+      j["experts_touched"] = touched.size();
+      rows.push_back(j);
+    }
+  }
+  if (!o.json_path.empty()) {
+    nlohmann::json out{{"roofs", {{"compute_gflops", roofs.compute_gflops}, {"memory_gbps", roofs.memory_gbps}}},
+                       {"isa", std::string(isa_name(active_isa()))},
+                       {"rows", rows}};
+    write_file_atomically(o.json_path, out.dump(2) + "\n");
+  }
+}
+
+}  // namespace ffn::cli
