@@ -334,16 +334,37 @@ def test_deepseek_dense_layer_0(tmp_path_factory, tmp_path, run_ffn, fmt):
     assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), float((np.abs(y - y_ref) / b).max())
 
 
-def test_info_preset_mixtral_8x7b(run_ffn):
-    """Per layer: total = 8 experts × 3 × 4096 × 14336 + the router 8 × 4096; active = 2
-    experts + the router."""
-    total = 8 * 3 * 4096 * 14336 + 8 * 4096
-    active = 2 * 3 * 4096 * 14336 + 8 * 4096
-    assert (total, active) == (1_409_318_912, 352_354_304)
-    out = run_ffn("info", "--preset", "mixtral-8x7b").stdout
+# The presets' shapes, from each model's config.json: D, H, E, k, shared hidden, shared gate.
+PRESETS = {
+    "mixtral-8x7b": (4096, 14336, 8, 2, 0, False),
+    "mixtral-8x22b": (6144, 16384, 8, 2, 0, False),
+    "qwen1.5-moe-a2.7b": (2048, 1408, 60, 4, 5632, True),
+    "qwen3-30b-a3b": (2048, 768, 128, 8, 0, False),
+    "qwen3-235b-a22b": (4096, 1536, 128, 8, 0, False),
+}
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_info_preset_parameters(run_ffn, preset):
+    """Per layer: total = E experts × 3·D·H + the router E·D (+ a shared expert 3·D·Hs and
+    its gate D); active = k experts + the router (+ the shared expert and gate). For
+    Mixtral 8x7B: 8 × 3 × 4096 × 14336 + 8 × 4096 and 2 experts + the router. (DeepSeek-V3
+    is left out: whether e_score_correction_bias counts is a convention — HF registers it
+    as a buffer, not a parameter.)"""
+    D, H, E, k, Hs, gate = PRESETS[preset]
+    fixed = E * D + 3 * D * Hs + (D if gate else 0)
+    total, active = E * 3 * D * H + fixed, k * 3 * D * H + fixed
+    if preset == "mixtral-8x7b":
+        assert (total, active) == (1_409_318_912, 352_354_304)
+    out = run_ffn("info", "--preset", preset).stdout
     numbers = {int(n.replace(",", "")) for n in re.findall(r"\d[\d,]*", out)}
     assert total in numbers and active in numbers, out
     assert "total" in out.lower() and "active" in out.lower(), out
+    if preset == "mixtral-8x7b":  # the expected distinct experts a batch touches: E·(1 − (1 − k/E)^T)
+        rows = {int(t): float(e) for t, e in re.findall(r"^\s*(\d+)\s+(\d+\.\d+)\s", out, re.M)}
+        assert {1, 2, 4, 8, 64} <= set(rows), out
+        for T, experts in rows.items():
+            assert abs(experts - E * (1 - (1 - k / E) ** T)) <= 0.005 + 1e-9, (T, experts)
 
 
 # ---------------------------------------------------------------------------------------------
