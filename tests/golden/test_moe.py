@@ -301,6 +301,39 @@ def test_python_module_forward_and_route(tmp_path_factory, tmp_path, run_ffn, ff
             assert abs(got - want[e]) <= r[t] * abs(want[e]), f"token {t}, expert {e}: {got!r} against {want[e]!r}"
 
 
+@pytest.mark.parametrize("family", ["mixtral", "deepseek_v3"])
+def test_a_large_batch_is_each_token_s_answer(tmp_path_factory, tmp_path, run_ffn, family):
+    """T = 301: each expert gets tens of tokens (the GEMM path, not the one-token path),
+    still within the bound, and each of the first five tokens' outputs is bit for bit what
+    it is in a batch of five."""
+    spec = mr.SPECS[family]
+    path, layers = write_case(tmp_path_factory, family, "gguf")
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(37), 301)
+    y = forward(run_ffn, path, x, tmp_path)
+    y_ref, b, _, idx, _ = reference(spec, layers[1], x)
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} T=301")
+    y5 = forward(run_ffn, path, x[:5], tmp_path)
+    assert np.array_equal(y5.view(np.uint32), y[:5].view(np.uint32))
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_every_isa_within_the_bound(tmp_path_factory, tmp_path, run_ffn, isa):
+    """The router and the experts on each ISA the CPU has (FFN_ISA), Mixtral and DeepSeek."""
+    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"]}[isa]
+    if any(f" {flag}" not in open("/proc/cpuinfo").read() for flag in needs):
+        pytest.skip(f"this CPU lacks {isa}")
+    for family in ("mixtral", "deepseek_v3"):
+        spec = mr.SPECS[family]
+        path, layers = write_case(tmp_path_factory, family, "hf")
+        x = mr.draw_inputs(spec, layers[1], np.random.default_rng(36), TOKENS)
+        files.write_npy(tmp_path / "x.npy", x)
+        run_ffn("forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
+                tmp_path / "y.npy", env={"FFN_ISA": isa})
+        y = np.load(tmp_path / "y.npy")
+        y_ref, b, _, idx, _ = reference(spec, layers[1], x)
+        assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} {isa}")
+
+
 def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn):
     """Mixtral's experts in q8_0 (gguf.quantize; the router f32 as llama.cpp keeps it): the
     worst-case bound with the q8_0 activation term, and the sharp check — relative RMS
