@@ -119,6 +119,13 @@ class MoeBlock {
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;
 
  private:
+  // Tokens per pass of the forward (its [T·k][D] buffer of expert outputs is sized by it),
+  // and the mean tokens per chosen expert up to which experts are shared out among the
+  // threads rather than each run on all of them.
+  static constexpr int64_t kTokenChunk = 512;
+  static constexpr int64_t kTokensPerExpertForSharing = 16;
+  void forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& pool) const;
+
   MoeConfig config_;
   MoeRouter router_;
   std::vector<InferenceBlock> experts_;

@@ -5,15 +5,19 @@
 //   1. routing [T][k] (router.cpp);
 //   2. a counting sort of the T·k (token, slot) pairs by expert: offsets[e] … offsets[e+1]
 //      list expert e's tokens in increasing token order;
-//   3. for each expert in increasing index that has tokens: its tokens' rows gathered into
-//      an [n_e][D] batch, run through the expert's InferenceBlock, and each output row
-//      added to its token's y as y[t] = fma(weight, out, y[t]) — tokens are distinct within
-//      one expert, so the threads of the scatter never write the same row (no atomics);
-//   4. the shared experts over all T tokens, y[t] += gate_t · shared(x_t).
+//   3. each expert that has tokens: their rows gathered into an [n_e][D] batch and run
+//      through the expert's InferenceBlock into rows offsets[e] … of a [T·k][D] buffer —
+//      every expert on all threads in turn, or, when the experts get few tokens each, the
+//      experts shared out among the threads, each on one;
+//   4. y[t] = Σ weight·out over its k rows in increasing expert index, each token's row by
+//      one thread (no atomics);
+//   5. the shared experts over all T tokens, y[t] += gate_t · shared(x_t).
+// Batches are taken kTokenChunk tokens at a time, which bounds the [T·k][D] buffer.
 // A token's y is thus the same chain of operations whatever else is in the batch (the dense
 // path's outputs are batch- and thread-independent, and a token's experts are summed in
 // increasing index), and only the chosen experts' weights are read.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -95,47 +99,77 @@ std::string MoeBlock::describe() const {
 Routing MoeBlock::route(ConstMatrixView x, ThreadPool* pool) const { return ffn::route(config_, router_, x, pool); }
 
 void MoeBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
-  const int64_t D = config_.d_model(), E = config_.experts, k = config_.top_k, T = x.rows;
+  const int64_t D = config_.d_model(), T = x.rows;
   views::check_forward_views(x, y, D);
   if (T == 0) return;
   ThreadPool& p = pool ? *pool : default_thread_pool();
+  for (int64_t t0 = 0; t0 < T; t0 += kTokenChunk) {
+    const int64_t n = std::min(kTokenChunk, T - t0);
+    forward_chunk(ConstMatrixView{x.data + t0 * x.stride, n, D, x.stride},
+                  MatrixView{y.data + t0 * y.stride, n, D, y.stride}, p);
+  }
+}
+
+void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) const {
+  const int64_t D = config_.d_model(), E = config_.experts, k = config_.top_k, T = x.rows;
   const Routing r = route(x, &p);
 
-  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order.
+  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order; slot_of
+  // gives each (token, slot)'s row in the sorted order.
   std::vector<int64_t> offsets(static_cast<size_t>(E + 1), 0);
   for (int32_t e : r.experts) ++offsets[e + 1];
   for (int64_t e = 0; e < E; ++e) offsets[e + 1] += offsets[e];
   std::vector<int64_t> cursor(offsets.begin(), offsets.end() - 1);
-  std::vector<int64_t> pair_token(static_cast<size_t>(T * k));
-  std::vector<float> pair_weight(static_cast<size_t>(T * k));
+  std::vector<int64_t> pair_token(static_cast<size_t>(T * k)), row_of(static_cast<size_t>(T * k));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       const int64_t at = cursor[r.experts[t * k + j]]++;
       pair_token[at] = t;
-      pair_weight[at] = r.weights[t * k + j];
+      row_of[t * k + j] = at;
     }
+  std::vector<int32_t> active;
+  for (int64_t e = 0; e < E; ++e)
+    if (offsets[e + 1] > offsets[e]) active.push_back(static_cast<int32_t>(e));
 
-  for (int64_t t = 0; t < T; ++t) std::fill(y.data + t * y.stride, y.data + t * y.stride + D, 0.0f);
-  for (int64_t e = 0; e < E; ++e) {
-    const int64_t n = offsets[e + 1] - offsets[e];
-    if (n == 0) continue;
-    const int64_t* tokens = pair_token.data() + offsets[e];
-    const float* weights = pair_weight.data() + offsets[e];
+  // Expert e's outputs for its tokens, rows offsets[e] … offsets[e+1] of `out` ([T·k][D]).
+  const MatrixView out = scratch_matrix(Scratch::moe_outputs, T * k, D);
+  auto run_expert = [&](int32_t e, ThreadPool& on) {
+    const int64_t first = offsets[e], n = offsets[e + 1] - first;
     const MatrixView in = scratch_matrix(Scratch::moe_tokens, n, D);
-    const MatrixView out = scratch_matrix(Scratch::moe_outputs, n, D);
     for (int64_t i = 0; i < n; ++i)
-      std::memcpy(in.data + i * D, x.data + tokens[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
-    experts_[e].forward(ConstMatrixView{in.data, n, D, D}, out, &p);
-    p.run([&](int ith, int nth) {
-      const auto [i0, i1] = split_range(n, ith, nth);
-      for (int64_t i = i0; i < i1; ++i) {
-        float* yt = y.data + tokens[i] * y.stride;
-        const float* o = out.data + i * D;
-        const float w = weights[i];
+      std::memcpy(in.data + i * D, x.data + pair_token[first + i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+    experts_[e].forward(ConstMatrixView{in.data, n, D, D}, MatrixView{out.data + first * D, n, D, D}, &on);
+  };
+  // Few tokens per expert: the experts are shared out among the threads, each run on one
+  // thread (an expert's outputs are the same on any number of threads, so which thread
+  // takes which expert changes no bit); else each expert in turn on every thread.
+  const int threads = p.size();
+  if (threads > 1 && static_cast<int64_t>(active.size()) >= threads &&
+      T * k <= kTokensPerExpertForSharing * static_cast<int64_t>(active.size())) {
+    std::atomic<size_t> next{0};
+    p.run([&](int, int) {
+      ThreadPool alone(1);
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < active.size();) run_expert(active[i], alone);
+    });
+  } else {
+    for (int32_t e : active) run_expert(e, p);
+  }
+
+  // y[t] = Σ_j weight_j · out_j in increasing expert index (the slots' rows, sorted).
+  p.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t j = 0; j < k; ++j) slots[j] = {row_of[t * k + j], r.weights[t * k + j]};
+      std::sort(slots.begin(), slots.end());
+      float* yt = y.data + t * y.stride;
+      std::fill(yt, yt + D, 0.0f);
+      for (const auto& [row, w] : slots) {
+        const float* o = out.data + row * D;
         for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
       }
-    });
-  }
+    }
+  });
 
   if (!shared_) return;
   const MatrixView s = scratch_matrix(Scratch::moe_shared, T, D);
