@@ -316,11 +316,13 @@ def _shared_state(w):
 
 
 def expert_bound(state, x, q8_0=False):
-    """bound.forward_and_bound of one SwiGLU expert; with q8_0 weights, plus the q8_0
-    activation term of bound.quantisation_bound (x and h in blocks of 32)."""
+    """bound.forward_and_bound of one SwiGLU expert; with quantised weights, plus the
+    activation term of bound.quantisation_bound: q8_0 True (x and h in blocks of 32, q8_0
+    weights), or (x_block, h_block) — (256, 256) for K-quant gate/up and down."""
     y, b = bound.forward_and_bound(state, x, "swish", True)
     if q8_0:
-        b = b + bound.quantisation_bound(state, x, "swish", True, 32, 32)
+        blocks = (32, 32) if q8_0 is True else q8_0
+        b = b + bound.quantisation_bound(state, x, "swish", True, *blocks)
     return y, b
 
 
@@ -444,13 +446,15 @@ def write_hf(folder, spec, layers, fused=False, config=None, tensors=None):
 GGUF_ARCH = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "deepseek_v3": "deepseek2"}
 
 
-def write_gguf(path, spec, layers, qtype=None, drop=()):
+def write_gguf(path, spec, layers, qtype=None, drop=(), quantiser=None):
     """A GGUF file as llama.cpp's converter names a MoE model's feed-forward tensors (arrays
     in PyTorch order: gguf-py stores ggml's ne reversed, e.g. ffn_gate_exps [E, H, D] → ne
     {D, H, E}). qtype (a gguf.GGMLQuantizationType, e.g. Q8_0) quantises the expert, shared
     and dense matrices with gguf.quantize; the router, the shared gate and the bias stay
     f32 as llama.cpp keeps them. Returns the layers as stored (dequantised: the reference's
-    weights). `drop`: tensor names left out (hostile files)."""
+    weights). `drop`: tensor names left out (hostile files). `quantiser(a, matrix)` (matrix
+    gate, up or down; a float32 [rows, n]) → (raw uint8 [rows, bytes], its
+    GGMLQuantizationType) quantises them instead, one type per matrix (K-quant mixes)."""
     import gguf
 
     wr = gguf.GGUFWriter(str(path), GGUF_ARCH[spec.family])
@@ -476,28 +480,32 @@ def write_gguf(path, spec, layers, qtype=None, drop=()):
         wr.add_expert_group_used_count(spec.groups_kept)
     stored = []
 
-    def add(name, a, quantise):
+    def add(name, a, quantise, matrix=None):
         a = np.ascontiguousarray(a, dtype=np.float32)
         if name in drop:
             return a.astype(np.float64)
-        if quantise and qtype is not None:
-            raw = gguf.quants.quantize(a, qtype)
-            wr.add_tensor(name, raw, raw_dtype=qtype)
-            return gguf.quants.dequantize(raw, qtype).astype(np.float64).reshape(a.shape)
+        if quantise and (qtype is not None or quantiser is not None):
+            if quantiser is not None:
+                raw, qt = quantiser(a.reshape(-1, a.shape[-1]), matrix)
+                raw = raw.reshape(*a.shape[:-1], -1)
+            else:
+                raw, qt = gguf.quants.quantize(a, qtype), qtype
+            wr.add_tensor(name, raw, raw_dtype=qt)
+            return gguf.quants.dequantize(raw, qt).astype(np.float64).reshape(a.shape)
         wr.add_tensor(name, a)
         return a.astype(np.float64)
 
     for n, w in enumerate(layers):
         b = f"blk.{n}."
         if w.get("dense"):
-            stored.append({"dense": True, **{m: add(b + f"ffn_{m}.weight", w[m], True) for m in ("gate", "up", "down")}})
+            stored.append({"dense": True, **{m: add(b + f"ffn_{m}.weight", w[m], True, m) for m in ("gate", "up", "down")}})
             continue
         s = {"router": add(b + "ffn_gate_inp.weight", w["router"], False)}
         for m in ("gate", "up", "down"):
-            s[m] = add(b + f"ffn_{m}_exps.weight", w[m], True)
+            s[m] = add(b + f"ffn_{m}_exps.weight", w[m], True, m)
         if spec.shared_hidden:
             for m in ("gate", "up", "down"):
-                s[f"shared.{m}"] = add(b + f"ffn_{m}_shexp.weight", w[f"shared.{m}"], True)
+                s[f"shared.{m}"] = add(b + f"ffn_{m}_shexp.weight", w[f"shared.{m}"], True, m)
         if spec.shared_gated:
             s["shared_gate"] = add(b + "ffn_gate_inp_shexp.weight", w["shared_gate"][0], False)[None, :]
         if spec.bias:
@@ -510,20 +518,23 @@ def write_gguf(path, spec, layers, qtype=None, drop=()):
     return stored
 
 
-def q8_0_forward(spec, w, x, idx, weights):
-    """The routed experts' output with x and each expert's h quantised to q8_0 as ggml does
-    (quant_ref.q8_0_roundtrip), float64 otherwise, the routing given: what a q8_0 forward
-    computes up to summation order (the worst-case quantisation term of expert_bound grows
-    with the width and is of the order of |y| here, so this is the sharp check)."""
+def quantised_forward(spec, w, x, idx, weights, roundtrip=None):
+    """The routed experts' output with x and each expert's h quantised as ggml quantises a
+    product's activations — `roundtrip` (f32 rows → their values; default q8_0,
+    quant_ref.q8_0_roundtrip; q8_K for K-quant weights) — float64 otherwise, the routing
+    given: what a quantised forward computes up to summation order (the worst-case
+    quantisation term of expert_bound grows with the width and is of the order of |y| here,
+    so this is the sharp check)."""
     import quant_ref
 
+    roundtrip = roundtrip or quant_ref.q8_0_roundtrip
     assert not spec.shared_hidden, "routed experts only"
-    x8 = quant_ref.q8_0_roundtrip(np.asarray(x, dtype=np.float32)).astype(np.float64)
+    x8 = roundtrip(np.asarray(x, dtype=np.float32)).astype(np.float64)
     y = np.zeros(x8.shape)
     for e in range(spec.experts):
         tokens, slot = np.nonzero(idx == e)
         if len(tokens):
             g, u = x8[tokens] @ w["gate"][e].T, x8[tokens] @ w["up"][e].T
-            h = quant_ref.q8_0_roundtrip((g / (1 + np.exp(-g)) * u).astype(np.float32)).astype(np.float64)
+            h = roundtrip((g / (1 + np.exp(-g)) * u).astype(np.float32)).astype(np.float64)
             np.add.at(y, tokens, weights[tokens, slot][:, None] * (h @ w["down"][e].T))
     return y

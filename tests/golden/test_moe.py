@@ -349,10 +349,33 @@ def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn):
     y = forward(run_ffn, path, x, tmp_path)
     y_ref, b, _, idx, weights = reference(spec, layers[1], x, q8_0=True)
     assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, "mixtral q8_0")
-    y8 = mr.q8_0_forward(spec, layers[1], x, idx, weights)
+    y8 = mr.quantised_forward(spec, layers[1], x, idx, weights)
     rel = np.sqrt(np.mean((y - y8) ** 2) / np.mean(y8**2))
     assert rel <= 3e-3, f"{rel:.3g} off the emulated q8_0 forward"
     assert np.sqrt(np.mean((y_ref - y8) ** 2) / np.mean(y8**2)) > 3 * 3e-3  # the check sees the quantisation
+
+
+def test_k_quant_experts(tmp_path, run_ffn, ffn_module):
+    """Mixtral at D = H = 256 with its experts in the Q4_K_M rule's types (q4_K gate and up,
+    q6_K down: ffn.quantize writes ggml's reference bytes, gguf-py dequantises them for the
+    reference): the worst-case bound with the q8_K activation term (blocks of 256), and the
+    sharp check against the forward that quantises x and h to q8_K as ggml does
+    (test_kquant_files.q8_k_values), within test_kquant_files.EMULATED_ERROR."""
+    gguf = gguf_module()
+    import test_kquant_files as kq
+
+    spec = mr.dataclasses.replace(mr.SPECS["mixtral"], d=256, hidden=256)
+    types = {"gate": "q4_K", "up": "q4_K", "down": "q6_K"}
+    quantiser = lambda a, m: (ffn_module.quantize(a, types[m].lower()), gguf.GGMLQuantizationType[types[m].upper()])
+    layers = mr.write_gguf(tmp_path / "m.gguf", spec, mr.random_model(spec, 61), quantiser=quantiser)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(62), TOKENS)
+    y = forward(run_ffn, tmp_path / "m.gguf", x, tmp_path)
+    y_ref, b, _, idx, weights = reference(spec, layers[1], x, q8_0=(256, 256))
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, "mixtral q4_K/q6_K")
+    y8 = mr.quantised_forward(spec, layers[1], x, idx, weights, kq.q8_k_values)
+    rel = np.sqrt(np.mean((y - y8) ** 2) / np.mean(y8**2))
+    assert rel <= kq.EMULATED_ERROR, f"{rel:.3g} off the emulated q8_K forward"
+    assert np.sqrt(np.mean((y_ref - y8) ** 2) / np.mean(y8**2)) > 3 * kq.EMULATED_ERROR
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
