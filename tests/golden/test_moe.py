@@ -462,12 +462,16 @@ def fails_naming(p, names):
 
 
 @pytest.mark.parametrize("change", list(HOSTILE))
-def test_hostile_hf_checkpoints(tmp_path, run_ffn, change):
+def test_hostile_hf_checkpoints(tmp_path, run_ffn, ffn_module, change):
+    """ffn forward and ffn.load alike."""
     folder = hostile_mixtral(tmp_path / "m", change)
     files.write_npy(tmp_path / "x.npy", np.ones((2, mr.SPECS["mixtral"].d)))
     p = run_ffn("forward", "--weights", folder, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
                 tmp_path / "y.npy", check=False)
     assert fails_naming(p, HOSTILE[change]), (p.returncode, p.stderr)
+    with pytest.raises(ffn_module.Error) as e:
+        ffn_module.load(folder, layer=1)
+    assert any(n in str(e.value) for n in HOSTILE[change]), str(e.value)
 
 
 @pytest.mark.parametrize("change", ["expert_count", "missing_tensor"])
@@ -490,7 +494,7 @@ def test_hostile_gguf(tmp_path, run_ffn, change):
     assert fails_naming(p, names), (p.returncode, p.stderr)
 
 
-def test_nan_input_is_an_error(tmp_path_factory, tmp_path, run_ffn):
+def test_nan_input_is_an_error(tmp_path_factory, tmp_path, run_ffn, ffn_module):
     spec = mr.SPECS["mixtral"]
     path, layers = write_case(tmp_path_factory, "mixtral", "hf")
     x = mr.draw_inputs(spec, layers[1], np.random.default_rng(43), 3)
@@ -499,3 +503,7 @@ def test_nan_input_is_an_error(tmp_path_factory, tmp_path, run_ffn):
     p = run_ffn("forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
                 tmp_path / "y.npy", check=False)
     assert p.returncode != 0 and ("router" in p.stderr.lower() or "not finite" in p.stderr.lower()), p.stderr
+    m = ffn_module.load(path, layer=1)
+    for call in (m.forward, m.route):
+        with pytest.raises(ffn_module.Error, match="(?i)router|not finite"):
+            call(x)
