@@ -294,6 +294,14 @@ def test_python_module_forward_and_route(tmp_path_factory, tmp_path, run_ffn, ff
     assert experts.shape == (TOKENS, spec.k) and np.issubdtype(experts.dtype, np.integer)
     assert weights.shape == (TOKENS, spec.k) and weights.dtype == np.float32
     _, _, r, idx, w_ref = reference(spec, layers[1], x)
+    # Best first (the README's contract): by weight for softmax; by the (biased, masked)
+    # choice score for DeepSeek, up to the reference's f32 error among the chosen.
+    if spec.scoring == "softmax":
+        assert np.all(np.diff(weights, axis=1) <= 0), weights
+    else:
+        choice = 1 / (1 + np.exp(-(x.astype(np.float64) @ layers[1]["router"].T))) + layers[1]["bias"]
+        ordered = np.take_along_axis(choice, experts.astype(np.int64), 1)
+        assert np.all(np.diff(ordered, axis=1) <= 1e-6 * np.abs(ordered[:, 1:])), ordered
     for t in range(TOKENS):
         assert set(experts[t].tolist()) == set(idx[t].tolist()), f"token {t}: ffn {sorted(experts[t])}, ref {sorted(idx[t])}"
         want = dict(zip(idx[t].tolist(), w_ref[t]))
@@ -333,6 +341,27 @@ def test_every_isa_within_the_bound(tmp_path_factory, tmp_path, run_ffn, isa):
         y = np.load(tmp_path / "y.npy")
         y_ref, b, _, idx, _ = reference(spec, layers[1], x)
         assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} {isa}")
+
+
+def test_an_exact_tie_goes_to_the_lower_index(tmp_path, ffn_module):
+    """The stated tie rule (README): Mixtral's router rows 2 and 5 equal, inputs for which the
+    two share ranks k and k + 1 — expert 2 is chosen, 5 is not, in every token."""
+    spec = mr.SPECS["mixtral"]
+    layers = mr.random_model(spec, 71)
+    w = layers[1]
+    w["router"][5] = w["router"][2]
+    rng = np.random.default_rng(72)
+    x = mr._f32(rng, (4000, spec.d), 1.0)
+    logits = x @ w["router"].T
+    above = (logits > logits[:, 2:3]).sum(1)  # experts strictly above the tied pair
+    margin = np.sort(logits, 1)[:, ::-1]
+    x = x[(above == spec.k - 1) & (margin[:, spec.k - 2] - margin[:, spec.k - 1] > 1e-3) &
+          (margin[:, spec.k] - margin[:, spec.k + 1] > 1e-3)][:TOKENS].astype(np.float32)
+    assert len(x) == TOKENS
+    mr.write_hf(tmp_path / "m", spec, layers)
+    experts, _ = ffn_module.load(tmp_path / "m", layer=1).route(x)
+    experts = np.asarray(experts)
+    assert np.all((experts == 2).any(1)) and not np.any(experts == 5), experts
 
 
 def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn):
