@@ -214,9 +214,14 @@ def write_case(tmp_path_factory, family, fmt, qtype=None):
     return _CASES[key]
 
 
-def forward(run_ffn, path, x, tmp, layer=1, args=()):
+def run_forward(run_ffn, path, x, tmp, layer=1, args=(), env=None, check=True):
     files.write_npy(tmp / "x.npy", x)
-    run_ffn("forward", "--weights", path, "--layer", layer, "--input", tmp / "x.npy", "--output", tmp / "y.npy", *args)
+    return run_ffn("forward", "--weights", path, "--layer", layer, "--input", tmp / "x.npy", "--output", tmp / "y.npy",
+                   *args, env=env, check=check)
+
+
+def forward(run_ffn, path, x, tmp, layer=1, args=(), env=None):
+    run_forward(run_ffn, path, x, tmp, layer, args, env)
     y = np.load(tmp / "y.npy")
     assert y.shape == x.shape and y.dtype == np.float32
     return y
@@ -335,10 +340,7 @@ def test_every_isa_within_the_bound(tmp_path_factory, tmp_path, run_ffn, isa):
         spec = mr.SPECS[family]
         path, layers = write_case(tmp_path_factory, family, "hf")
         x = mr.draw_inputs(spec, layers[1], np.random.default_rng(36), TOKENS)
-        files.write_npy(tmp_path / "x.npy", x)
-        run_ffn("forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
-                tmp_path / "y.npy", env={"FFN_ISA": isa})
-        y = np.load(tmp_path / "y.npy")
+        y = forward(run_ffn, path, x, tmp_path, env={"FFN_ISA": isa})
         y_ref, b, _, idx, _ = reference(spec, layers[1], x)
         assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} {isa}")
 
@@ -494,9 +496,7 @@ def fails_naming(p, names):
 def test_hostile_hf_checkpoints(tmp_path, run_ffn, ffn_module, change):
     """ffn forward and ffn.load alike."""
     folder = hostile_mixtral(tmp_path / "m", change)
-    files.write_npy(tmp_path / "x.npy", np.ones((2, mr.SPECS["mixtral"].d)))
-    p = run_ffn("forward", "--weights", folder, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
-                tmp_path / "y.npy", check=False)
+    p = run_forward(run_ffn, folder, np.ones((2, mr.SPECS["mixtral"].d)), tmp_path, check=False)
     assert fails_naming(p, HOSTILE[change]), (p.returncode, p.stderr)
     with pytest.raises(ffn_module.Error) as e:
         ffn_module.load(folder, layer=1)
@@ -517,9 +517,7 @@ def test_hostile_gguf(tmp_path, run_ffn, change):
     else:
         mr.write_gguf(path, spec, layers, drop=("blk.1.ffn_down_exps.weight",))
         names = ["blk.1.ffn_down_exps.weight"]
-    files.write_npy(tmp_path / "x.npy", np.ones((2, spec.d)))
-    p = run_ffn("forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
-                tmp_path / "y.npy", check=False)
+    p = run_forward(run_ffn, path, np.ones((2, spec.d)), tmp_path, check=False)
     assert fails_naming(p, names), (p.returncode, p.stderr)
 
 
@@ -528,9 +526,7 @@ def test_nan_input_is_an_error(tmp_path_factory, tmp_path, run_ffn, ffn_module):
     path, layers = write_case(tmp_path_factory, "mixtral", "hf")
     x = mr.draw_inputs(spec, layers[1], np.random.default_rng(43), 3)
     x[1, 5] = np.nan
-    files.write_npy(tmp_path / "x.npy", x)
-    p = run_ffn("forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output",
-                tmp_path / "y.npy", check=False)
+    p = run_forward(run_ffn, path, x, tmp_path, check=False)
     assert p.returncode != 0 and ("router" in p.stderr.lower() or "not finite" in p.stderr.lower()), p.stderr
     m = ffn_module.load(path, layer=1)
     for call in (m.forward, m.route):
