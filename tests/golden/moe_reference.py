@@ -315,18 +315,20 @@ def _shared_state(w):
     return {"gate.weight": w["shared.gate"], "up.weight": w["shared.up"], "down.weight": w["shared.down"]}
 
 
-def expert_bound(state, x, q8_0=False):
+def expert_bound(state, x, q8_0=False, operand_rounding=0.0):
     """bound.forward_and_bound of one SwiGLU expert; with quantised weights, plus the
     activation term of bound.quantisation_bound: q8_0 True (x and h in blocks of 32, q8_0
-    weights), or (x_block, h_block) — (256, 256) for K-quant gate/up and down."""
-    y, b = bound.forward_and_bound(state, x, "swish", True)
+    weights), or (x_block, h_block) — (256, 256) for K-quant gate/up and down.
+    operand_rounding: as bound.forward_and_bound (2**-8 for bf16 weights dotted with bf16
+    activations on avx512_bf16)."""
+    y, b = bound.forward_and_bound(state, x, "swish", True, operand_rounding)
     if q8_0:
         blocks = (32, 32) if q8_0 is True else q8_0
         b = b + bound.quantisation_bound(state, x, "swish", True, *blocks)
     return y, b
 
 
-def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False):
+def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False, operand_rounding=0.0):
     """(y_ref [T, D], bound [T, D], routing weights' relative bound r [T]) in float64 for the
     f32 inputs x, the routing (idx, weights) the float64 module chose (given, or computed).
 
@@ -352,7 +354,7 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False):
         tokens, slot = np.nonzero(idx == e)
         if len(tokens) == 0:
             continue
-        ye, be = expert_bound(_expert_state(w, e), x[tokens], q8_0)
+        ye, be = expert_bound(_expert_state(w, e), x[tokens], q8_0, operand_rounding)
         we = weights[tokens, slot][:, None]
         re = r[tokens][:, None]
         np.add.at(y, tokens, we * ye)
@@ -361,7 +363,7 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False):
     n = spec.k
     if spec.shared_hidden:
         n += 1
-        ys, bs = expert_bound(_shared_state(w), x, q8_0)
+        ys, bs = expert_bound(_shared_state(w), x, q8_0, operand_rounding)
         if spec.shared_gated:
             g = 1 / (1 + np.exp(-(x @ w["shared_gate"].T)))
             rs = shared_gate_error(w, x)[:, None]

@@ -44,12 +44,12 @@ def gguf_module():
     return pytest.importorskip("gguf", reason="gguf-py missing: run the tests with scripts/python-env.sh's Python")
 
 
-def reference(spec, w, x, q8_0=False):
+def reference(spec, w, x, q8_0=False, operand_rounding=0.0):
     """(y_ref, bound, r, idx, weights) of the float64 module for the f32 inputs x."""
     with torch.no_grad():
         idx, weights = mr.SparseMoe(spec, w).route(torch.from_numpy(x.astype(np.float64)))
     idx, weights = idx.numpy(), weights.numpy()
-    y, b, r = mr.moe_bound(spec, w, x, idx, weights, q8_0)
+    y, b, r = mr.moe_bound(spec, w, x, idx, weights, q8_0, operand_rounding)
     return y, b, r, idx, weights
 
 
@@ -384,6 +384,26 @@ def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn):
     rel = np.sqrt(np.mean((y - y8) ** 2) / np.mean(y8**2))
     assert rel <= 3e-3, f"{rel:.3g} off the emulated q8_0 forward"
     assert np.sqrt(np.mean((y_ref - y8) ** 2) / np.mean(y8**2)) > 3 * 3e-3  # the check sees the quantisation
+
+
+@pytest.mark.parametrize("family", ["qwen2_moe", "deepseek_v3"])
+def test_bf16_checkpoint(tmp_path, run_ffn, family):
+    """Every tensor in bf16, as HF releases these models: the router widened exactly to f32
+    (the routing must still be the f32 reference's: the tie margins are far below bf16's
+    2**-8, so a router run on bf16-rounded activations would show), the experts run as
+    stored — on avx512_bf16 dotted with bf16 activations (the bound with their rounding,
+    2**-8 of each term), elsewhere widened exactly (the f32 bound)."""
+    spec = mr.SPECS[family]
+    to_bf16 = lambda a: torch.from_numpy(np.asarray(a, dtype=np.float32)).to(torch.bfloat16)
+    layers = [{k: (v if k == "dense" else to_bf16(v).double().numpy()) for k, v in w.items()}
+              for w in mr.random_model(spec, 81)]
+    tensors = {k: v.to(torch.bfloat16) for k, v in mr.hf_tensors(spec, layers).items()}
+    mr.write_hf(tmp_path / "m", spec, layers, tensors=tensors)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(82), TOKENS)
+    y = forward(run_ffn, tmp_path / "m", x, tmp_path)
+    bf16_dot = " avx512_bf16" in open("/proc/cpuinfo").read()
+    y_ref, b, _, idx, _ = reference(spec, layers[1], x, operand_rounding=2.0**-8 if bf16_dot else 0.0)
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} bf16")
 
 
 def test_k_quant_experts(tmp_path, run_ffn, ffn_module):
