@@ -333,14 +333,12 @@ def test_a_large_batch_is_each_token_s_answer(tmp_path_factory, tmp_path, run_ff
 @pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
 def test_every_isa_within_the_bound(tmp_path_factory, tmp_path, run_ffn, isa):
     """The router and the experts on each ISA the CPU has (FFN_ISA), Mixtral and DeepSeek."""
-    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"]}[isa]
-    if any(f" {flag}" not in open("/proc/cpuinfo").read() for flag in needs):
-        pytest.skip(f"this CPU lacks {isa}")
+    env = skip_unless_cpu_has(isa)
     for family in ("mixtral", "deepseek_v3"):
         spec = mr.SPECS[family]
         path, layers = write_case(tmp_path_factory, family, "hf")
         x = mr.draw_inputs(spec, layers[1], np.random.default_rng(36), TOKENS)
-        y = forward(run_ffn, path, x, tmp_path, env={"FFN_ISA": isa})
+        y = forward(run_ffn, path, x, tmp_path, env=env)
         y_ref, b, _, idx, _ = reference(spec, layers[1], x)
         assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, f"{family} {isa}")
 
@@ -366,18 +364,28 @@ def test_an_exact_tie_goes_to_the_lower_index(tmp_path, ffn_module):
     assert np.all((experts == 2).any(1)) and not np.any(experts == 5), experts
 
 
-def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn):
-    """Mixtral's experts in q8_0 (gguf.quantize; the router f32 as llama.cpp keeps it): the
-    worst-case bound with the q8_0 activation term, and the sharp check — relative RMS
-    against the forward that quantises x and h to q8_0 as ggml does. 3e-3 leaves room for a
-    few codes that f32 rounding moves across a rounding boundary (~1e-3 each, as in
-    test_kquant_files.py); the activations' quantisation itself is ~1e-2 and a wrong
-    routing or layout ~1."""
+def skip_unless_cpu_has(isa):
+    needs = {"default": [], "scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"],
+             "avx512_vnni": ["avx512_vnni"]}[isa]
+    if any(f" {flag}" not in open("/proc/cpuinfo").read() for flag in needs):
+        pytest.skip(f"this CPU lacks {isa}")
+    return {} if isa == "default" else {"FFN_ISA": isa}
+
+
+@pytest.mark.parametrize("isa", ["default", "scalar", "avx2", "avx512_vnni"])
+def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn, isa):
+    """Mixtral's experts in q8_0 (gguf.quantize; the router f32 as llama.cpp keeps it), on
+    each integer kernel the CPU has: the worst-case bound with the q8_0 activation term, and
+    the sharp check — relative RMS against the forward that quantises x and h to q8_0 as
+    ggml does. 3e-3 leaves room for a few codes that f32 rounding moves across a rounding
+    boundary (~1e-3 each, as in test_kquant_files.py); the activations' quantisation itself
+    is ~1e-2 and a wrong routing or layout ~1."""
     gguf = gguf_module()
+    env = skip_unless_cpu_has(isa)
     spec = mr.SPECS["mixtral"]
     path, layers = write_case(tmp_path_factory, "mixtral", "gguf", gguf.GGMLQuantizationType.Q8_0)
     x = mr.draw_inputs(spec, layers[1], np.random.default_rng(34), TOKENS)
-    y = forward(run_ffn, path, x, tmp_path)
+    y = forward(run_ffn, path, x, tmp_path, env=env)
     y_ref, b, _, idx, weights = reference(spec, layers[1], x, q8_0=True)
     assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), describe(y, y_ref, b, idx, "mixtral q8_0")
     y8 = mr.quantised_forward(spec, layers[1], x, idx, weights)
