@@ -57,6 +57,10 @@ class SingleFileSource final : public TensorSource {
   }
   const std::string& path() const override { return file_.path(); }
   std::optional<Stored> stored(const std::string& name) const override { return stored_bytes(file_.tensor(name)); }
+  std::optional<Raw> raw(const std::string& name) const override {
+    const TensorInfo& t = file_.tensor(name);
+    return Raw{t.data, t.bytes};
+  }
 
  private:
   SafetensorsFile file_;
@@ -118,6 +122,12 @@ class ShardedSource final : public TensorSource {
     auto it = shard_of_tensor_.find(name);
     if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
     return stored_bytes(shards_[it->second]->tensor(name));
+  }
+  std::optional<Raw> raw(const std::string& name) const override {
+    auto it = shard_of_tensor_.find(name);
+    if (it == shard_of_tensor_.end()) throw Error(path_ + ": no tensor named '" + name + "'");
+    const TensorInfo& t = shards_[it->second]->tensor(name);
+    return Raw{t.data, t.bytes};
   }
 
  private:

@@ -51,6 +51,15 @@ class TensorSource {
   };
   virtual std::optional<Stored> stored(const std::string&) const { return std::nullopt; }
 
+  // A tensor's bytes as the file holds them, whatever its dtype (safetensors U8 tensors
+  // such as the MXFP4 blocks and scales of gpt-oss's release), valid while the source is
+  // open; nullopt for formats that do not keep tensors as plain bytes.
+  struct Raw {
+    const std::byte* data;
+    int64_t bytes;
+  };
+  virtual std::optional<Raw> raw(const std::string&) const { return std::nullopt; }
+
   bool has(const std::string& name) const { return tensors().count(name) != 0; }
 };
 
