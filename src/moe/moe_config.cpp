@@ -129,7 +129,8 @@ std::vector<MoePreset> make_presets() {
     c.scoring = RouterScoring::softmax_top_k;
     c.router_bias = true;
     p.push_back({name, model,
-                 std::string("openai/") + name + " config.json (experts swiglu_oai: (clamp(up, ±7) + 1)·m·σ(1.702·m), m = min(gate, 7))",
+                 std::string("openai/") + name +
+                     " config.json (experts swiglu_oai: (clamp(up, ±7) + 1)·m·σ(1.702·m), m = min(gate, 7))",
                  c, layers, 0, 0});
   }
   return p;
