@@ -85,8 +85,9 @@ class _BlockShape:
 
 class Block(_BlockShape):
     """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
-    reglu, geglu, swiglu, or gated_<activation>. Weights start as nn.Linear's default
-    initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
+    reglu, geglu, swiglu, swiglu_oai (gpt-oss's experts), or gated_<activation>. Weights start
+    as nn.Linear's default initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically
+    from `seed`."""
 
     def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
         self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)

@@ -10,7 +10,8 @@
 //     e(a) = a/254 + 127·max(2⁻¹¹·a/127, 2⁻²⁵)   (half a step, plus the binary16 rounding
 //     of the scale a/127, relative 2⁻¹¹ or absolute 2⁻²⁵ when subnormal), propagated:
 //       δg_n = Σ_k |W_gate[n][k]|·e_k,  δu_n likewise (x's blocks);
-//       δh = L·δg·(|u| + δu) + max(|g|, 1)·δu   (gated; L = 1.13 ≥ |act'|, |act(g)| ≤ max(|g|, 1)),
+//       δh = L·δg·(|u| + δu) + max(|g|, 1)·δu   (gated; L = 1.13 ≥ |act'|, |act(g)| ≤ max(|g|, 1));
+//            swiglu_oai: |v| for |u|, v = clamp(u, −7, 7) + 1 (1-Lipschitz, so δv ≤ δu),
 //       δh = L·δu                                (2-matrix);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
@@ -92,8 +93,9 @@ std::vector<double> quantisation_bound(const Block& block, const float* x, Quant
     if (c.variant.gated) {
       double g, dg;
       project(w.gate, w.gate_bias, n, g, dg);
-      const double h = reference::activation(c.variant.activation, g) * u;
-      dh[size_t(n)] = reference::kLipschitz * dg * (std::fabs(u) + du) + std::max(std::fabs(g), 1.0) * du;
+      const double v = reference::up_factor(c.variant.activation, u);
+      const double h = reference::activation(c.variant.activation, g) * v;
+      dh[size_t(n)] = reference::kLipschitz * dg * (std::fabs(v) + du) + std::max(std::fabs(g), 1.0) * du;
       h_mag[size_t(n)] = std::fabs(h) + dh[size_t(n)];
     } else {
       dh[size_t(n)] = reference::kLipschitz * du;
@@ -205,6 +207,22 @@ TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
       for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
       for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
     }
+}
+
+// swiglu_oai with its clamps engaged (gates above 7, ups beyond ±7), every 32-block type.
+TEST_P(InferenceTypes, ClampedSwishWithItsClampsEngagedWithinItsContract) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{64, 96, 7, true}, Shape{32, 64, 100, false}}) {
+    const Block f32 = test::clamping_block(s.d, s.hidden, s.bias, 5);
+    const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
+    const test::ClampShares shares = test::clamp_shares(f32, x);
+    EXPECT_GT(shares.gate, 0.05);
+    EXPECT_GT(shares.up, 0.1);
+    const std::string what = "swiglu_oai d=" + std::to_string(s.d) + " T=" + std::to_string(s.tokens);
+    for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
+    for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
+  }
 }
 
 // The K-quants need rows of whole super-blocks (D and H multiples of 256). Each type alone,
