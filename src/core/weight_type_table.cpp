@@ -168,8 +168,8 @@ PanelKernel kq_kernel(const KernelTable& k) {
   constexpr kernels::KQFormat f = kernels::kq_format(Type);
   constexpr bool super = f.block == kernels::kSuperBlockValues;
   return {k.kq_panel_gemm.name,
-          f.codebook ? (super ? "codebook looked up in registers, exact integer sums per super-block"
-                              : "codebook looked up in registers, exact integer sums per block")
+          f.has_codebook() ? (super ? "nibbles through a 16-entry codebook, exact integer sums per super-block"
+                              : "nibbles through a 16-entry codebook, exact integer sums per block")
           : super    ? "exact integer sums per super-block"
                      : "exact integer sums per block (a scale and a min each)",
           super ? ActivationFormat::q8_K : ActivationFormat::q8_1,

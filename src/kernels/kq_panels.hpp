@@ -25,6 +25,8 @@
 //                  (MXFP4: the e8m0 byte e of each row                     64 bytes)
 //   dmin   [64]    binary16 bits (types with mins only)                   128 bytes
 //   sc     [U][64] int8, sub-block u of row r at u·64 + r                 U·64 bytes
+//                  (1 for the formats of one sub-block a block: the vector kernels may
+//                  skip it)
 //   m      [U][64] uint8 (types with mins only)                           U·64 bytes
 //   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
 //          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
@@ -64,11 +66,12 @@ struct KQFormat {
   const int8_t* codebook = nullptr;
   bool e8m0 = false;  // d is an e8m0 exponent byte (MXFP4), not binary16
   constexpr int subs() const { return block / sub; }
+  constexpr bool has_codebook() const { return codebook != nullptr; }
   // The largest |q| a panel value takes (the unsigned code, or the codebook entry): bounds
   // the AVX2 kernel's int16 pair sums.
   constexpr int max_abs_q() const {
     int m = (nibbles ? 16 << high_bits : 256) - 1;
-    if (codebook) {
+    if (has_codebook()) {
       m = 0;
       for (int i = 0; i < 16; ++i) m = codebook[i] > m ? codebook[i] : (-codebook[i] > m ? -codebook[i] : m);
     }
@@ -167,7 +170,7 @@ constexpr KQLayout kq_layout(const KQFormat& f) {
 // kernels do a vector at a time.
 constexpr int kq_value(const KQFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
   const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
-  if (f.codebook) return f.codebook[low];
+  if (f.has_codebook()) return f.codebook[low];
   return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
 }
 constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }

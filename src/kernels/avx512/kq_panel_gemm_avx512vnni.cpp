@@ -39,10 +39,10 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512i biased_codebook = _mm512_setzero_si512();
-  if constexpr (f.codebook != nullptr)
+  if constexpr (f.has_codebook())
     biased_codebook = _mm512_xor_si512(
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))), _mm512_set1_epi8(char(0x80)));
-  constexpr int bias = f.offset + (f.codebook != nullptr ? 128 : 0);  // subtracted from every q: B_u's factor
+  constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
   // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
   // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
   auto scale_d = [&](const std::byte* blk, int v) {
@@ -110,7 +110,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
               lo = _mm512_or_si512(lo, high_of(v, g));
               hi = _mm512_or_si512(hi, high_of(v, g + pairs));
             }
-            if constexpr (f.codebook != nullptr) {
+            if constexpr (f.has_codebook()) {
               lo = _mm512_shuffle_epi8(biased_codebook, lo);
               hi = _mm512_shuffle_epi8(biased_codebook, hi);
             }
