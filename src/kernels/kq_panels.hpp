@@ -62,7 +62,8 @@ struct KQFormat {
   // The signed values of the 16 nibbles (nibble types without high bits); null: q is the code.
   // The panel keeps the 4-bit codes and the kernels look them up in registers (vpshufb):
   // storing the looked-up bytes instead would double the panel's bytes, and decode (T = 1)
-  // is bound by them.
+  // is bound by them, while the lookup costs AVX-512 VNNI nothing measurable and AVX2 at most
+  // its vpshufb (docs/performance.md, "The codebook types").
   const int8_t* codebook = nullptr;
   bool e8m0 = false;  // d is an e8m0 exponent byte (MXFP4), not binary16
   constexpr int subs() const { return block / sub; }
@@ -182,8 +183,8 @@ constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_forma
 //   bsums [T][K/16]      int16, the sum of each 16 consecutive qs.
 // Block b of row t is, field for field, what ggml's quantize_row_q8_K makes of
 // x[t][256b … 256b+255] (blocks of 256), or quantize_row_q8_0 of x[t][32b … 32b+31]
-// (blocks of 32: ggml dots Q4_1 / Q5_0 / Q5_1 with q8_1 / q8_0, whose codes and scale these
-// are).
+// (blocks of 32: ggml dots Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 with q8_1 / q8_0, whose codes
+// and scale these are).
 struct Q8KRows {
   const int8_t* qs;
   const float* d;
