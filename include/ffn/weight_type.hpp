@@ -21,7 +21,24 @@ namespace ffn {
 // (blocks of 32, super-blocks of 256), mxfp4 the OCP microscaling FP4 (e2m1 codes, an e8m0
 // scale a block of 32). `ffn types` gives each layout. A block format needs each
 // row's length to be a multiple of its block. Biases are always f32.
-enum class WeightType { f32, bf16, f16, q8_0, q4_0, q6_K, q5_K, q4_K, q3_K, q2_K, q5_1, q5_0, q4_1, iq4_nl, iq4_xs, mxfp4 };
+enum class WeightType {
+  f32,
+  bf16,
+  f16,
+  q8_0,
+  q4_0,
+  q6_K,
+  q5_K,
+  q4_K,
+  q3_K,
+  q2_K,
+  q5_1,
+  q5_0,
+  q4_1,
+  iq4_nl,
+  iq4_xs,
+  mxfp4
+};
 
 // What the forward kernels of a type take as activations: f32 rows; bf16 rows (x and h
 // rounded to bf16 once per forward, for AVX512_BF16's dot product); q8_0 blocks (x and h

@@ -671,8 +671,7 @@ void quantize_row_mxfp4(const float* x, BlockMXFP4* y, int64_t n) {
     const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2 + 127 : 0.0f;
     y[b].e = e > 0.0f ? static_cast<uint8_t>(e) : 0;
     const float d = e8m0_half_to_f32(y[b].e);
-    for (int j = 0; j < 16; ++j)
-      y[b].qs[j] = static_cast<uint8_t>(nearest(v[j], d) | nearest(v[16 + j], d) << 4);
+    for (int j = 0; j < 16; ++j) y[b].qs[j] = static_cast<uint8_t>(nearest(v[j], d) | nearest(v[16 + j], d) << 4);
   }
 }
 

@@ -169,9 +169,9 @@ PanelKernel kq_kernel(const KernelTable& k) {
   constexpr bool super = f.block == kernels::kSuperBlockValues;
   return {k.kq_panel_gemm.name,
           f.has_codebook() ? (super ? "nibbles through a 16-entry codebook, exact integer sums per super-block"
-                              : "nibbles through a 16-entry codebook, exact integer sums per block")
-          : super    ? "exact integer sums per super-block"
-                     : "exact integer sums per block (a scale and a min each)",
+                                    : "nibbles through a 16-entry codebook, exact integer sums per block")
+          : super          ? "exact integer sums per super-block"
+                           : "exact integer sums per block (a scale and a min each)",
           super ? ActivationFormat::q8_K : ActivationFormat::q8_1,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) { k.kq_panel_gemm(Type, T, K, a.q8k, p, C, ldc); }};

@@ -88,7 +88,7 @@ TEST(GgmlBlocksDequant, IQ4_NL) {
 // the f32 subnormals, e = 255 (OCP's NaN) 2^127 as ggml has it (ffn refuses it at load).
 TEST(GgmlBlocksDequant, MXFP4) {
   BlockMXFP4 b[3]{};
-  b[0].e = 130;      // d = 4
+  b[0].e = 130;       // d = 4
   b[0].qs[0] = 0xF7;  // value 0: index 7 (12), value 16: index 15 (−12)
   b[0].qs[3] = 0x5A;  // value 3: index 10 (−2), value 19: index 5 (6)
   b[0].qs[9] = 0x08;  // value 9: index 8 (−0), value 25: index 0 (+0)

@@ -215,12 +215,15 @@ TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
 // with the 32-block and 16-bit types, whose stages take different activation formats.
 const WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K,
                               WeightType::q3_K, WeightType::q2_K, WeightType::iq4_xs};
-const MatrixTypes kKMixes[] = {
-    {WeightType::q4_K, WeightType::q4_K, WeightType::q6_K}, {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
-    {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K}, {WeightType::q2_K, WeightType::q2_K, WeightType::q3_K},
-    {WeightType::q4_K, WeightType::q4_K, WeightType::q8_0}, {WeightType::q8_0, WeightType::q4_K, WeightType::bf16},
-    {WeightType::f16, WeightType::q6_K, WeightType::q4_0},  {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::q6_K},
-    {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::mxfp4}};
+const MatrixTypes kKMixes[] = {{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K},
+                               {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
+                               {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K},
+                               {WeightType::q2_K, WeightType::q2_K, WeightType::q3_K},
+                               {WeightType::q4_K, WeightType::q4_K, WeightType::q8_0},
+                               {WeightType::q8_0, WeightType::q4_K, WeightType::bf16},
+                               {WeightType::f16, WeightType::q6_K, WeightType::q4_0},
+                               {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::q6_K},
+                               {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::mxfp4}};
 const Shape kKShapes[] = {{256, 256, 1, false}, {256, 512, 5, true}, {512, 256, 20, false}};
 
 TEST_P(InferenceTypes, KQuantTypesAndMixesWithinTheirContract) {

@@ -31,8 +31,8 @@ namespace {
 
 using kernels::Op;
 constexpr double kU = 0x1p-24;
-constexpr WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K, WeightType::q3_K,
-                                  WeightType::q2_K, WeightType::q5_1, WeightType::q5_0, WeightType::q4_1,
+constexpr WeightType kKTypes[] = {WeightType::q6_K,   WeightType::q5_K,   WeightType::q4_K, WeightType::q3_K,
+                                  WeightType::q2_K,   WeightType::q5_1,   WeightType::q5_0, WeightType::q4_1,
                                   WeightType::iq4_nl, WeightType::iq4_xs, WeightType::mxfp4};
 
 // N rows of K weights of type t: random bytes, the binary16 scales replaced by values in

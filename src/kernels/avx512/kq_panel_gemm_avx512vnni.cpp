@@ -40,8 +40,9 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512i biased_codebook = _mm512_setzero_si512();
   if constexpr (f.has_codebook())
-    biased_codebook = _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))), _mm512_set1_epi8(char(0x80)));
+    biased_codebook =
+        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))),
+                         _mm512_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
   // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
   // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
@@ -50,7 +51,8 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
       const __m512i e = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk) + v));
       const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
       const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-      return _mm512_castsi512_ps(_mm512_mask_blend_epi32(_mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(1)), tiny, normal));
+      return _mm512_castsi512_ps(
+          _mm512_mask_blend_epi32(_mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(1)), tiny, normal));
     } else {
       return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk) + v));
     }
