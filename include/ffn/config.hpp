@@ -4,7 +4,8 @@
 //   2-matrix  y = W_down · act(W_up · x)                      hidden = 4·d by default
 //   gated     y = W_down · (act(W_gate · x) ⊙ (W_up · x))     hidden by the Llama rule
 // The named variants are the common pairs (Shazeer 2020): relu, gelu, gelu_tanh, swish
-// (2-matrix) and glu (σ), bilinear (identity), reglu, geglu, swiglu (gated).
+// (2-matrix) and glu (σ), bilinear (identity), reglu, geglu, swiglu (gated). gpt-oss's
+// experts are a gated pair of their own, swiglu_oai (clamped_swish below).
 // Shapes: D = d_model, H = hidden. Weights follow nn.Linear: weight[out][in].
 #pragma once
 
@@ -23,6 +24,12 @@ enum class Activation {
   swish,      // x·σ(x) (SiLU, β = 1)
   sigmoid,    // σ(x), the gate of the original GLU
   identity,   // the gate of the Bilinear variant
+  // gpt-oss's gated activation (HF GptOssExperts; llama.cpp's swiglu_oai), gated blocks only:
+  //   h = act(g)·(clamp(u, −7, 7) + 1),  act(g) = m·σ(1.702·m),  m = min(g, 7)
+  // The gate is clamped from above only, the up value on both sides and shifted by one.
+  // The limit 7 (gpt-oss's swiglu_limit) and α = 1.702 are fixed in the activation, not
+  // parameters: a checkpoint with another swiglu_limit is not this activation.
+  clamped_swish,
 };
 
 struct Variant {
@@ -34,10 +41,12 @@ struct Variant {
 std::string_view activation_name(Activation a);
 // Canonical name: a named variant ("swiglu"), else "<act>" or "gated_<act>".
 std::string variant_name(Variant v);
-// Accepts the named variants, "silu" for swish, "<act>" and "gated_<act>" / "gated-<act>"
-// for every activation. Throws ffn::Error listing the accepted names.
+// Accepts the named variants, "silu" for swish, "swiglu_oai" for {gated, clamped_swish},
+// "<act>" and "gated_<act>" / "gated-<act>" for every activation. Throws ffn::Error listing
+// the accepted names. ({false, clamped_swish} parses, and validate() then refuses it.)
 Variant parse_variant(std::string_view name);
-// The nine named variants, in Shazeer's order of presentation.
+// The nine named variants, in Shazeer's order of presentation (swiglu_oai is named by
+// variant_name and parse_variant, but is not one of them).
 const std::vector<Variant>& named_variants();
 
 // How a hidden size is derived when none is given.
@@ -82,7 +91,8 @@ int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double>
 
 // Validates every field and derives the hidden size. Throws ffn::Error naming the field
 // and its value: d_model ≤ 0, hidden ≤ 0, multiple_of ≤ 0, multiplier ≤ 0 or not finite,
-// and sizes whose parameter count would overflow 64 bits.
+// and sizes whose parameter count would overflow 64 bits. Also refuses an activation that
+// needs a gated block (clamped_swish) in a 2-matrix one, naming variant.gated.
 HiddenDerivation derive_hidden(const BlockSpec& spec);
 BlockConfig resolve(const BlockSpec& spec);
 // Checks an already resolved configuration (e.g. one read from a file).

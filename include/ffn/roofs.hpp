@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "ffn/thread_pool.hpp"
 
@@ -11,6 +12,12 @@ namespace ffn {
 // Compute roof: GFLOP/s of independent multiply-add chains on full vectors of the active
 // ISA (enough chains to fill the FMA units) on every thread of the pool, best of `reps`.
 double measure_compute_roof_gflops(ThreadPool& pool, int reps = 5);
+
+// What the roofs of the active ISA run, for a report to say which roof judges it, e.g.
+// "f32_fma_roof_avx2: 12 FMA chains x 8 f32 lanes (256-bit ymm); stream_read_avx2: 32-byte
+// loads". FFN_ISA=avx2 on an AVX-512 machine gets the ymm loops, so AVX2 kernels are judged
+// by what AVX2 itself can do there.
+std::string roof_loops_description();
 
 // The compute roof of bf16 dot products (AVX512_BF16's vdpbf16ps, two multiply-adds per
 // lane, the same chains), which packed bf16 blocks run on such a CPU (Isa::avx512_bf16);

@@ -17,16 +17,35 @@ namespace ffn {
 // formats: 32 weights of one row per block with a binary16 scale (34 and 18 bytes), q5_1,
 // q5_0 and q4_1 its older 32-blocks (with a fifth bit, an additive min); q6_K … q2_K
 // ggml's K-quants: super-blocks of 256 weights of one row in sub-blocks of 16 or 32
-// with integer scales (and mins), `ffn types` gives each layout. A block format needs each
+// with integer scales (and mins); iq4_nl, iq4_xs its non-linear 4-bit codebook types
+// (blocks of 32, super-blocks of 256), mxfp4 the OCP microscaling FP4 (e2m1 codes, an e8m0
+// scale a block of 32). `ffn types` gives each layout. A block format needs each
 // row's length to be a multiple of its block. Biases are always f32.
-enum class WeightType { f32, bf16, f16, q8_0, q4_0, q6_K, q5_K, q4_K, q3_K, q2_K, q5_1, q5_0, q4_1 };
+enum class WeightType {
+  f32,
+  bf16,
+  f16,
+  q8_0,
+  q4_0,
+  q6_K,
+  q5_K,
+  q4_K,
+  q3_K,
+  q2_K,
+  q5_1,
+  q5_0,
+  q4_1,
+  iq4_nl,
+  iq4_xs,
+  mxfp4
+};
 
 // What the forward kernels of a type take as activations: f32 rows; bf16 rows (x and h
 // rounded to bf16 once per forward, for AVX512_BF16's dot product); q8_0 blocks (x and h
 // quantised as ggml's quantize_row_q8_0 does, for integer dot products); q8_K blocks
 // (256 values, an f32 scale and sums of 16, ggml's quantize_row_q8_K: the K-quants'
 // integer dot products); or q8_1 blocks (q8_0's codes and scale with sums of 16, as ggml
-// dots Q4_1 / Q5_0 / Q5_1 with its q8_1 / q8_0).
+// dots Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 with its q8_1 / q8_0).
 enum class ActivationFormat { f32, bf16, q8_0, q8_K, q8_1 };
 
 struct WeightTypeInfo {

@@ -37,8 +37,8 @@ def active_isa():
     return _core.active_isa()
 
 
-QUANT_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k",
-               "q6_k", "iq4_xs")
+# ggml's lower-case names of every type of ffn's weight-type table ("q4_k", "iq4_nl", "mxfp4", ...).
+QUANT_TYPES = tuple(_core.quant_types())
 
 
 def dequantize(raw, type, n):
@@ -46,6 +46,7 @@ def dequantize(raw, type, n):
     bytes, as in a GGUF tensor) holds in stored type `type`, one of QUANT_TYPES (ggml's
     lower-case names). ggml's dequantize_row_<type>, bit for bit. n must be a multiple of the
     type's block (32 values; 256 for q2_k … q6_k and iq4_xs) and raw exactly n values' bytes.
+    (mxfp4's e8m0 scale 0xff decodes as ggml does, to 2^127, not NaN.)
     Returns a 1-D float32 array."""
     return _core.dequantize(raw, type, n)
 
@@ -55,7 +56,8 @@ def quantize(x, type):
     its own — in stored type `type` (see dequantize), as ggml's reference quantiser
     quantize_row_<type>_ref (no importance matrix) writes them, byte for byte. n must be a
     multiple of the type's block; a non-finite value or a block whose scale does not fit
-    binary16 is an ffn.Error. Returns uint8 [bytes] or [rows, bytes per row]."""
+    binary16 is an ffn.Error (mxfp4: a block whose largest |x| is below 2^-125 takes the
+    smallest scale, where ggml's conversion is undefined). Returns uint8 [bytes] or [rows, bytes per row]."""
     return _core.quantize(x, type)
 
 
@@ -85,8 +87,9 @@ class _BlockShape:
 
 class Block(_BlockShape):
     """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
-    reglu, geglu, swiglu, or gated_<activation>. Weights start as nn.Linear's default
-    initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
+    reglu, geglu, swiglu, swiglu_oai (gpt-oss's experts), or gated_<activation>. Weights start
+    as nn.Linear's default initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically
+    from `seed`."""
 
     def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
         self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)

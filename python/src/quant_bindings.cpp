@@ -1,95 +1,68 @@
-// ffn._core.dequantize / quantize: ffn's row codecs of ggml's stored types for Python, by ggml's
-// lower-case type names. The golden suite compares them with gguf-py, llama.cpp's own codecs.
-// A small name → codec table here until the weight-type table (core/weight_type_table.cpp)
-// carries the ggml block types itself.
+// ffn._core.dequantize / quantize / quant_types: ffn's row codecs of ggml's stored types for
+// Python, by ggml's lower-case type names, read from the weight-type table
+// (core/weight_type_table.cpp: each type's to_f32 / from_f32, which take unaligned rows), so
+// that every type the table has is here. The golden suite compares them with gguf-py,
+// llama.cpp's own codecs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "core/ggml_blocks.hpp"
+#include "core/weight_type_table.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 
 namespace py = pybind11;
 
 namespace {
 
+// ggml's lower-case spelling of a type's name ("q4_K" → "q4_k"), as gguf-py's names lowered.
+std::string lower(std::string_view name) {
+  std::string s(name);
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
 // One stored type: `values` values take `bytes` bytes (a block, or one scalar for f32 / f16 /
-// bf16). src / dst hold n values, n a multiple of `values` (checked before the call).
+// bf16); src / dst hold n values, n a multiple of `values` (checked before the call).
 struct Codec {
-  std::string_view name;
+  std::string name;
   int64_t values, bytes;
-  void (*dequantize)(const uint8_t* src, float* dst, int64_t n);
-  void (*quantize)(const float* src, uint8_t* dst, int64_t n);
-};
-
-// The block codecs take aligned Block arrays; Python's bytes need not be aligned, so the
-// blocks are copied through a vector of Block.
-template <class Block, void (*Dequantize)(const Block*, float*, int64_t), int64_t Values>
-void dequantize_blocks(const uint8_t* src, float* dst, int64_t n) {
-  std::vector<Block> blocks(size_t(n / Values));
-  if (!blocks.empty()) std::memcpy(blocks.data(), src, blocks.size() * sizeof(Block));
-  Dequantize(blocks.data(), dst, n);
-}
-
-template <class Block, void (*Quantize)(const float*, Block*, int64_t), int64_t Values>
-void quantize_blocks(const float* src, uint8_t* dst, int64_t n) {
-  std::vector<Block> blocks(size_t(n / Values));
-  Quantize(src, blocks.data(), n);
-  if (!blocks.empty()) std::memcpy(dst, blocks.data(), blocks.size() * sizeof(Block));
-}
-
-template <class Block, int64_t Values, void (*Dequantize)(const Block*, float*, int64_t),
-          void (*Quantize)(const float*, Block*, int64_t)>
-constexpr Codec block_codec(std::string_view name) {
-  return {name, Values, int64_t(sizeof(Block)), dequantize_blocks<Block, Dequantize, Values>,
-          quantize_blocks<Block, Quantize, Values>};
-}
-
-void f32_dequantize(const uint8_t* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-void f32_quantize(const float* src, uint8_t* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * 4); }
-void f16_dequantize(const uint8_t* src, float* dst, int64_t n) {
-  ffn::f16_bytes_to_f32(reinterpret_cast<const std::byte*>(src), dst, n);
-}
-void bf16_dequantize(const uint8_t* src, float* dst, int64_t n) {
-  ffn::bf16_bytes_to_f32(reinterpret_cast<const std::byte*>(src), dst, n);
-}
-template <uint16_t (*Convert)(float)>
-void half_quantize(const float* src, uint8_t* dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint16_t h = Convert(src[i]);
-    std::memcpy(dst + 2 * i, &h, 2);  // little-endian, as GGUF stores it
+  const ffn::WeightTypeTraits* traits;
+  void dequantize(const uint8_t* src, float* dst, int64_t n) const {
+    traits->to_f32(reinterpret_cast<const std::byte*>(src), dst, n);
   }
-}
-
-const Codec kCodecs[] = {
-    {"f32", 1, 4, f32_dequantize, f32_quantize},
-    {"f16", 1, 2, f16_dequantize, half_quantize<ffn::f32_to_f16>},
-    {"bf16", 1, 2, bf16_dequantize, half_quantize<ffn::f32_to_bf16>},
-    block_codec<ffn::BlockQ8_0, 32, ffn::dequantize_row_q8_0, ffn::quantize_row_q8_0>("q8_0"),
-    block_codec<ffn::BlockQ4_0, 32, ffn::dequantize_row_q4_0, ffn::quantize_row_q4_0>("q4_0"),
-    block_codec<ffn::BlockQ4_1, 32, ffn::dequantize_row_q4_1, ffn::quantize_row_q4_1>("q4_1"),
-    block_codec<ffn::BlockQ5_0, 32, ffn::dequantize_row_q5_0, ffn::quantize_row_q5_0>("q5_0"),
-    block_codec<ffn::BlockQ5_1, 32, ffn::dequantize_row_q5_1, ffn::quantize_row_q5_1>("q5_1"),
-    block_codec<ffn::BlockIQ4_NL, 32, ffn::dequantize_row_iq4_nl, ffn::quantize_row_iq4_nl>("iq4_nl"),
-    block_codec<ffn::BlockQ2_K, 256, ffn::dequantize_row_q2_K, ffn::quantize_row_q2_K>("q2_k"),
-    block_codec<ffn::BlockQ3_K, 256, ffn::dequantize_row_q3_K, ffn::quantize_row_q3_K>("q3_k"),
-    block_codec<ffn::BlockQ4_K, 256, ffn::dequantize_row_q4_K, ffn::quantize_row_q4_K>("q4_k"),
-    block_codec<ffn::BlockQ5_K, 256, ffn::dequantize_row_q5_K, ffn::quantize_row_q5_K>("q5_k"),
-    block_codec<ffn::BlockQ6_K, 256, ffn::dequantize_row_q6_K, ffn::quantize_row_q6_K>("q6_k"),
-    block_codec<ffn::BlockIQ4_XS, 256, ffn::dequantize_row_iq4_xs, ffn::quantize_row_iq4_xs>("iq4_xs"),
+  void quantize(const float* src, uint8_t* dst, int64_t n) const {
+    traits->from_f32(src, reinterpret_cast<std::byte*>(dst), n);
+  }
 };
+
+const std::vector<Codec>& codecs() {
+  static const std::vector<Codec> all = [] {
+    std::vector<Codec> v;
+    for (const ffn::WeightTypeTraits& t : ffn::weight_type_table())
+      v.push_back({lower(t.info.name), t.info.block_elements, t.info.block_bytes, &t});
+    return v;
+  }();
+  return all;
+}
 
 const Codec& codec_of(const std::string& type) {
-  for (const Codec& c : kCodecs)
+  for (const Codec& c : codecs())
     if (c.name == type) return c;
   std::string known;
-  for (const Codec& c : kCodecs) known += (known.empty() ? "" : ", ") + std::string(c.name);
+  for (const Codec& c : codecs()) known += (known.empty() ? "" : ", ") + c.name;
   throw ffn::Error("unknown type '" + type + "'; known: " + known);
+}
+
+std::vector<std::string> quant_types() {
+  std::vector<std::string> names;
+  for (const Codec& c : codecs()) names.push_back(c.name);
+  return names;
 }
 
 // An ffn::Error naming `what` unless n values are whole blocks of c.
@@ -142,4 +115,5 @@ py::array_t<uint8_t> quantize(const py::array_t<float, py::array::c_style | py::
 void bind_quant(py::module_& m) {
   m.def("dequantize", &dequantize, py::arg("raw"), py::arg("type"), py::arg("n"));
   m.def("quantize", &quantize, py::arg("x"), py::arg("type"));
+  m.def("quant_types", &quant_types);
 }

@@ -8,6 +8,9 @@
 //   activation (libm within a few ulps, plus the    e_a ≤ L·e_g + 8·u·(|a_j| + |g_j|)
 //   cancellation of 1 + tanh for large negative g)
 //   hidden: gated h = a·u                            e_h ≤ e_a·|u_j| + |a_j|·e_u + u·|h_j|
+//           clamped_swish: h = a·v, v = clamp(u, −7, 7) + 1: the clamp is 1-Lipschitz and
+//           the + 1 rounds once, so e_v ≤ e_u + u·|v| and e_h ≤ e_a·|v| + |a|·e_v + u·|h|
+//           (a = m·σ(1.702·m), m = min(g, 7): min is 1-Lipschitz, so L holds for a too)
 //           2-matrix h = a                           e_h ≤ e_a
 //   output (H products + a bias):  e_y ≤ Σ_j |W_down[i][j]|·e_h_j
 //                                        + (H+1)·u·(Σ_j |W_down[i][j]·h_j| + |b_down[i]|)
@@ -54,8 +57,11 @@ void reference_forward_token(const Block& block, const float* x, double* y_out, 
     const double e_a = kLipschitz * e_pre + 8.0 * u * (std::fabs(a) + std::fabs(pre.value));
     double hj = a, e_h = e_a;
     if (c.variant.gated) {
-      hj = a * up.value;
-      e_h = e_a * std::fabs(up.value) + std::fabs(a) * per_term * up.abs_sum + u * std::fabs(hj);
+      const double v = reference::up_factor(c.variant.activation, up.value);
+      const bool shifted = c.variant.activation == Activation::clamped_swish;  // v's + 1 rounds once
+      const double e_v = per_term * up.abs_sum + (shifted ? u * std::fabs(v) : 0.0);
+      hj = a * v;
+      e_h = e_a * std::fabs(v) + std::fabs(a) * e_v + u * std::fabs(hj);
     }
     e_h += operand_rounding * std::fabs(hj);
     h_exact[static_cast<size_t>(j)] = hj;

@@ -17,6 +17,11 @@
 //   gated  h = a·u           e_h  ≤ e_a·|u| + |a|·e_u + u·|h|
 //          du = dh·a         e_du ≤ e_dh·|a| + |dh|·e_a + u·|du|
 //          dg = (dh·u)·a'    e_dg ≤ e_dh·|u·a'| + |dh|·e_u·|a'| + |dh·u|·e_a' + 2·u·|dg|
+//   clamped_swish: u above is v = clamp(u, −7, 7) + 1 with e_v ≤ e_u + u·|v| (the forward's),
+//          du = (dh·a)·v' with v' = [|u| ≤ 7] ∈ {0, 1} exact: e_du as above times v'; and
+//          where the f32 u may lie across ±7 (||u| − 7| ≤ e_u), v' may differ: + |dh·a|.
+//          Likewise a' jumps by ≤ L at g = 7: where |g − 7| ≤ e_g, e_a' += L. (C ≥ 1.702·0.5,
+//          the clamped Swish's largest |a''|.)
 //   2-matrix h = a(z), dz = dh·a'(z): e_h = e_a, e_dz ≤ e_dh·|a'| + |dh|·e_a' + u·|dz|
 //   a gradient over T tokens, Σ_t p_t·q_t with p exact (dy or x) and q an f32 value
 //   carrying error e_q:      ≤ Σ_t |p_t|·e_q + T·u·Σ_t |p_t·q_t|
@@ -103,6 +108,7 @@ void reference_backward_token(const Block& block, const float* x, const float* d
     const double e_a = kLipschitz * e_g + 8.0 * u * (std::fabs(a) + std::fabs(g));
     double e_ad = kCurvature * e_g + 16.0 * u * (1.0 + std::fabs(g));
     if (act == Activation::relu && std::fabs(g) <= e_g) e_ad = 1.0;
+    if (reference::near_gate_limit(act, g, e_g)) e_ad += kLipschitz;
 
     double dh = 0.0, dh_abs = 0.0;
     for (int64_t i = 0; i < D; ++i) {
@@ -113,13 +119,17 @@ void reference_backward_token(const Block& block, const float* x, const float* d
     const double e_dh = static_cast<double>(D) * u * dh_abs;
 
     if (gated) {
-      n.h = a * n.up;
-      n.e_h = e_a * std::fabs(n.up) + std::fabs(a) * n.e_up + u * std::fabs(n.h);
-      n.du = dh * a;
-      n.e_du = e_dh * std::fabs(a) + std::fabs(dh) * e_a + u * std::fabs(n.du);
-      n.dg = dh * n.up * ad;
-      n.e_dg = e_dh * std::fabs(n.up * ad) + std::fabs(dh) * n.e_up * std::fabs(ad) +
-               std::fabs(dh * n.up) * e_ad + 2.0 * u * std::fabs(n.dg);
+      const double v = reference::up_factor(act, n.up), vd = reference::up_factor_derivative(act, n.up);
+      const double e_v = n.e_up + (act == Activation::clamped_swish ? u * std::fabs(v) : 0.0);
+      n.h = a * v;
+      n.e_h = e_a * std::fabs(v) + std::fabs(a) * e_v + u * std::fabs(n.h);
+      n.du = dh * a * vd;
+      n.e_du = (e_dh * std::fabs(a) + std::fabs(dh) * e_a + u * std::fabs(dh * a)) * vd;
+      if (reference::near_up_limit(act, n.up, n.e_up))
+        n.e_du += std::fabs(dh * a) + e_dh * std::fabs(a) + std::fabs(dh) * e_a;
+      n.dg = dh * v * ad;
+      n.e_dg = e_dh * std::fabs(v * ad) + std::fabs(dh) * e_v * std::fabs(ad) + std::fabs(dh * v) * e_ad +
+               2.0 * u * std::fabs(n.dg);
     } else {
       n.h = a;
       n.e_h = e_a;

@@ -11,7 +11,10 @@
 namespace ffn::reference {
 
 constexpr double kUnitRoundoff = 0x1p-24;  // u of f32
-constexpr double kLipschitz = 1.13;        // ≥ max |act'| over every activation (GELU's is 1.129)
+constexpr double kLipschitz = 1.13;        // ≥ max |act'| over every activation (GELU's is 1.129;
+                                           // clamped_swish's 1.0998, as Swish's: min is 1-Lipschitz)
+// gpt-oss's clamped_swish (config.hpp): its limit and α.
+constexpr double kOaiLimit = 7.0, kOaiAlpha = 1.702;
 
 inline double activation(Activation a, double v) {
   switch (a) {
@@ -22,6 +25,10 @@ inline double activation(Activation a, double v) {
     case Activation::swish: return v / (1.0 + std::exp(-v));
     case Activation::sigmoid: return 1.0 / (1.0 + std::exp(-v));
     case Activation::identity: return v;
+    case Activation::clamped_swish: {
+      const double m = v > kOaiLimit ? kOaiLimit : v;  // min keeping NaN, as torch's clamp
+      return m / (1.0 + std::exp(-kOaiAlpha * m));
+    }
   }
   return v;
 }
@@ -45,8 +52,31 @@ inline double derivative(Activation a, double v) {
       return s * (1.0 - s);
     }
     case Activation::identity: return 1.0;
+    case Activation::clamped_swish: {  // 0 above the limit; the limit itself passes (autograd's clamp)
+      if (!(v <= kOaiLimit)) return 0.0;
+      const double z = kOaiAlpha * v, s = 1.0 / (1.0 + std::exp(-z));
+      return s * (1.0 + z * (1.0 - s));
+    }
   }
   return 1.0;
+}
+
+// The factor a gated block multiplies act(g) by, from the up pre-activation u: u itself,
+// or clamped_swish's clamp(u, −7, 7) + 1; and its derivative (1, or [−7 ≤ u ≤ 7]).
+inline double up_factor(Activation a, double u) {
+  if (a != Activation::clamped_swish) return u;
+  return (u > kOaiLimit ? kOaiLimit : u < -kOaiLimit ? -kOaiLimit : u) + 1.0;  // NaN kept
+}
+inline double up_factor_derivative(Activation a, double u) {
+  return a != Activation::clamped_swish || std::fabs(u) <= kOaiLimit ? 1.0 : 0.0;
+}
+// Where the f32 value of a pre-activation within e of v may lie across a kink of the block's
+// formula (clamped_swish's g = 7, u = ±7), the derivative's f32 value may jump.
+inline bool near_gate_limit(Activation a, double g, double e) {
+  return a == Activation::clamped_swish && std::fabs(g - kOaiLimit) <= e;
+}
+inline bool near_up_limit(Activation a, double u, double e) {
+  return a == Activation::clamped_swish && std::fabs(std::fabs(u) - kOaiLimit) <= e;
 }
 
 // Σ_k W[k]·x[k] + bias, and the same with absolute values.

@@ -13,13 +13,14 @@ struct ActivationEntry {
   Activation activation;
   std::string_view name;
 };
-constexpr std::array<ActivationEntry, 6> kActivations{{
+constexpr std::array<ActivationEntry, 7> kActivations{{
     {Activation::relu, "relu"},
     {Activation::gelu, "gelu"},
     {Activation::gelu_tanh, "gelu_tanh"},
     {Activation::swish, "swish"},
     {Activation::sigmoid, "sigmoid"},
     {Activation::identity, "identity"},
+    {Activation::clamped_swish, "clamped_swish"},
 }};
 
 struct NamedVariant {
@@ -38,11 +39,13 @@ constexpr std::array<NamedVariant, 9> kNamedVariants{{
     {"geglu", {true, Activation::gelu}},
     {"swiglu", {true, Activation::swish}},
 }};
+// Named too, but not one of Shazeer's (named_variants() stays his nine).
+constexpr NamedVariant kSwigluOai{"swiglu_oai", {true, Activation::clamped_swish}};
 
 std::string accepted_variant_names() {
   std::string s;
   for (const auto& v : kNamedVariants) s += std::string(v.name) + ", ";
-  s += "silu, sigmoid, identity, or gated_<activation> with <activation> one of";
+  s += std::string(kSwigluOai.name) + ", silu, sigmoid, identity, or gated_<activation> with <activation> one of";
   for (const auto& a : kActivations) s += " " + std::string(a.name);
   return s;
 }
@@ -84,12 +87,14 @@ std::string_view activation_name(Activation a) {
 std::string variant_name(Variant v) {
   for (const auto& n : kNamedVariants)
     if (n.variant == v) return std::string(n.name);
+  if (v == kSwigluOai.variant) return std::string(kSwigluOai.name);
   return (v.gated ? "gated_" : "") + std::string(activation_name(v.activation));
 }
 
 Variant parse_variant(std::string_view name) {
   for (const auto& n : kNamedVariants)
     if (n.name == name) return n.variant;
+  if (name == kSwigluOai.name) return kSwigluOai.variant;
   if (auto a = find_activation(name)) return {false, *a};
   for (std::string_view prefix : {"gated_", "gated-"}) {
     if (name.substr(0, prefix.size()) == prefix)
@@ -183,6 +188,10 @@ void validate(const BlockConfig& c) {
   if (!known)
     throw Error("variant.activation = " + std::to_string(static_cast<int>(c.variant.activation)) +
                 ": not a known activation");
+  if (c.variant.activation == Activation::clamped_swish && !c.variant.gated)
+    throw Error(
+        "variant.gated = false: activation clamped_swish (swiglu_oai) clamps and shifts the up "
+        "projection, so it needs a gated block");
   check_parameter_overflow(c);
 }
 

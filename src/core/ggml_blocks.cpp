@@ -448,6 +448,17 @@ void dequantize_row_iq4_nl(const BlockIQ4_NL* x, float* y, int64_t n) {
   }
 }
 
+void dequantize_row_mxfp4(const BlockMXFP4* x, float* y, int64_t n) {
+  const int64_t blocks = block_count(n, kQuantBlock, "dequantize_row_mxfp4");
+  for (int64_t b = 0; b < blocks; ++b, y += kQuantBlock) {
+    const float d = e8m0_half_to_f32(x[b].e);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = static_cast<float>(kMxfp4Values[x[b].qs[j] & 0xF]) * d;
+      y[j + 16] = static_cast<float>(kMxfp4Values[x[b].qs[j] >> 4]) * d;
+    }
+  }
+}
+
 // Q2_K / Q3_K: sub-block s = 0 … 15 covers values 16s … 16s + 15; its codes are the 2-bit
 // fields at bit 2·((s mod 8) / 2) of qs[32·(s / 8) + 16·(s mod 2) + l], l < 16.
 void dequantize_row_q2_K(const BlockQ2_K* x, float* y, int64_t n) {
@@ -629,6 +640,38 @@ void quantize_row_iq4_nl(const float* x, BlockIQ4_NL* y, int64_t n) {
     const float d = iq4_sub_block_scale(v, L, -1);
     y[b].d = scale_f16(d, v, kQuantBlock, b, fn);
     pack_nibbles_32(L, y[b].qs);
+  }
+}
+
+// ggml's quantize_row_mxfp4_ref: with d = 2^(e − 128) and e = floor(log2 amax) − 2 + 127
+// (amax the block's largest |x|), amax/d lies in [8, 16), at or above the codebook's
+// second-largest entry 8 (values beyond 12·d take 12); then each value takes the entry
+// of least |kMxfp4Values[i]·d − x|, the first of equals (+0 before −0). amax = 0 gives e = 0.
+void quantize_row_mxfp4(const float* x, BlockMXFP4* y, int64_t n) {
+  const char* fn = "quantize_row_mxfp4";
+  const int64_t blocks = block_count(n, kQuantBlock, fn);
+  auto nearest = [](float v, float d) {
+    int best = 0;
+    float best_err = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - v);
+    for (int i = 1; i < 16; ++i) {
+      const float err = std::fabs(static_cast<float>(kMxfp4Values[i]) * d - v);
+      if (err < best_err) {
+        best = i;
+        best_err = err;
+      }
+    }
+    return best;
+  };
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* v = x + b * kQuantBlock;
+    require_finite(v, kQuantBlock, b * kQuantBlock, fn);
+    const float amax = largest_abs(v, kQuantBlock);
+    // floor(log2 amax) ≤ 127 for a finite f32, so e ≤ 252; below 2^−125 ggml's float is
+    // negative (see the header): e = 0.
+    const float e = amax > 0.0f ? std::floor(std::log2(amax)) - 2 + 127 : 0.0f;
+    y[b].e = e > 0.0f ? static_cast<uint8_t>(e) : 0;
+    const float d = e8m0_half_to_f32(y[b].e);
+    for (int j = 0; j < 16; ++j) y[b].qs[j] = static_cast<uint8_t>(nearest(v[j], d) | nearest(v[16 + j], d) << 4);
   }
 }
 

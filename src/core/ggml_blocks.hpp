@@ -4,12 +4,14 @@
 // (weight_type_table.cpp) is their only user; the kernels read the panels it makes of them.
 //
 // Super-block types cover 256 consecutive values of one row (kSuperBlock); the 32-value types
-// kQuantBlock (ffn/quant.hpp). Every `d`/`dmin`/`m` is IEEE binary16 bits.
+// kQuantBlock (ffn/quant.hpp). Every `d`/`dmin`/`m` is IEEE binary16 bits (MXFP4's scale: an
+// e8m0 exponent byte).
 #pragma once
 
 #include <cstdint>
 
 #include "ffn/quant.hpp"
+#include "kernels/codebooks.hpp"  // kIq4Values, kMxfp4Values, e8m0_half_to_f32
 
 namespace ffn {
 
@@ -44,8 +46,15 @@ struct BlockIQ4_NL {
   uint8_t qs[16];
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
-// ggml's 16-entry non-linear codebook of IQ4_NL and IQ4_XS.
-inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+// MXFP4 (OCP microscaling FP4): value j = kMxfp4Values[q_j]·2^(e − 128) (e8m0_half_to_f32),
+// q_j a nibble laid out as Q4_0's, e the unsigned exponent of the e8m0 scale 2^(e − 127)
+// (0xFF is NaN in the OCP format).
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[16];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
 
 // Q2_K: 16 sub-blocks of 16; scales[s] = scale (low nibble) | min (high nibble); value =
 // d·scale_s·q − dmin·min_s, q 2 bits (qs: 4 values a byte, ggml's order).
@@ -125,7 +134,9 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) 
 // offset) does not fit binary16 — or, for the super-block and IQ4 types, with |x| > 1e10 — an
 // ffn::Error naming the block. One choice where ggml's bytes are undefined: an IQ4_NL block
 // with every |x| < 1e-15 (d = 0) repeats the previous block's codes, as ggml's reused code
-// array does, and has codes 0 when it is the row's first (ggml: uninitialised memory).
+// array does, and has codes 0 when it is the row's first (ggml: uninitialised memory). And for
+// MXFP4, whose exponent ggml converts from a float that is negative when the block's largest
+// |x| is below 2^−125 (undefined in C): e = 0 there (the smallest scale).
 #define FFN_GGML_BLOCK_TYPES(X) \
   X(q4_1, BlockQ4_1)            \
   X(q5_0, BlockQ5_0)            \
@@ -136,7 +147,8 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) 
   X(q4_K, BlockQ4_K)            \
   X(q5_K, BlockQ5_K)            \
   X(q6_K, BlockQ6_K)            \
-  X(iq4_xs, BlockIQ4_XS)
+  X(iq4_xs, BlockIQ4_XS)        \
+  X(mxfp4, BlockMXFP4)
 
 #define FFN_DECLARE_GGML_BLOCK(name, Block)                        \
   void dequantize_row_##name(const Block* x, float* y, int64_t n); \

@@ -119,6 +119,26 @@ void unpack_32(const Block& b, SuperBlockInts& out, const uint8_t* qh, bool has_
   }
 }
 
+// IQ4_NL and MXFP4: one sub-block of scale 1, the nibbles as Q4_0's (the codebook applied by
+// the kernels); MXFP4's d is its e8m0 byte. IQ4_XS: sub-block u is the low (values 0 … 15)
+// and high (16 … 31) nibbles of qs[16u … 16u+15], its scale the 6-bit ls − 32 (4 low bits
+// nibble u%2 of scales_l[u/2], 2 high bits bits 2u… of scales_h).
+void unpack_nibbles_32(const uint8_t* qs, uint8_t* q) {
+  for (int j = 0; j < 16; ++j) {
+    q[j] = qs[j] & 0x0F;
+    q[j + 16] = qs[j] >> 4;
+  }
+}
+
+void unpack_iq4_xs(const BlockIQ4_XS& b, SuperBlockInts& out) {
+  out.d = b.d;
+  for (int u = 0; u < 8; ++u) {
+    const int low = (b.scales_l[u / 2] >> (4 * (u % 2))) & 0x0F, high = (b.scales_h >> (2 * u)) & 3;
+    out.sc[u] = static_cast<int8_t>((low | high << 4) - 32);
+    unpack_nibbles_32(b.qs + 16 * u, out.q + 32 * u);
+  }
+}
+
 }  // namespace
 
 void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out) {
@@ -146,6 +166,20 @@ void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out
       const auto b = read_block<BlockQ5_1>(block);
       return unpack_32(b, out, b.qh, true);
     }
+    case WeightType::iq4_nl: {
+      const auto b = read_block<BlockIQ4_NL>(block);
+      out.d = b.d;
+      out.sc[0] = 1;
+      return unpack_nibbles_32(b.qs, out.q);
+    }
+    case WeightType::iq4_xs:
+      return unpack_iq4_xs(read_block<BlockIQ4_XS>(block), out);
+    case WeightType::mxfp4: {
+      const auto b = read_block<BlockMXFP4>(block);
+      out.d = b.e;
+      out.sc[0] = 1;
+      return unpack_nibbles_32(b.qs, out.q);
+    }
     default:
       throw Error("unpack_superblock: " + std::string(weight_type_name(t)) + " has no K-panel form");
   }
@@ -162,7 +196,10 @@ void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, i
     for (int64_t b = 0; b < K / f.block; ++b) {
       unpack_superblock(t, src + r * row_bytes + b * block_bytes, s);
       auto* out = reinterpret_cast<uint8_t*>(panel + b * L.bytes);
-      std::memcpy(out + 2 * j, &s.d, 2);
+      if (f.e8m0)
+        out[j] = static_cast<uint8_t>(s.d);
+      else
+        std::memcpy(out + 2 * j, &s.d, 2);
       if (f.has_min) std::memcpy(out + L.dmin + 2 * j, &s.dmin, 2);
       for (int u = 0; u < f.subs(); ++u) {
         out[L.sc + u * 64 + j] = static_cast<uint8_t>(s.sc[u]);

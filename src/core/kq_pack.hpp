@@ -12,7 +12,8 @@ namespace ffn {
 
 // One super-block of one row as the integers of kq_panels.hpp: value i of sub-block u is
 // d·sc[u]·(q[i] − offset) − dmin·m[u] (d, dmin binary16 bits; m and dmin zero for the types
-// without mins).
+// without mins). For the codebook types q[i] is the nibble whose codebook entry is the value's
+// code, and MXFP4's d its e8m0 byte.
 struct SuperBlockInts {
   uint16_t d = 0, dmin = 0;
   int8_t sc[16] = {};

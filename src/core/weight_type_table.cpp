@@ -165,15 +165,19 @@ void kq_into_panel(const KernelTable&, const std::byte* src, int64_t row_bytes, 
 }
 template <WeightType Type>
 PanelKernel kq_kernel(const KernelTable& k) {
-  constexpr bool super = kernels::kq_format(Type).block == kernels::kSuperBlockValues;
+  constexpr kernels::KQFormat f = kernels::kq_format(Type);
+  constexpr bool super = f.block == kernels::kSuperBlockValues;
   return {k.kq_panel_gemm.name,
-          super ? "exact integer sums per super-block" : "exact integer sums per block (a scale and a min each)",
+          f.has_codebook() ? (super ? "nibbles through a 16-entry codebook, exact integer sums per super-block"
+                                    : "nibbles through a 16-entry codebook, exact integer sums per block")
+          : super          ? "exact integer sums per super-block"
+                           : "exact integer sums per block (a scale and a min each)",
           super ? ActivationFormat::q8_K : ActivationFormat::q8_1,
           [](const KernelTable& k, int64_t T, int64_t K, const ActivationRows& a, const std::byte* p, float* C,
              int64_t ldc) { k.kq_panel_gemm(Type, T, K, a.q8k, p, C, ldc); }};
 }
 // The table. GGUF numbers are ggml's enum ggml_type.
-const std::array<WeightTypeTraits, 13> kTable{{
+const std::array<WeightTypeTraits, 16> kTable{{
     {{WeightType::f32, "f32", 0, 1, 4, "IEEE binary32"},
      f32_to_f32,
      f32_from_f32,
@@ -270,6 +274,32 @@ const std::array<WeightTypeTraits, 13> kTable{{
      kq_into_panel<WeightType::q4_1>,
      kq_kernel<WeightType::q4_1>,
      {0, 2}},
+    // ggml's codebook types, run through the K-quant panels with the nibbles looked up.
+    {{WeightType::iq4_nl, "iq4_nl", 20, 32, 18,
+      "ggml IQ4_NL: 32 4-bit indices into a non-linear int8 codebook and a binary16 scale"},
+     blocks_to_f32<BlockIQ4_NL, dequantize_row_iq4_nl>,
+     blocks_from_f32<BlockIQ4_NL, quantize_row_iq4_nl>,
+     kq_panel_bytes<WeightType::iq4_nl>,
+     kq_into_panel<WeightType::iq4_nl>,
+     kq_kernel<WeightType::iq4_nl>,
+     {0, -1}},
+    {{WeightType::iq4_xs, "iq4_xs", 23, 256, 136,
+      "ggml IQ4_XS: 8 sub-blocks of 32 IQ4_NL codebook indices, 6-bit scales (offset 32), a binary16 scale"},
+     blocks_to_f32<BlockIQ4_XS, dequantize_row_iq4_xs, kSuperBlock>,
+     blocks_from_f32<BlockIQ4_XS, quantize_row_iq4_xs, kSuperBlock>,
+     kq_panel_bytes<WeightType::iq4_xs>,
+     kq_into_panel<WeightType::iq4_xs>,
+     kq_kernel<WeightType::iq4_xs>,
+     {0, -1}},
+    {{WeightType::mxfp4, "mxfp4", 39, 32, 17,
+      "OCP MXFP4 (ggml's layout): 32 e2m1 4-bit floats and an e8m0 power-of-two scale"},
+     blocks_to_f32<BlockMXFP4, dequantize_row_mxfp4>,
+     blocks_from_f32<BlockMXFP4, quantize_row_mxfp4>,
+     kq_panel_bytes<WeightType::mxfp4>,
+     kq_into_panel<WeightType::mxfp4>,
+     kq_kernel<WeightType::mxfp4>,
+     {0, -1},
+     true},
 }};
 
 }  // namespace
@@ -331,6 +361,14 @@ void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64
     for (int64_t b = 0; b < blocks; ++b)
       for (const int field : e.scale_fields) {
         if (field < 0) continue;
+        if (e.e8m0_scale) {
+          const auto byte = static_cast<uint8_t>(data[r * row_bytes + b * e.info.block_bytes + field]);
+          if (byte == 0xFF)
+            throw Error(what + ": row " + std::to_string(r) + ", block " + std::to_string(b) + " of " +
+                        std::string(e.info.name) + " has a NaN scale (e8m0 0xff at byte " + std::to_string(field) +
+                        " of the block)");
+          continue;
+        }
         uint16_t h;
         std::memcpy(&h, data + r * row_bytes + b * e.info.block_bytes + field, 2);
         if ((h & 0x7C00) == 0x7C00)

@@ -73,10 +73,13 @@ struct WeightTypeTraits {
   // Byte offsets of the binary16 scales in a block (d, and dmin where the type has one);
   // −1: none. Stored blocks are checked for finite scales at load (check_block_scales).
   int scale_fields[2] = {-1, -1};
+  // The scale at scale_fields[0] is an e8m0 byte (MXFP4), NaN when 0xFF, not binary16.
+  bool e8m0_scale = false;
 };
 
 // Throws ffn::Error naming `what`, the row and the block when a block of the stored rows
-// (rows × cols weights of type t, row_bytes apart) has a non-finite binary16 scale: a file
+// (rows × cols weights of type t, row_bytes apart) has a non-finite binary16 scale (or an
+// e8m0 scale 0xFF, the OCP format's NaN): a file
 // whose scales are NaN or Inf would otherwise give NaN outputs without a word.
 void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64_t cols, const std::string& what);
 

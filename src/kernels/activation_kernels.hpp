@@ -11,6 +11,8 @@
 //   f32_gated_activation_backward_<isa>(a, g, u, dh, h, du, dg, n):
 //                                             h[i] = act(g[i]) · u[i];  du[i] = dh[i] · act(g[i]);
 //                                             dg[i] = (dh[i] · u[i]) · act'(g[i])
+//     clamped_swish (gpt-oss): u is v(u) = clamp(u, −7, 7) + 1 above; du[i] = (dh[i] ·
+//     act(g[i])) · [−7 ≤ u[i] ≤ 7]; act(g) = m·σ(1.702·m), m = min(g, 7), act' = 0 for g > 7
 //   f32_erfc_<isa>(z, out, n):                out[i] = erfc(z[i]) as the gelu formulas
 //                                             evaluate it (its bound: test_erfc.cpp)
 // Outputs must not overlap inputs, except that out may be in (or u) exactly: the same

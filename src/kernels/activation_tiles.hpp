@@ -1,11 +1,11 @@
 // The activations and their derivatives, written once over an element-wise math traits
-// type M (ScalarMath, Avx2Math, Avx512Math: add/sub/mul/div, relu, step, exp, erfc, tanh,
-// loads and masked tails). Every formula is evaluated in the same order of f32 operations
-// on every ISA, so ISAs differ only by their exp / erfc / tanh (libm's within a few ulps;
-// SLEEF's exp / tanh within 1.0 ulp, erfc_f32.hpp's erfc within 6). Each element's result
-// depends on its inputs alone — the tail of an array goes through the same vector
-// functions under a mask — so splitting an array anywhere (across threads or tiles) never
-// changes a bit.
+// type M (ScalarMath, Avx2Math, Avx512Math: add/sub/mul/div, relu, step, min_keep_nan,
+// clamp_keep_nan, exp, erfc, tanh, loads and masked tails). Every formula is evaluated in
+// the same order of f32 operations on every ISA, so ISAs differ only by their exp / erfc /
+// tanh (libm's within a few ulps; SLEEF's exp / tanh within 1.0 ulp, erfc_f32.hpp's erfc
+// within 6). Each element's result depends on its inputs alone — the tail of an array goes
+// through the same vector functions under a mask — so splitting an array anywhere (across
+// threads or tiles) never changes a bit.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +41,17 @@ struct ActivationFormulas {
   static V sigmoid_complement(V v) { return M::div(M::set1(1.0f), M::add(M::set1(1.0f), M::exp(v))); }
   static V swish(V v) { return M::mul(v, sigmoid(v)); }
 
+  // gpt-oss's gated activation (config.hpp, clamped_swish), as GptOssExperts evaluates it:
+  // the gate m·σ(α·m), m = min(g, 7), and the up factor clamp(u, −7, 7) + 1, both keeping
+  // NaN as PyTorch's clamp does. 7 and α = 1.702 are fixed (gpt-oss's swiglu_limit, alpha).
+  static constexpr float kOaiLimit = 7.0f, kOaiAlpha = 1.702f;
+  static constexpr float kOaiAboveLimit = 0x1.c00002p+2f;  // the float after 7: v ≤ 7 ⇔ 7⁺ − v > 0
+  static V clamped_swish(V g) {
+    const V m = M::min_keep_nan(g, kOaiLimit);
+    return M::mul(m, sigmoid(M::mul(m, M::set1(kOaiAlpha))));
+  }
+  static V oai_up(V u) { return M::add(M::clamp_keep_nan(u, -kOaiLimit, kOaiLimit), M::set1(1.0f)); }
+
   // Derivatives, the same functions as PyTorch's autograd formulas (aten's GeluBackward,
   // silu_backward, sigmoid_backward, threshold_backward; relu' = 0 at 0 and for NaN), with
   // 1 − σ as σ(−x) and 1 ± tanh through σ, for full relative accuracy.
@@ -65,6 +76,17 @@ struct ActivationFormulas {
   static V sigmoid_grad(V z) { return M::mul(sigmoid(z), sigmoid_complement(z)); }
   // d/dz z·σ(z) = σ(z)·(1 + z·(1 − σ(z))).
   static V swish_grad(V z) { return M::mul(sigmoid(z), M::add(M::set1(1.0f), M::mul(z, sigmoid_complement(z)))); }
+  // d/dg m·σ(α·m) = [g ≤ 7]·σ(z)·(1 + z·σ(−z)), z = α·m: autograd's clamp passes the
+  // gradient where g is at most the limit, 7 itself included, and gives 0 above it. The
+  // slope is taken at m, so that g = +Inf gives 0 (not 0·NaN); a NaN g gives NaN.
+  static V clamped_swish_grad(V g) {
+    const V m = M::min_keep_nan(g, kOaiLimit), z = M::mul(m, M::set1(kOaiAlpha));
+    return M::mul(below_limit(g), swish_grad(z));
+  }
+  // d/du of clamp(u, −7, 7) + 1: 1 for −7 ≤ u ≤ 7 (the ends included, as autograd has it),
+  // else 0 (NaN too).
+  static V oai_up_grad(V u) { return M::mul(below_limit(u), below_limit(M::mul(u, M::set1(-1.0f)))); }
+  static V below_limit(V v) { return M::step(M::sub(M::set1(kOaiAboveLimit), v)); }  // v ≤ 7 ? 1 : 0
 };
 
 // Element-wise loops: full vectors, then one masked vector for the tail.
@@ -79,6 +101,16 @@ void map_binary(const float* a, const float* b, float* out, int64_t n, F f) {
   int64_t i = 0;
   for (; i + M::lanes <= n; i += M::lanes) M::store(out + i, f(M::load(a + i), M::load(b + i)));
   if (i < n) M::store_tail(out + i, f(M::load_tail(a + i, n - i), M::load_tail(b + i, n - i)), n - i);
+}
+
+template <class M, class F>
+void map_ternary(const float* a, const float* b, const float* c, float* out, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + M::lanes <= n; i += M::lanes) M::store(out + i, f(M::load(a + i), M::load(b + i), M::load(c + i)));
+  if (i < n) {
+    const int64_t r = n - i;
+    M::store_tail(out + i, f(M::load_tail(a + i, r), M::load_tail(b + i, r), M::load_tail(c + i, r)), r);
+  }
 }
 
 // Calls body(act) with act the activation's formula as a callable on vectors.
@@ -99,6 +131,8 @@ void with_activation(Activation a, Body body) {
       return body([](V v) { return A::sigmoid(v); });
     case Activation::identity:
       return body([](V v) { return v; });
+    case Activation::clamped_swish:
+      return body([](V v) { return A::clamped_swish(v); });
   }
 }
 template <class M, class Body>
@@ -118,13 +152,19 @@ void with_derivative(Activation a, Body body) {
       return body([](V z) { return A::sigmoid_grad(z); });
     case Activation::identity:
       return body([](V) { return M::set1(1.0f); });
+    case Activation::clamped_swish:
+      return body([](V z) { return A::clamped_swish_grad(z); });
   }
 }
 
-// The kernels of activation_kernels.hpp, for one ISA's math M (contracts there).
+// The kernels of activation_kernels.hpp, for one ISA's math M (contracts there). A gated
+// block multiplies act(g) by u, except clamped_swish's, which multiplies by
+// clamp(u, −7, 7) + 1 (A::oai_up); which of the two is chosen once per call, so the other
+// activations keep their plain loop.
 template <class M>
 struct ActivationLoops {
   using V = typename M::Vec;
+  using A = ActivationFormulas<M>;
   static void activation(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
                          int64_t ld_out) {
     with_activation<M>(a, [&](auto act) {
@@ -133,11 +173,8 @@ struct ActivationLoops {
   }
   static void gated(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
                     int64_t ld_u, float* out, int64_t ld_out) {
-    with_activation<M>(a, [&](auto act) {
-      for (int64_t r = 0; r < rows; ++r)
-        map_binary<M>(g + r * ld_g, u + r * ld_u, out + r * ld_out, cols,
-                      [&](V gv, V uv) { return M::mul(act(gv), uv); });
-    });
+    if (a == Activation::clamped_swish) return gated_rows<true>(a, rows, cols, g, ld_g, u, ld_u, out, ld_out);
+    gated_rows<false>(a, rows, cols, g, ld_g, u, ld_u, out, ld_out);
   }
   static void backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n) {
     activation(a, 1, n, z, n, h, n);
@@ -146,20 +183,41 @@ struct ActivationLoops {
   }
   static void gated_backward(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,
                              float* dg, int64_t n) {
-    // du holds act(g) first; h = act(g)·u is then the forward's product of the same floats.
+    if (a == Activation::clamped_swish) return gated_backward_of<true>(a, g, u, dh, h, du, dg, n);
+    gated_backward_of<false>(a, g, u, dh, h, du, dg, n);
+  }
+
+  // u as the gated product takes it: itself, or gpt-oss's clamp(u, −7, 7) + 1.
+  template <bool kOaiUp>
+  static V up_factor(V u) {
+    if constexpr (kOaiUp) return A::oai_up(u);
+    return u;
+  }
+  template <bool kOaiUp>
+  static void gated_rows(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
+                         int64_t ld_u, float* out, int64_t ld_out) {
+    with_activation<M>(a, [&](auto act) {
+      for (int64_t r = 0; r < rows; ++r)
+        map_binary<M>(g + r * ld_g, u + r * ld_u, out + r * ld_out, cols,
+                      [&](V gv, V uv) { return M::mul(act(gv), up_factor<kOaiUp>(uv)); });
+    });
+  }
+  // With v = up_factor(u): h = act(g)·v, du = (dh·act(g))·v'(u), dg = (dh·v)·act'(g), in the
+  // order autograd multiplies (v' = 1 for the plain factor, and is not multiplied then).
+  template <bool kOaiUp>
+  static void gated_backward_of(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,
+                                float* dg, int64_t n) {
+    // du holds act(g) first; h = act(g)·v is then the forward's product of the same floats.
     activation(a, 1, n, g, n, du, n);
-    map_binary<M>(du, u, h, n, [](V s, V uv) { return M::mul(s, uv); });
-    map_binary<M>(dh, du, du, n, [](V d, V s) { return M::mul(d, s); });
-    // dg = (dh·u)·act'(g), in the order autograd multiplies.
+    map_binary<M>(du, u, h, n, [](V s, V uv) { return M::mul(s, up_factor<kOaiUp>(uv)); });
+    if constexpr (kOaiUp) {
+      map_ternary<M>(dh, du, u, du, n, [](V d, V s, V uv) { return M::mul(M::mul(d, s), A::oai_up_grad(uv)); });
+    } else {
+      map_binary<M>(dh, du, du, n, [](V d, V s) { return M::mul(d, s); });
+    }
     with_derivative<M>(a, [&](auto grad) {
-      int64_t i = 0;
-      for (; i + M::lanes <= n; i += M::lanes)
-        M::store(dg + i, M::mul(M::mul(M::load(dh + i), M::load(u + i)), grad(M::load(g + i))));
-      if (i < n) {
-        const int64_t r = n - i;
-        M::store_tail(dg + i,
-                      M::mul(M::mul(M::load_tail(dh + i, r), M::load_tail(u + i, r)), grad(M::load_tail(g + i, r))), r);
-      }
+      map_ternary<M>(dh, u, g, dg, n,
+                     [&](V d, V uv, V gv) { return M::mul(M::mul(d, up_factor<kOaiUp>(uv)), grad(gv)); });
     });
   }
   static void erfc(const float* z, float* out, int64_t n) {

@@ -351,6 +351,8 @@ std::vector<RegisteredKernel> registered_kernels(Isa isa);
 // call: per-row calls of a few vectors each cost more than their arithmetic. The plain
 // forms take one row of n, in place.
 // NaN propagates; ±Inf give what IEEE arithmetic of the formula gives (as PyTorch).
+// clamped_swish (gpt-oss) takes v(u) = clamp(u, −7, 7) + 1 in place of u in the gated form
+// and below; its act is m·σ(1.702·m), m = min(g, 7).
 void f32_activation_rows(Activation a, int64_t rows, int64_t cols, const float* in, int64_t ld_in, float* out,
                          int64_t ld_out);
 void f32_gated_activation_rows(Activation a, int64_t rows, int64_t cols, const float* g, int64_t ld_g, const float* u,
@@ -367,6 +369,8 @@ inline void f32_gated_activation(Activation a, const float* g, float* u, int64_t
 //   f32_activation_backward:        h[i] = act(z[i]);         dz[i] = dh[i]·act'(z[i])
 //   f32_gated_activation_backward:  h[i] = act(g[i])·u[i];    du[i] = dh[i]·act(g[i]);
 //                                   dg[i] = (dh[i]·u[i])·act'(g[i])
+//     clamped_swish: u becomes v(u) = clamp(u, −7, 7) + 1 in h and dg, du = (dh·act(g))·v'(u)
+//     with v' = [−7 ≤ u ≤ 7], and act'(g) = 0 for g > 7 (both ends pass, as autograd's clamp)
 // Each output array holds n floats and must not overlap an input.
 void f32_activation_backward(Activation a, const float* z, const float* dh, float* h, float* dz, int64_t n);
 void f32_gated_activation_backward(Activation a, const float* g, const float* u, const float* dh, float* h, float* du,

@@ -1,13 +1,16 @@
 // Super-block weights (ggml's K-quants: Q2_K … Q6_K, and in the same form its older Q4_1,
-// Q5_0, Q5_1) packed at load for the integer kernels (kq_panel_gemm, kernels.hpp), and the
-// activations they are dotted with.
+// Q5_0, Q5_1 and its codebook types IQ4_NL, IQ4_XS, MXFP4) packed at load for the integer
+// kernels (kq_panel_gemm, kernels.hpp), and the activations they are dotted with.
 //
 // Every such weight of block b (`block` values along K: 256 for the K-quants, 32 for the
 // others) of row j is, for the value i of sub-block u (`sub` consecutive values), an
 // integer expression
 //     w_i = d·sc_u·(q_i − offset) − dmin·m_u
 // with q_i unsigned (0 … 2^bits − 1), sc_u a signed integer scale, m_u an unsigned integer
-// min (zero for the types without mins) and d, dmin binary16. Against activations
+// min (zero for the types without mins) and d, dmin binary16. The codebook types (IQ4_NL,
+// IQ4_XS, MXFP4) store a nibble n_i and have q_i = codebook[n_i], a signed int8 (|q| ≤ 127),
+// offset 0 and no mins; MXFP4's d is 2^(e − 128) from an e8m0 byte (codebooks.hpp) instead of
+// binary16 (exact in f32, so the chain below is unchanged). Against activations
 // quantised to int8 blocks of the same length (x_i in −127 … 127, one scale d_x a block —
 // q8_K's f32 for the K-quants, q8_0's binary16 for the 32-blocks — B_u = Σ_{i∈u} x_i):
 //     Σ_i w_i·d_x·x_i = d_x·(d·I − dmin·M),
@@ -19,8 +22,11 @@
 // Panel layout, per super-block of the 64 rows (kq_panel_block_bytes(type) bytes, every
 // section a multiple of 64 bytes):
 //   d      [64]    binary16 bits, row order                               128 bytes
+//                  (MXFP4: the e8m0 byte e of each row                     64 bytes)
 //   dmin   [64]    binary16 bits (types with mins only)                   128 bytes
 //   sc     [U][64] int8, sub-block u of row r at u·64 + r                 U·64 bytes
+//                  (1 for the formats of one sub-block a block: the vector kernels may
+//                  skip it)
 //   m      [U][64] uint8 (types with mins only)                           U·64 bytes
 //   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
 //          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
@@ -28,6 +34,7 @@
 //              low nibble value 4g + l and the high nibble value 4(g + sub/8) + l of the
 //              sub-block (for sub = 32 as q4_0's panels);
 //            bytes: sub / 4 groups, one unsigned byte a value;
+//          (codebook types: the nibbles n, to be mapped through the codebook);
 //   h      (nibble types with more than 4 bits: Q5_K 1, Q6_K 2) per sub-block 256 bytes,
 //          byte 4r + l holding the high bits of value 4g + l of row r for every group g of
 //          the sub-block, group g at bits high_bits·g … (sub/4 · high_bits = 8 bits).
@@ -39,6 +46,7 @@
 #include <cstdint>
 
 #include "ffn/weight_type.hpp"
+#include "kernels/codebooks.hpp"
 
 namespace ffn::kernels {
 
@@ -51,7 +59,25 @@ struct KQFormat {
   bool has_min;                        // dmin and m present
   int high_bits;                       // bits of q above the nibble, in the h section (nibble types only)
   int block = int(kSuperBlockValues);  // values a block of the type: 256 (super-block), or 32
+  // The signed values of the 16 nibbles (nibble types without high bits); null: q is the code.
+  // The panel keeps the 4-bit codes and the kernels look them up in registers (vpshufb):
+  // storing the looked-up bytes instead would double the panel's bytes, and decode (T = 1)
+  // is bound by them, while the lookup costs AVX-512 VNNI nothing measurable and AVX2 at most
+  // its vpshufb (docs/performance.md, "The codebook types").
+  const int8_t* codebook = nullptr;
+  bool e8m0 = false;  // d is an e8m0 exponent byte (MXFP4), not binary16
   constexpr int subs() const { return block / sub; }
+  constexpr bool has_codebook() const { return codebook != nullptr; }
+  // The largest |q| a panel value takes (the unsigned code, or the codebook entry): bounds
+  // the AVX2 kernel's int16 pair sums.
+  constexpr int max_abs_q() const {
+    int m = (nibbles ? 16 << high_bits : 256) - 1;
+    if (has_codebook()) {
+      m = 0;
+      for (int i = 0; i < 16; ++i) m = codebook[i] > m ? codebook[i] : (-codebook[i] > m ? -codebook[i] : m);
+    }
+    return m;
+  }
 };
 
 // The format of a K-quant type's panels. Only the super-block types have one.
@@ -77,6 +103,14 @@ constexpr KQFormat kq_format(WeightType t) {
       return {32, 0, true, true, 0, 32};
     case WeightType::q5_1:
       return {32, 0, true, true, 1, 32};
+    // The codebook types: IQ4_NL as Q4_0 with its values looked up, IQ4_XS's 8 sub-blocks
+    // with their scale ls − 32, MXFP4 as IQ4_NL with its own values and an e8m0 scale.
+    case WeightType::iq4_nl:
+      return {32, 0, true, false, 0, 32, kIq4Values};
+    case WeightType::iq4_xs:
+      return {32, 0, true, false, 0, 256, kIq4Values};
+    case WeightType::mxfp4:
+      return {32, 0, true, false, 0, 32, kMxfp4Values, true};
     default:
       return {0, 0, false, false, 0};
   }
@@ -104,6 +138,12 @@ void with_kq_type(WeightType t, F&& f) {
       return f.template operator()<WeightType::q4_1>();
     case WeightType::q5_1:
       return f.template operator()<WeightType::q5_1>();
+    case WeightType::iq4_nl:
+      return f.template operator()<WeightType::iq4_nl>();
+    case WeightType::iq4_xs:
+      return f.template operator()<WeightType::iq4_xs>();
+    case WeightType::mxfp4:
+      return f.template operator()<WeightType::mxfp4>();
     default:
       return;
   }
@@ -119,18 +159,19 @@ struct KQLayout {
 };
 constexpr KQLayout kq_layout(const KQFormat& f) {
   const int64_t U = f.subs();
-  const int64_t dmin = 128, sc = f.has_min ? 256 : 128;
+  const int64_t dmin = f.e8m0 ? 64 : 128, sc = f.has_min ? dmin + 128 : dmin;
   const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
   const int64_t q_bytes = int64_t(f.block) * 64 / (f.nibbles ? 2 : 1);
   const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
   return {dmin, sc, m, q, h, h + h_bytes};
 }
 
-// The value of group g of a sub-block (g < sub/4) from its nibble-pair byte and its
+// The value q of group g of a sub-block (g < sub/4) from its nibble-pair byte and its
 // high-bits byte (both at the same place 4r + l): the portable form of what the vector
 // kernels do a vector at a time.
 constexpr int kq_value(const KQFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
   const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
+  if (f.has_codebook()) return f.codebook[low];
   return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
 }
 constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }
@@ -142,8 +183,8 @@ constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_forma
 //   bsums [T][K/16]      int16, the sum of each 16 consecutive qs.
 // Block b of row t is, field for field, what ggml's quantize_row_q8_K makes of
 // x[t][256b … 256b+255] (blocks of 256), or quantize_row_q8_0 of x[t][32b … 32b+31]
-// (blocks of 32: ggml dots Q4_1 / Q5_0 / Q5_1 with q8_1 / q8_0, whose codes and scale these
-// are).
+// (blocks of 32: ggml dots Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4 with q8_1 / q8_0, whose codes
+// and scale these are).
 struct Q8KRows {
   const int8_t* qs;
   const float* d;

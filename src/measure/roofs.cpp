@@ -44,6 +44,15 @@ double measure_compute_roof_gflops(ThreadPool& pool, int reps) {
   return best_roof_gflops(k.f32_fma_roof, double(k.f32_roof_chains) * double(k.f32_lanes) * 2.0, pool, reps);
 }
 
+std::string roof_loops_description() {
+  const auto& k = kernels::active_kernels();
+  const int64_t bits = k.f32_lanes * 32;
+  const char* reg = bits == 512 ? "zmm" : bits == 256 ? "ymm" : "scalar";
+  return std::string(k.f32_fma_roof.name) + ": " + std::to_string(k.f32_roof_chains) + " FMA chains x " +
+         std::to_string(k.f32_lanes) + " f32 lanes (" + std::to_string(bits) + "-bit " + reg + "); " +
+         k.stream_read.name + ": " + std::to_string(bits / 8) + "-byte loads";
+}
+
 double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps) {
   const auto& k = kernels::active_kernels();
   if (!k.bf16_dot_roof) return 0.0;

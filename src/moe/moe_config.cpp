@@ -124,12 +124,13 @@ std::vector<MoePreset> make_presets() {
        {std::tuple{"gpt-oss-20b", "gpt-oss-20b", int64_t{32}, int64_t{24}},
         std::tuple{"gpt-oss-120b", "gpt-oss-120b", int64_t{128}, int64_t{36}}}) {
     MoeConfig c = swiglu_moe(2880, 2880, experts, 4);
+    c.expert.variant.activation = Activation::clamped_swish;  // swiglu_oai: swiglu_limit 7, alpha 1.702
     c.expert.bias = true;
     c.scoring = RouterScoring::softmax_top_k;
     c.router_bias = true;
     p.push_back({name, model,
                  std::string("openai/") + name +
-                     " config.json (shapes; its clamped activation (up + 1)·gate·σ(1.702·gate) is not run yet)",
+                     " config.json (experts swiglu_oai: (clamp(up, ±7) + 1)·m·σ(1.702·m), m = min(gate, 7))",
                  c, layers, 0, 0});
   }
   return p;

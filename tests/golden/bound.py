@@ -12,7 +12,8 @@ import math
 import numpy as np
 
 U = 2.0**-24
-LIPSCHITZ = 1.13  # >= max |act'| for every activation here (GELU: 1.129, Swish: 1.100)
+LIPSCHITZ = 1.13  # >= max |act'| for every activation here (GELU: 1.129, Swish and clamped_swish: 1.100)
+OAI_LIMIT, OAI_ALPHA = 7.0, 1.702  # gpt-oss's swiglu_limit and alpha, fixed in clamped_swish
 
 _erfc = np.vectorize(math.erfc)
 
@@ -23,7 +24,16 @@ ACTIVATIONS = {
     "swish": lambda z: z / (1.0 + np.exp(-z)),
     "sigmoid": lambda z: 1.0 / (1.0 + np.exp(-z)),
     "identity": lambda z: z,
+    # gpt-oss's gate: m * sigmoid(1.702 m), m = min(z, 7) (gated blocks only; see up_factor)
+    "clamped_swish": lambda z: np.minimum(z, OAI_LIMIT) / (1.0 + np.exp(-OAI_ALPHA * np.minimum(z, OAI_LIMIT))),
 }
+
+
+def up_factor(activation, up):
+    """What a gated block multiplies act(gate) by: up, or clamped_swish's clip(up, -7, 7) + 1."""
+    if activation == "clamped_swish":
+        return np.clip(up, -OAI_LIMIT, OAI_LIMIT) + 1.0
+    return up
 
 
 def _linear(x, w, b):
@@ -52,8 +62,11 @@ def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
     e_pre = per_term * pre_abs
     e_a = LIPSCHITZ * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
     if gated:
-        h = a * up
-        e_h = e_a * np.abs(up) + np.abs(a) * per_term * up_abs + U * np.abs(h)
+        # clamped_swish: v = clip(up) + 1 is 1-Lipschitz in up and its + 1 rounds once.
+        v = up_factor(activation, up)
+        e_v = per_term * up_abs + (U * np.abs(v) if activation == "clamped_swish" else 0.0)
+        h = a * v
+        e_h = e_a * np.abs(v) + np.abs(a) * e_v + U * np.abs(h)
     else:
         h, e_h = a, e_a
     e_h = e_h + operand_rounding * np.abs(h)
@@ -90,8 +103,9 @@ def quantisation_bound(state, x, activation, gated, x_block, h_block):
     if gated:
         g, _ = _linear(x, state["gate.weight"], state.get("gate.bias"))
         dg = ex @ np.abs(state["gate.weight"]).T
-        h = ACTIVATIONS[activation](g) * up
-        dh = LIPSCHITZ * dg * (np.abs(up) + du) + np.maximum(np.abs(g), 1.0) * du
+        v = up_factor(activation, up)  # 1-Lipschitz in up: its error is within du too
+        h = ACTIVATIONS[activation](g) * v
+        dh = LIPSCHITZ * dg * (np.abs(v) + du) + np.maximum(np.abs(g), 1.0) * du
     else:
         h = ACTIVATIONS[activation](up)
         dh = LIPSCHITZ * du

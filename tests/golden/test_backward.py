@@ -51,6 +51,9 @@ DERIVATIVES = {
     "swish": lambda z: _sigmoid(z) * (1.0 + z * (1.0 - _sigmoid(z))),
     "sigmoid": lambda z: _sigmoid(z) * (1.0 - _sigmoid(z)),
     "identity": lambda z: np.ones_like(z),
+    # 0 above the limit; the limit itself passes the gradient, as autograd's clamp has it
+    "clamped_swish": lambda z: np.where(z <= bound.OAI_LIMIT, _sigmoid(bound.OAI_ALPHA * z) * (
+        1.0 + bound.OAI_ALPHA * z * (1.0 - _sigmoid(bound.OAI_ALPHA * z))), 0.0),
 }
 
 ACTIVATION_OF = {
@@ -83,16 +86,26 @@ def backward_and_bound(state, x, dy, activation, gated):
     e_ad = CURVATURE * e_pre + 16 * U * (1 + np.abs(pre))
     if activation == "relu":  # the f32 pre-activation may lie across the kink
         e_ad = np.where(np.abs(pre) <= e_pre, 1.0, e_ad)
+    oai = activation == "clamped_swish"
+    if oai:  # act' jumps by <= L where the f32 gate may lie across the limit 7
+        e_ad = e_ad + np.where(np.abs(pre - bound.OAI_LIMIT) <= e_pre, bound.LIPSCHITZ, 0.0)
     wd = state["down.weight"]
     dh = dy @ wd
     e_dh = d * U * (np.abs(dy) @ np.abs(wd))
     if gated:
-        h = a * up
-        e_h = e_a * np.abs(up) + np.abs(a) * e_up + U * np.abs(h)
-        du = dh * a
-        e_du = e_dh * np.abs(a) + np.abs(dh) * e_a + U * np.abs(du)
-        dg = dh * up * ad
-        e_dg = (e_dh * np.abs(up * ad) + np.abs(dh) * e_up * np.abs(ad) + np.abs(dh * up) * e_ad
+        # v = up, or clamped_swish's clip(up, -7, 7) + 1 with v' = [|up| <= 7] (reference_backward.cpp)
+        v = bound.up_factor(activation, up)
+        vd = (np.abs(up) <= bound.OAI_LIMIT).astype(up.dtype) if oai else np.ones_like(up)
+        e_v = e_up + (U * np.abs(v) if oai else 0.0)
+        h = a * v
+        e_h = e_a * np.abs(v) + np.abs(a) * e_v + U * np.abs(h)
+        du = dh * a * vd
+        e_du = (e_dh * np.abs(a) + np.abs(dh) * e_a + U * np.abs(dh * a)) * vd
+        if oai:  # v' may differ where the f32 up may lie across +-7
+            near = np.abs(np.abs(up) - bound.OAI_LIMIT) <= e_up
+            e_du = e_du + np.where(near, np.abs(dh * a) + e_dh * np.abs(a) + np.abs(dh) * e_a, 0.0)
+        dg = dh * v * ad
+        e_dg = (e_dh * np.abs(v * ad) + np.abs(dh) * e_v * np.abs(ad) + np.abs(dh * v) * e_ad
                 + 2 * U * np.abs(dg))
     else:
         h, e_h = a, e_a

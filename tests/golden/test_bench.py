@@ -89,6 +89,21 @@ def test_bf16_rows_are_judged_by_the_roof_of_the_instructions_they_run(run_ffn, 
         assert ("vdpbf16ps" in r["path"]) == dot, r
 
 
+@pytest.mark.parametrize("isa,loop", [("avx2", "f32_fma_roof_avx2: 12 FMA chains x 8 f32 lanes (256-bit ymm)"),
+                                      ("avx512", "f32_fma_roof_avx512: 24 FMA chains x 16 f32 lanes (512-bit zmm)")])
+def test_roofs_are_measured_with_the_vectors_of_the_isa_that_runs(run_ffn, tmp_path, isa, loop):
+    """FFN_ISA=avx2 on a wider machine judges the AVX2 kernels against ymm roof loops (issue 23),
+    and the header and the JSON say which loops made the roofs."""
+    flag = {"avx2": "avx2", "avx512": "avx512f"}[isa]
+    if f" {flag}" not in open("/proc/cpuinfo").read():
+        pytest.skip(f"this CPU lacks {isa}")
+    out = tmp_path / "bench.json"
+    p = run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1",
+                "--threads", "1", "--json", out, env={"FFN_ISA": isa})
+    assert loop in p.stdout
+    assert json.loads(out.read_text())["roofs"]["loops"].startswith(loop)
+
+
 def test_backward_section_reports_memory_kept_per_token(bench_json):
     # saved mode keeps x and g, u: 4·(D + 2H) bytes; recompute mode x alone: 4·D.
     assert "1,024 bytes saved mode, 256 bytes recompute mode" in bench_json[1]

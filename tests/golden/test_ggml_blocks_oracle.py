@@ -29,9 +29,10 @@ TYPES = {
     "q5_k": (T.Q5_K, 256, 176, (0, 2)),
     "q6_k": (T.Q6_K, 256, 210, (208,)),
     "iq4_xs": (T.IQ4_XS, 256, 136, (0,)),
+    "mxfp4": (T.MXFP4, 32, 17, ()),  # the e8m0 byte left random: every scale 2⁻¹²⁸ … 2¹²⁷ occurs
 }
 # The quantisers gguf-py has (gguf/quants.py: quantize_blocks; F32 / F16 by NumPy's astype).
-QUANTISED_BY_GGUF = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1"]
+QUANTISED_BY_GGUF = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "mxfp4"]
 
 
 def test_every_ffn_type_is_compared(ffn_module):
@@ -61,6 +62,8 @@ def random_blocks(rng, name, n_blocks):
     return raw
 
 
+# gguf-py warns of the overflow of MXFP4's largest scales (12·2¹²⁷ is +Inf in both codecs).
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply:RuntimeWarning")
 @pytest.mark.parametrize("name", list(TYPES))
 def test_dequantize_matches_gguf_bit_for_bit(ffn_module, name):
     qtype, values, _, _ = TYPES[name]

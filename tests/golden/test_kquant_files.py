@@ -43,10 +43,26 @@ MIXES = {
     "q3_k_m": lambda i, n: ("q3_K", "q5_K" if i < n // 16 else "q4_K"),
     "q2_k": lambda i, n: ("q2_K", "q3_K"),
 }
+# Files in one type throughout: the codebook types (the IQ4_NL / IQ4_XS / MXFP4 tensors
+# llama.cpp's IQ4 mixes and gpt-oss's experts store), and mixed with a K-quant down.
+ONE_TYPE = {
+    "iq4_nl": lambda i, n: ("iq4_nl", "iq4_nl"),
+    "iq4_xs": lambda i, n: ("iq4_xs", "iq4_xs"),
+    "mxfp4": lambda i, n: ("mxfp4", "mxfp4"),
+    "iq4_xs+q6_K": lambda i, n: ("iq4_xs", "q6_K"),
+    "mxfp4+iq4_nl": lambda i, n: ("mxfp4", "iq4_nl"),
+}
+MIXES.update(ONE_TYPE)
 
 
 def ggml_type(name):
     return Q[name.upper()]
+
+
+def block_of(name):
+    """Values a block of weight type `name`: the block of the activations ffn and ggml dot it
+    with (q8_K for 256, q8_0 / q8_1 codes for 32)."""
+    return gguf.GGML_QUANT_SIZES[ggml_type(name)][0]
 
 
 def random_blocks(rng, rows, cols, qtype):
@@ -104,8 +120,7 @@ def within_contract(y, x, layer, gate_up, down):
     state = {"gate.weight": layer["gate"], "up.weight": layer["up"], "down.weight": layer["down"]}
     x64 = x.astype(np.float64)
     y_exact, err = bound.forward_and_bound(state, x64, "swish", True)
-    block = lambda t: 256 if t.endswith("_K") else 32
-    dq = bound.quantisation_bound(state, x64, "swish", True, block(gate_up), block(down))
+    dq = bound.quantisation_bound(state, x64, "swish", True, block_of(gate_up), block_of(down))
     excess = np.abs(y.astype(np.float64) - y_exact) / (err + dq)
     return float(excess.max())
 
@@ -122,24 +137,40 @@ def q8_k_values(v):
     return (codes * d).reshape(v.shape[0], -1)
 
 
-def emulated_error(y, x, layer):
+def q8_0_values(v):
+    """Rows of v as ggml's quantize_row_q8_0_ref leaves them: per block of 32, d = amax/127 in
+    f32, codes round(v·(1/d)) (half away from zero, C's roundf), values code·d with d stored
+    as binary16."""
+    v = np.asarray(v, dtype=np.float32).reshape(v.shape[0], -1, 32)
+    d = np.abs(v).max(axis=2, keepdims=True) / np.float32(127)
+    inv = np.where(d == 0, np.float32(0), np.float32(1) / np.where(d == 0, np.float32(1), d))
+    scaled = v * inv
+    codes = np.sign(scaled) * np.floor(np.abs(scaled) + np.float32(0.5))
+    return (codes.astype(np.float64) * d.astype(np.float16).astype(np.float64)).reshape(v.shape[0], -1)
+
+
+def activation_values(v, weight_type):
+    return q8_k_values(v) if block_of(weight_type) == 256 else q8_0_values(v)
+
+
+def emulated_error(y, x, layer, gate_up="q4_K", down="q4_K"):
     """Relative RMS of y against the forward of the dequantised weights with x and h
-    quantised to q8_K as ggml does (float64 otherwise): what llama.cpp's CPU backend computes
+    quantised to q8_K (or q8_0 for the 32-block types) as ggml does (float64 otherwise): what llama.cpp's CPU backend computes
     for these types, up to summation order. The worst-case contract above grows with the width
     (Σ|W|·e) and at this size is several times |y| — it would pass another layer's answer —
     so this is the sharp check: f32 rounding gives ~1e-7; a code of h that f32 rounding moves
     across a rounding boundary (it happens, rarely) moves y by ~1e-3 relative; a wrong weight
     layout, scale or layer by 1e-2 to 1 (the activations' own quantisation is 2e-2 here)."""
-    x8 = q8_k_values(x)
+    x8 = activation_values(x, gate_up)
     g, u = x8 @ layer["gate"].T, x8 @ layer["up"].T
-    y_ref = q8_k_values(g / (1.0 + np.exp(-g)) * u) @ layer["down"].T
+    y_ref = activation_values(g / (1.0 + np.exp(-g)) * u, down) @ layer["down"].T
     return float(np.sqrt(np.mean((y - y_ref) ** 2) / np.mean(y_ref**2)))
 
 
 EMULATED_ERROR = 3e-3  # relative RMS: room for two or three boundary codes, far below any mistake
 
 
-@pytest.mark.parametrize("mix", ["q4_k_m", "q5_k_m", "q6_k"])
+@pytest.mark.parametrize("mix", ["q4_k_m", "q5_k_m", "q6_k", *ONE_TYPE])
 def test_llama_file_in_a_k_quant_mix_runs_every_layer(tmp_path, run_ffn, ffn_module, mix):
     rng = np.random.default_rng(1)
     path = tmp_path / f"llama-{mix}.gguf"
@@ -149,9 +180,8 @@ def test_llama_file_in_a_k_quant_mix_runs_every_layer(tmp_path, run_ffn, ffn_mod
     info = json.loads(run_ffn("info", "--weights", path, "--json").stdout)
     assert [(l["matrices"]["gate"]["type"], l["matrices"]["down"]["type"]) for l in info["layers"]] == \
         [MIXES[mix](i, LAYERS) for i in range(LAYERS)]
-    sizes = {"q4_K": 144, "q5_K": 176, "q6_K": 210}
-    assert all(l["matrices"]["down"]["bytes"] == D * HIDDEN // 256 * sizes[l["matrices"]["down"]["type"]]
-               for l in info["layers"])
+    size = lambda t: D * HIDDEN // gguf.GGML_QUANT_SIZES[ggml_type(t)][0] * gguf.GGML_QUANT_SIZES[ggml_type(t)][1]
+    assert all(l["matrices"]["down"]["bytes"] == size(l["matrices"]["down"]["type"]) for l in info["layers"])
     x = rng.standard_normal((5, D)).astype(np.float32)
     files.write_npy(tmp_path / "x.npy", x)
     for i in range(LAYERS):
@@ -163,7 +193,7 @@ def test_llama_file_in_a_k_quant_mix_runs_every_layer(tmp_path, run_ffn, ffn_mod
         y_cli = np.load(tmp_path / "y.npy")
         ratio = within_contract(y_cli, x, reference[i], gate_up, down)
         assert ratio <= 1.0, f"{GGUF_VERSION}: {mix} layer {i} ({gate_up}/{down}): {ratio:.3g} of the bound"
-        rel = emulated_error(y_cli, x, reference[i])
+        rel = emulated_error(y_cli, x, reference[i], gate_up, down)
         assert rel <= EMULATED_ERROR, f"{GGUF_VERSION}: {mix} layer {i}: {rel:.3g} off the emulated q8_K forward"
         y_py = ffn_module.load(path, layer=i)(x)
         np.testing.assert_array_equal(y_py, y_cli, err_msg=f"{mix} layer {i}: ffn.load against ffn forward")
@@ -194,7 +224,7 @@ def safetensors_model(tmp_path, layers):
     return tmp_path / "model.safetensors", blocks
 
 
-@pytest.mark.parametrize("mix", ["q4_k_m", "q5_k_m", "q4_k_s", "q3_k_m", "q2_k"])
+@pytest.mark.parametrize("mix", ["q4_k_m", "q5_k_m", "q4_k_s", "q3_k_m", "q2_k", "iq4_nl", "iq4_xs", "mxfp4"])
 def test_quantize_writes_llama_cpp_s_mix_that_gguf_py_reads(tmp_path, run_ffn, ffn_module, mix):
     src, blocks = safetensors_model(tmp_path, LAYERS)
     out = tmp_path / f"mlp-{mix}.gguf"
@@ -216,7 +246,9 @@ def test_quantize_writes_llama_cpp_s_mix_that_gguf_py_reads(tmp_path, run_ffn, f
             assert np.array_equal(params[f"{matrix}.weight"], theirs), f"{name}: ffn's loaded weights"
             original = blocks[i].state_dict()[f"{matrix}.weight"].numpy()
             rel = np.sqrt(np.mean((theirs - original) ** 2) / np.mean(original**2))
-            assert rel < {"q6_K": 0.03, "q5_K": 0.05, "q4_K": 0.1, "q3_K": 0.2, "q2_K": 0.4}[t], (name, rel)
+            # Each type's relative RMS error on N(0, 1) rows (test_ggml_blocks.cpp) with margin.
+            assert rel < {"q6_K": 0.03, "q5_K": 0.05, "q4_K": 0.1, "q3_K": 0.2, "q2_K": 0.4, "iq4_nl": 0.1,
+                          "iq4_xs": 0.1, "mxfp4": 0.15}[t], (name, rel)
     if mix in ("q4_k_m", "q5_k_m"):
         assert "use_more_bits(layer 0 of 8)" in report, report
 
@@ -272,3 +304,26 @@ def test_hostile_k_quant_files_are_errors_naming_the_tensor(tmp_path, run_ffn):
     p = forward(tmp_path / "nan.gguf")
     assert p.returncode == 1 and "blk.0.ffn_up.weight" in p.stderr and "row 7, block 0" in p.stderr, p.stderr
     assert "NaN" in p.stderr
+
+
+def test_mxfp4_nan_scale_is_an_error_naming_the_tensor(tmp_path, run_ffn):
+    """e8m0's 0xff is NaN in the OCP format (ggml would read it as 2^127): refused at load."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, D)).astype(np.float32)
+    files.write_npy(tmp_path / "x.npy", x)
+    import ffn
+    raw = {n: ffn.quantize(rng.standard_normal((r, c)).astype(np.float32), "mxfp4")
+           for n, r, c in (("gate", HIDDEN, D), ("up", HIDDEN, D), ("down", D, HIDDEN))}
+    raw["down"][3, 17 * 2] = 0xFF  # row 3, block 2: e = 0xff
+    path = tmp_path / "nan.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    for n, r in raw.items():
+        w.add_tensor(f"blk.0.ffn_{n}.weight", r, raw_dtype=Q.MXFP4)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    p = run_ffn("forward", "--weights", path, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+                check=False)
+    assert p.returncode == 1 and "blk.0.ffn_down.weight" in p.stderr and "row 3, block 2" in p.stderr, p.stderr
+    assert "NaN" in p.stderr and "e8m0" in p.stderr, p.stderr

@@ -9,14 +9,48 @@
 
 namespace ffn::test {
 
-// The nine named variants, T5 v1.1's gated GELU (tanh form), and the two 2-matrix blocks
-// whose activations are otherwise only gates.
+// The nine named variants, T5 v1.1's gated GELU (tanh form), the two 2-matrix blocks
+// whose activations are otherwise only gates, and gpt-oss's swiglu_oai.
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v = named_variants();
   v.push_back({true, Activation::gelu_tanh});
   v.push_back({false, Activation::sigmoid});
   v.push_back({false, Activation::identity});
+  v.push_back({true, Activation::clamped_swish});
   return v;
+}
+
+// A swiglu_oai block whose gate and up pre-activations reach past gpt-oss's limit 7 (at x
+// uniform in ±2 they are ~10× Block::random's ≈ 0.67 spread): its clamps are engaged.
+inline Block clamping_block(int64_t d, int64_t hidden, bool bias, uint32_t seed) {
+  Block b = Block::random({{true, Activation::clamped_swish}, d, hidden, bias}, seed);
+  auto& w = b.weights();
+  for (Matrix* m : {&w.gate, &w.up, &w.gate_bias, &w.up_bias})
+    for (int64_t i = 0; i < m->size(); ++i) m->data()[i] *= 10.0f;
+  return b;
+}
+
+// The shares of the (token, unit) pairs of x whose gate is above 7 and whose up is beyond
+// ±7, in double: that the tests at scale reach the clamps.
+struct ClampShares {
+  double gate = 0, up = 0;
+};
+inline ClampShares clamp_shares(const Block& b, const Matrix& x) {
+  const auto& w = b.weights();
+  const int64_t D = b.config().d_model, H = b.config().hidden;
+  ClampShares s;
+  for (int64_t t = 0; t < x.rows(); ++t)
+    for (int64_t j = 0; j < H; ++j) {
+      double g = w.gate_bias.empty() ? 0.0 : w.gate_bias.data()[j], u = w.up_bias.empty() ? 0.0 : w.up_bias.data()[j];
+      for (int64_t k = 0; k < D; ++k) {
+        g += double(w.gate.row(j)[k]) * x.row(t)[k];
+        u += double(w.up.row(j)[k]) * x.row(t)[k];
+      }
+      s.gate += g > 7.0;
+      s.up += std::fabs(u) > 7.0;
+    }
+  const double n = double(x.rows() * H);
+  return {s.gate / n, s.up / n};
 }
 
 // Largest |y − reference| / bound over all outputs of y = block(x), the reference and its

@@ -17,6 +17,7 @@
 // test_erfc.cpp sweeps it densely and bounds its mean error too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -41,12 +42,20 @@ struct Formula {
   Activation activation;
   std::function<double(double)> f;   // act(x)
   std::function<double(double)> df;  // act'(x), as autograd has it
+  // clamped_swish: the function below its limit, whose conditions κ the tolerances take
+  // there (a difference across the kink would not be one); above the limit f is constant and
+  // f' = 0, evaluated exactly (κ = 0).
+  std::function<double(double)> smooth_f = nullptr, smooth_df = nullptr;
 };
 
 double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 // Written so that double itself does not cancel: 1 − σ(x) = σ(−x), 1 + tanh(s) = 2σ(2s).
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double tanh_inner(double x) { return std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x); }
+// gpt-oss's gate (config.hpp) below its limit, m·σ(1.702·m), and its derivative.
+double oai_swish(double m) { return m * sigmoid(1.702 * m); }
+double oai_swish_grad(double m) { return sigmoid(1.702 * m) * (1 + 1.702 * m * sigmoid(-1.702 * m)); }
+constexpr float kAboveSeven = 0x1.c00002p+2f, kBelowSeven = 0x1.bffffep+2f;  // 7's neighbours
 
 std::vector<Formula> formulas() {
   return {
@@ -62,6 +71,9 @@ std::vector<Formula> formulas() {
        [](double x) { return sigmoid(x) * (1 + x * sigmoid(-x)); }},
       {Activation::sigmoid, [](double x) { return sigmoid(x); }, [](double x) { return sigmoid(x) * sigmoid(-x); }},
       {Activation::identity, [](double x) { return x; }, [](double) { return 1.0; }},
+      // min(x, 7)·σ(1.702·min(x, 7)); autograd's clamp passes the gradient at 7 itself.
+      {Activation::clamped_swish, [](double x) { return oai_swish(std::min(x, 7.0)); },
+       [](double x) { return x <= 7.0 ? oai_swish_grad(x) : 0.0; }, oai_swish, oai_swish_grad},
   };
 }
 
@@ -73,7 +85,9 @@ std::vector<float> sweep_inputs() {
     for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
   x.push_back(0.0f);
   x.push_back(-0.0f);
-  x.push_back(1.0f);  // length 7875: not a multiple of any vector width, so tails run too
+  for (float s : {kBelowSeven, 7.0f, kAboveSeven})  // clamped_swish's limit and its neighbours
+    for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
+  x.push_back(1.0f);  // length 7881: not a multiple of any vector width, so tails run too
   return x;
 }
 
@@ -144,9 +158,12 @@ TEST_P(ActivationTest, ValuesAndDerivativesWithinTheStatedBound) {
       ASSERT_EQ(std::memcmp(&v[i], &h[i], sizeof(float)), 0) << "backward's h differs from forward at " << x[i];
       const double xi = x[i];
       if (std::isinf(xi)) continue;
-      expect_close("value", fm.activation, x[i], v[i], fm.f(xi), condition(fm.f, xi));
+      const bool smooth = !fm.smooth_f || xi <= 7.0;  // κ of f itself; above clamped_swish's limit 0
+      const double kf = !smooth ? 0.0 : condition(fm.smooth_f ? fm.smooth_f : fm.f, xi);
+      const double kdf = !smooth ? 0.0 : condition(fm.smooth_df ? fm.smooth_df : fm.df, xi);
+      expect_close("value", fm.activation, x[i], v[i], fm.f(xi), kf);
       if (fm.activation == Activation::relu && xi == 0) continue;  // the kink: autograd's 0, checked below
-      expect_close("derivative", fm.activation, x[i], dz[i], fm.df(xi), condition(fm.df, xi));
+      expect_close("derivative", fm.activation, x[i], dz[i], fm.df(xi), kdf);
     }
   }
 }
@@ -159,7 +176,11 @@ TEST_P(ActivationTest, SpecialValues) {
     std::vector<float> v = {nan, -nan, inf, -inf, 0.0f, -0.0f};
     activation_in_place(k, fm.activation, v.data(), 6);
     EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1])) << activation_name(fm.activation) << ": NaN must propagate";
-    const float at_inf = fm.activation == Activation::sigmoid ? 1.0f : inf;
+    std::vector<float> seven = {7.0f};  // clamped_swish(+Inf) is its value at the limit
+    activation_in_place(k, fm.activation, seven.data(), 1);
+    const float at_inf = fm.activation == Activation::sigmoid         ? 1.0f
+                         : fm.activation == Activation::clamped_swish ? seven[0]
+                                                                      : inf;
     EXPECT_EQ(v[2], at_inf) << activation_name(fm.activation) << "(+Inf)";
     EXPECT_EQ(v[4], static_cast<float>(fm.f(0.0)));
   }
@@ -192,11 +213,14 @@ TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
       EXPECT_EQ(std::memcmp(whole.data(), parts.data(), sizeof(float) * 71), 0)
           << activation_name(fm.activation) << " split at " << cut;
     }
-    // gated = act(g)·u with the act of the 2-matrix path, bit for bit.
+    // gated = act(g)·v(u) with the act of the 2-matrix path, bit for bit (v(u) = u, or
+    // clamp(u, −7, 7) + 1 for clamped_swish: here |u| ≤ 1, so v' = 1).
     std::vector<float> act = g;
     activation_in_place(k, fm.activation, act.data(), 71);
-    for (int i = 0; i < 71; ++i) EXPECT_EQ(whole[i], act[i] * u[i]) << activation_name(fm.activation) << " at " << i;
-    // gated backward: h is the forward's product; du = dh·act(g); dg = (dh·u)·act'(g).
+    const bool oai = fm.activation == Activation::clamped_swish;
+    auto v = [&](float x) { return oai ? std::clamp(x, -7.0f, 7.0f) + 1.0f : x; };
+    for (int i = 0; i < 71; ++i) EXPECT_EQ(whole[i], act[i] * v(u[i])) << activation_name(fm.activation) << " at " << i;
+    // gated backward: h is the forward's product; du = dh·act(g); dg = (dh·v(u))·act'(g).
     std::vector<float> dh(71), h(71), du(71), dg(71), one(71, 1.0f), dz(71), hz(71);
     for (int i = 0; i < 71; ++i) dh[i] = 0.5f - 0.01f * i;
     k.gated_backward(fm.activation, g.data(), u.data(), dh.data(), h.data(), du.data(), dg.data(), 71);
@@ -204,9 +228,73 @@ TEST_P(ActivationTest, SplittingAnArrayChangesNoBit) {
     for (int i = 0; i < 71; ++i) {
       EXPECT_EQ(h[i], whole[i]);
       EXPECT_EQ(du[i], dh[i] * act[i]);
-      EXPECT_EQ(dg[i], (dh[i] * u[i]) * dz[i]);
+      EXPECT_EQ(dg[i], (dh[i] * v(u[i])) * dz[i]);
     }
   }
+}
+
+// gpt-oss's gated form on a grid of (g, u) pairs around its limits — g and u at ±7, their
+// neighbours, far beyond, ±Inf — against double: h = act(g)·(clamp(u, −7, 7) + 1),
+// du = dh·act(g)·[|u| ≤ 7], dg = dh·(clamp(u, −7, 7) + 1)·act'(g) with act'(g) = 0 for
+// g > 7; the limits themselves pass the gradient, as PyTorch's autograd of clamp has it
+// (torch.clamp's backward keeps the gradient where min ≤ x ≤ max). Tolerances: the
+// activation's (16 + 4κ)·u of the result, plus one rounding for each further product.
+TEST_P(ActivationTest, GatedClampedSwishAtItsLimits) {
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.gated && k.gated_backward);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> gs, us;
+  for (int i = -40; i <= 40; ++i) gs.push_back(static_cast<float>(i) / 4.0f);
+  for (float s : {kBelowSeven, 7.0f, kAboveSeven, 8.0f, 100.0f, 1e4f, 1e30f, inf}) {
+    gs.push_back(s);
+    us.push_back(s);
+    us.push_back(-s);
+  }
+  for (float s : {-1.0f, -0.5f, 0.0f, 0.5f, 3.0f}) us.push_back(s);
+  std::vector<float> g, u;
+  for (float gv : gs)
+    for (float uv : us) {
+      g.push_back(gv);
+      u.push_back(uv);
+    }
+  const int64_t n = static_cast<int64_t>(g.size());
+  std::vector<float> out(n), dh(n, 0.75f), h(n), du(n), dg(n);
+  k.gated(Activation::clamped_swish, 1, n, g.data(), n, u.data(), n, out.data(), n);
+  k.gated_backward(Activation::clamped_swish, g.data(), u.data(), dh.data(), h.data(), du.data(), dg.data(), n);
+  const Activation a = Activation::clamped_swish;
+  int above_limit = 0, beyond_up = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = g[i], ui = u[i];
+    ASSERT_EQ(std::memcmp(&out[i], &h[i], sizeof(float)), 0) << "backward's h differs from forward's";
+    const double m = std::min(gi, 7.0), v = std::clamp(ui, -7.0, 7.0) + 1.0;
+    const double kf = gi <= 7.0 ? condition(oai_swish, gi) : 0.0, kdf = gi <= 7.0 ? condition(oai_swish_grad, gi) : 0.0;
+    const double act = oai_swish(m), grad = gi <= 7.0 ? oai_swish_grad(gi) : 0.0;
+    const double du_exact = std::fabs(ui) <= 7.0 ? 0.75 * act : 0.0;
+    const double tol_h = (17.0 + 4.0 * kf) * kU * std::fabs(act * v) + 1e-36;
+    const double tol_du = (17.0 + 4.0 * kf) * kU * std::fabs(du_exact) + 1e-36;
+    const double tol_dg = (18.0 + 4.0 * kdf) * kU * std::fabs(0.75 * v * grad) + 1e-36;
+    const auto at = [&] { return ::testing::Message() << "g = " << g[i] << ", u = " << u[i]; };
+    EXPECT_LE(std::fabs(out[i] - act * v), tol_h) << at() << ": h " << out[i] << ", exact " << act * v;
+    EXPECT_LE(std::fabs(du[i] - du_exact), tol_du) << at() << ": du " << du[i] << ", exact " << du_exact;
+    EXPECT_LE(std::fabs(dg[i] - 0.75 * v * grad), tol_dg) << at() << ": dg " << dg[i] << ", exact " << 0.75 * v * grad;
+    above_limit += gi > 7.0;
+    beyond_up += std::fabs(ui) > 7.0;
+  }
+  EXPECT_GT(above_limit, 0);
+  EXPECT_GT(beyond_up, 0);
+  // The limits pass the gradient, their neighbours beyond do not (autograd's clamp).
+  std::vector<float> g2 = {7.0f, kAboveSeven, 1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> u2 = {1.0f, 1.0f, 7.0f, kAboveSeven, -7.0f, -kAboveSeven};
+  std::vector<float> dh2(6, 1.0f), h2(6), du2(6), dg2(6);
+  k.gated_backward(a, g2.data(), u2.data(), dh2.data(), h2.data(), du2.data(), dg2.data(), 6);
+  EXPECT_GT(dg2[0], 0.9f);
+  EXPECT_EQ(dg2[1], 0.0f);
+  for (int i : {2, 4}) EXPECT_GT(du2[i], 0.5f) << "u = " << u2[i];
+  for (int i : {3, 5}) EXPECT_EQ(du2[i], 0.0f) << "u = " << u2[i];
+  // NaN in g or u propagates to h, as through PyTorch's min and clamp.
+  std::vector<float> g3 = {nan, 1.0f}, u3 = {1.0f, nan}, out3(2);
+  k.gated(a, 1, 2, g3.data(), 2, u3.data(), 2, out3.data(), 2);
+  EXPECT_TRUE(std::isnan(out3[0]) && std::isnan(out3[1]));
 }
 
 // A tile in one call, as the packed forward takes it: gate and up side by side in rows of

@@ -122,6 +122,17 @@ void expect_bit_identical(const Result& a, const Result& b, const std::string& w
 
 class Backward : public testing::TestWithParam<Isa> {};
 
+// The backward of `block` (saved pre-activations) within the oracle's bound, and the same
+// bits when they are recomputed.
+void expect_within_bound_in_both_modes(const Block& block, const Matrix& x, const Matrix& dy, ThreadPool& pool) {
+  const Reference ref = reference(block, x, dy);
+  const std::string what = describe(block.config(), x.rows());
+  const Result saved = run_backward(block, x, dy, false, &pool);
+  std::string where;
+  EXPECT_LE(worst_bound_ratio(ref, saved, &where), 1.0) << what << " at " << where;
+  expect_bit_identical(saved, run_backward(block, x, dy, true, &pool), what + " recompute vs saved");
+}
+
 // (a), with (e) on the side: both cache modes, every variant and shape.
 TEST_P(Backward, EveryVariantMatchesReferenceWithinBound) {
   test::ScopedIsa isa(GetParam());
@@ -130,13 +141,22 @@ TEST_P(Backward, EveryVariantMatchesReferenceWithinBound) {
     for (const Shape& s : kShapes) {
       const Block block = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
       const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f), dy = random_matrix(s.tokens, s.d, 13, 1.0f);
-      const Reference ref = reference(block, x, dy);
-      const std::string what = describe(block.config(), s.tokens);
-      const Result saved = run_backward(block, x, dy, false, &pool);
-      std::string where;
-      EXPECT_LE(worst_bound_ratio(ref, saved, &where), 1.0) << what << " at " << where;
-      expect_bit_identical(saved, run_backward(block, x, dy, true, &pool), what + " recompute vs saved");
+      expect_within_bound_in_both_modes(block, x, dy, pool);
     }
+}
+
+// swiglu_oai with its clamps engaged, in both cache modes.
+TEST_P(Backward, ClampedSwishWithItsClampsEngagedMatchesReferenceWithinBound) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{33, 171, 33, true}, Shape{16, 48, 4, false}}) {
+    const Block block = test::clamping_block(s.d, s.hidden, s.bias, 5);
+    const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f), dy = random_matrix(s.tokens, s.d, 13, 1.0f);
+    const test::ClampShares shares = test::clamp_shares(block, x);
+    EXPECT_GT(shares.gate, 0.05);
+    EXPECT_GT(shares.up, 0.1);
+    expect_within_bound_in_both_modes(block, x, dy, pool);
+  }
 }
 
 // forward_train's y is Block::forward's, bit for bit, in either mode.
@@ -318,20 +338,29 @@ class FiniteDifference {
   const Matrix& dy_;
 };
 
-// min over the tokens [t0, t1) and hidden units [j0, j1) of |activation's argument|, in
-// double: ReLU's kink must be far (1e-3) from every argument a perturbation (≤ 1e-6·|p|
-// moves it by ≪ 1e-5) touches, or the central difference straddles it.
+// min over the tokens [t0, t1) and hidden units [j0, j1) of the distance of a
+// pre-activation to a kink, in double — ReLU's at 0, swiglu_oai's at g = 7 and u = ±7:
+// it must be far (1e-3) from every argument a perturbation (≤ 1e-6·|p| moves it by ≪ 1e-5)
+// touches, or the central difference straddles it.
 double distance_to_kink(const Block& block, const Matrix& x, int64_t t0, int64_t t1, int64_t j0, int64_t j1) {
   const auto& c = block.config();
   const auto& w = block.weights();
-  const Matrix& m = c.variant.gated ? w.gate : w.up;
-  const Matrix& b = c.variant.gated ? w.gate_bias : w.up_bias;
+  auto pre = [&](const Matrix& m, const Matrix& b, int64_t t, int64_t j) {
+    double z = b.empty() ? 0.0 : b.data()[j];
+    for (int64_t k = 0; k < c.d_model; ++k) z += double(m.row(j)[k]) * double(x.row(t)[k]);
+    return z;
+  };
+  const bool oai = c.variant.activation == Activation::clamped_swish;
   double nearest = INFINITY;
   for (int64_t t = t0; t < t1; ++t)
     for (int64_t j = j0; j < j1; ++j) {
-      double z = b.empty() ? 0.0 : b.data()[j];
-      for (int64_t k = 0; k < c.d_model; ++k) z += double(m.row(j)[k]) * double(x.row(t)[k]);
-      nearest = std::min(nearest, std::fabs(z));
+      if (oai) {
+        nearest = std::min({nearest, std::fabs(pre(w.gate, w.gate_bias, t, j) - 7.0),
+                            std::fabs(std::fabs(pre(w.up, w.up_bias, t, j)) - 7.0)});
+      } else {
+        const bool gated = c.variant.gated;
+        nearest = std::min(nearest, std::fabs(pre(gated ? w.gate : w.up, gated ? w.gate_bias : w.up_bias, t, j)));
+      }
     }
   return nearest;
 }
@@ -347,7 +376,7 @@ double worst_fd_ratio(Block& block, const Block& oracle_block, const Matrix& x, 
   Matrix x_mut(T, D);
   std::copy(x.data(), x.data() + x.size(), x_mut.data());
   FiniteDifference fd(block, x_mut, dy);
-  const bool kink = c.variant.activation == Activation::relu;
+  const bool kink = c.variant.activation == Activation::relu || c.variant.activation == Activation::clamped_swish;
   std::mt19937 rng(17);
   double worst = 0;
   auto scale_of = [](const std::vector<double>& v) {
@@ -400,6 +429,19 @@ TEST(BackwardReference, MatchesFiniteDifferences) {
       EXPECT_LE(worst_fd_ratio(block, block, x, dy, 12, &checked), 1.0) << describe(block.config(), s.tokens);
       EXPECT_GE(checked, 3 * 12) << describe(block.config(), s.tokens) << ": too many samples near ReLU's kink";
     }
+}
+
+// swiglu_oai with its clamps engaged: the gradients through the clamps (0 above the gate's
+// limit and beyond the up's) agree with differences of the forward.
+TEST(BackwardReference, ClampedSwishWithItsClampsEngagedMatchesFiniteDifferences) {
+  Block block = test::clamping_block(9, 21, true, 21);
+  const Matrix x = random_matrix(6, 9, 22, 2.0f), dy = random_matrix(6, 9, 23, 1.0f);
+  const test::ClampShares shares = test::clamp_shares(block, x);
+  EXPECT_GT(shares.gate, 0.05);
+  EXPECT_GT(shares.up, 0.1);
+  int checked = 0;
+  EXPECT_LE(worst_fd_ratio(block, block, x, dy, 24, &checked), 1.0);
+  EXPECT_GE(checked, 3 * 24) << "too many samples near the clamps' kinks";
 }
 
 TEST(BackwardReference, FiniteDifferencesCatchTheNearestWrongDerivative) {

@@ -72,6 +72,22 @@ TEST(Variant, NamesRoundTrip) {
   EXPECT_EQ(parse_variant("gated-gelu_tanh"), (Variant{true, Activation::gelu_tanh}));
   EXPECT_EQ(variant_name({true, Activation::gelu_tanh}), "gated_gelu_tanh");
   EXPECT_EQ(variant_name({false, Activation::identity}), "identity");
+  // gpt-oss's experts: named, round-tripping, yet not one of Shazeer's nine.
+  const Variant oai{true, Activation::clamped_swish};
+  EXPECT_EQ(variant_name(oai), "swiglu_oai");
+  EXPECT_EQ(parse_variant("swiglu_oai"), oai);
+  EXPECT_EQ(parse_variant("gated_clamped_swish"), oai);
+  EXPECT_EQ(activation_name(Activation::clamped_swish), "clamped_swish");
+  for (const Variant& v : named_variants()) EXPECT_NE(v, oai);
+}
+
+// clamped_swish clamps and shifts the up projection: a 2-matrix block has none to shift.
+TEST(ConfigErrors, ClampedSwishNeedsAGatedBlock) {
+  const Variant two_matrix{false, Activation::clamped_swish};
+  EXPECT_EQ(parse_variant("clamped_swish"), two_matrix);
+  expect_error([&] { resolve({two_matrix, 64, std::nullopt, {}, false}); }, {"variant.gated", "clamped_swish"});
+  expect_error([&] { validate({two_matrix, 64, 256, true}); }, {"variant.gated", "clamped_swish"});
+  EXPECT_NO_THROW(validate({{true, Activation::clamped_swish}, 64, 256, true}));
 }
 
 TEST(ConfigErrors, NameTheFieldAndTheValue) {

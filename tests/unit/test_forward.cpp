@@ -82,7 +82,50 @@ TEST_P(Forward, StridedViews) {
     for (int64_t i = 0; i < 20; ++i) ASSERT_EQ(y.row(t)[i], y_wide.row(t)[i]);
 }
 
+// swiglu_oai with its clamps engaged (a good share of gates above 7, of ups beyond ±7), at
+// T below and above the packed kernels' threshold, with and without bias.
+TEST_P(Forward, ClampedSwishWithItsClampsEngagedWithinBound) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{33, 171, 17, true}, Shape{64, 96, 70, false}, Shape{16, 48, 3, true}}) {
+    const Block block = test::clamping_block(s.d, s.hidden, s.bias, 5);
+    const Matrix x = random_matrix(s.tokens, s.d, 13, 2.0f);
+    const test::ClampShares shares = test::clamp_shares(block, x);
+    EXPECT_GT(shares.gate, 0.05);
+    EXPECT_GT(shares.up, 0.1);
+    Matrix y(s.tokens, s.d);
+    block.forward(x.view(), y.view(), &pool);
+    EXPECT_LE(worst_bound_ratio(block, x, y), 1.0) << "d=" << s.d << " hidden=" << s.hidden << " T=" << s.tokens;
+  }
+}
+
 FFN_INSTANTIATE_FOR_EVERY_ISA(Forward);
+
+// The bound sees each part of swiglu_oai: the clamps and the + 1 of the up factor.
+TEST(ReferenceBound, CatchesAMissingClampOrShiftOfSwigluOai) {
+  const Block block = test::clamping_block(33, 171, true, 5);
+  const Matrix x = random_matrix(17, 33, 13, 2.0f);
+  Matrix y(17, 33);
+
+  // No + 1: the up bias lowered by 1 gives clamp(u − 1) + 1 = u wherever |u − 1| ≤ 7.
+  Block no_shift = test::clamping_block(33, 171, true, 5);
+  for (int64_t j = 0; j < 171; ++j) no_shift.weights().up_bias.data()[j] -= 1.0f;
+  no_shift.forward(x.view(), y.view());
+  EXPECT_GT(worst_bound_ratio(block, x, y), 10.0);
+
+  // No clamps: swish of 1.702·g is 1.702·(g·σ(1.702·g)), so a swiglu block with the gate
+  // scaled by 1.702, the down weights by 1/1.702 and the up bias by + 1 is the unclamped formula.
+  Block unclamped({{true, Activation::swish}, 33, 171, true});
+  Block same_weights = test::clamping_block(33, 171, true, 5);
+  unclamped.weights() = std::move(same_weights.weights());
+  auto& w = unclamped.weights();
+  for (Matrix* m : {&w.gate, &w.gate_bias})
+    for (int64_t i = 0; i < m->size(); ++i) m->data()[i] *= 1.702f;
+  for (int64_t i = 0; i < w.down.size(); ++i) w.down.data()[i] /= 1.702f;
+  for (int64_t j = 0; j < 171; ++j) w.up_bias.data()[j] += 1.0f;
+  unclamped.forward(x.view(), y.view());
+  EXPECT_GT(worst_bound_ratio(block, x, y), 10.0);
+}
 
 // The bound is tight enough to catch real bugs: each of these deliberate mistakes must
 // put some output outside it.

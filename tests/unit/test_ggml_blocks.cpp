@@ -84,6 +84,34 @@ TEST(GgmlBlocksDequant, IQ4_NL) {
   EXPECT_EQ(y[21], -5.0f);
 }
 
+// MXFP4: index bit 3 the sign, the doubled e2m1 magnitudes, the scale 2^(e − 128); e = 0, 1
+// the f32 subnormals, e = 255 (OCP's NaN) 2^127 as ggml has it (ffn refuses it at load).
+TEST(GgmlBlocksDequant, MXFP4) {
+  BlockMXFP4 b[3]{};
+  b[0].e = 130;       // d = 4
+  b[0].qs[0] = 0xF7;  // value 0: index 7 (12), value 16: index 15 (−12)
+  b[0].qs[3] = 0x5A;  // value 3: index 10 (−2), value 19: index 5 (6)
+  b[0].qs[9] = 0x08;  // value 9: index 8 (−0), value 25: index 0 (+0)
+  b[1].e = 0;
+  b[1].qs[1] = 0x01;  // value 1: index 1 (1): 2^−128
+  b[2].e = 255;
+  b[2].qs[2] = 0x0E;  // value 2: index 14 (−8): −2^130 overflows to −Inf
+  std::vector<float> y(96);
+  dequantize_row_mxfp4(b, y.data(), 96);
+  EXPECT_EQ(y[0], 48.0f);
+  EXPECT_EQ(y[16], -48.0f);
+  EXPECT_EQ(y[3], -8.0f);
+  EXPECT_EQ(y[19], 24.0f);
+  EXPECT_EQ(y[9], 0.0f);
+  EXPECT_EQ(y[25], 0.0f);
+  EXPECT_EQ(y[32 + 1], std::ldexp(1.0f, -128));
+  EXPECT_EQ(y[64], 0.0f);
+  EXPECT_EQ(y[64 + 2], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(e8m0_half_to_f32(255), std::ldexp(1.0f, 127));
+  EXPECT_EQ(e8m0_half_to_f32(1), std::ldexp(1.0f, -127));
+  EXPECT_EQ(e8m0_half_to_f32(2), std::ldexp(1.0f, -126));
+}
+
 // Q2_K / Q3_K: sub-block s (16 values) reads the 2-bit fields at bit 2·((s mod 8) / 2) of
 // qs[32·(s / 8) + 16·(s mod 2) + l].
 TEST(GgmlBlocksDequant, Q2_K) {
@@ -275,7 +303,8 @@ TEST(GgmlBlocksRoundTrip, Q5_0WithinHalfAStepInRange) {
 // element bound; what is bounded here is the row's RMS error relative to the row's RMS, on
 // rows of 4096 N(0, 1) values: the worst that ggml's reference quantisers reach over 200 such
 // rows, plus ~10 % margin (Q2_K 0.312, Q3_K 0.157, Q4_K 0.075, Q5_K 0.037, Q6_K 0.019,
-// IQ4_NL 0.081, IQ4_XS 0.079, Q4_1 0.081, Q5_0 0.045, Q5_1 0.039). A wrong scale, code order or
+// IQ4_NL 0.081, IQ4_XS 0.079, Q4_1 0.081, Q5_0 0.045, Q5_1 0.039; MXFP4 0.119, measured with
+// gguf-py's quantiser, byte for byte ggml's). A wrong scale, code order or
 // offset gives errors of order 1.
 template <class Block>
 void expect_relative_rms(const char* name, void (*q)(const float*, Block*, int64_t),
@@ -300,6 +329,7 @@ TEST(GgmlBlocksRoundTrip, RelativeRmsErrorOfEveryType) {
   expect_relative_rms("q5_K", quantize_row_q5_K, dequantize_row_q5_K, 256, 0.041);
   expect_relative_rms("q6_K", quantize_row_q6_K, dequantize_row_q6_K, 256, 0.021);
   expect_relative_rms("iq4_xs", quantize_row_iq4_xs, dequantize_row_iq4_xs, 256, 0.087);
+  expect_relative_rms("mxfp4", quantize_row_mxfp4, dequantize_row_mxfp4, 32, 0.131);
 }
 
 // ---- rows exactly on a type's grid ----
@@ -374,6 +404,25 @@ TEST(GgmlBlocksExact, IQ4_XSCodebookRowsComeBackExact) {
   expect_exact("iq4_xs", quantize_row_iq4_xs, dequantize_row_iq4_xs, x, 256);
 }
 
+// MXFP4: d·kMxfp4Values[q] with ±12·d (the largest magnitude) present and d a power of two:
+// floor(log2 12d) − 2 + 127 = log2 d + 128 is d's exponent, and every x is a codebook value
+// times d (error 0, found exactly). Blocks whose largest |x| is below 2^−125 take e = 0.
+TEST(GgmlBlocksExact, MXFP4CodebookRowsComeBackExact) {
+  RandomCodes random_code(4);
+  std::vector<float> x(256);
+  for (int b = 0; b < 8; ++b) {
+    const float d = std::ldexp(1.0f, 3 * b - 12);
+    for (int j = 0; j < 32; ++j) x[32 * b + j] = d * float(kMxfp4Values[j == 13 ? 7 + 8 * (b % 2) : random_code(16)]);
+  }
+  expect_exact("mxfp4", quantize_row_mxfp4, dequantize_row_mxfp4, x, 32);
+  std::vector<float> tiny(32, 1e-39f);
+  tiny[4] = -2e-38f;  // 2^−125.2: floor(log2) − 2 + 127 = −1
+  BlockMXFP4 b;
+  quantize_row_mxfp4(tiny.data(), &b, 32);
+  EXPECT_EQ(b.e, 0);
+  EXPECT_EQ(b.qs[4] & 0x0F, 13);  // −2e-38 = −6.8·2^−128: −6 (index 13) the nearest
+}
+
 // Q6_K / Q3_K (symmetric): x = d·sc_s·(q − offset) with a code −offset (the largest magnitude)
 // in every sub-block, every d·sc_s a power of two, and the largest |sc| at the type's end
 // (Q6_K: −128, Q3_K: −32), so that the super-block scale is d: each sub-block's least-squares
@@ -432,6 +481,7 @@ TEST(GgmlBlocksExact, ZeroRowsDecodeToZero) {
   expect_exact("q5_K", quantize_row_q5_K, dequantize_row_q5_K, x, 256);
   expect_exact("q6_K", quantize_row_q6_K, dequantize_row_q6_K, x, 256);
   expect_exact("iq4_xs", quantize_row_iq4_xs, dequantize_row_iq4_xs, x, 256);
+  expect_exact("mxfp4", quantize_row_mxfp4, dequantize_row_mxfp4, x, 32);
 }
 
 // ---- Q8_K ----
@@ -482,6 +532,8 @@ TEST(GgmlBlocksErrors, LengthNotAMultipleOfTheBlock) {
                {"dequantize_row_q5_K", "n = 255"});
   expect_error([&] { dequantize_row_iq4_nl(reinterpret_cast<const BlockIQ4_NL*>(raw.data()), y.data(), 31); },
                {"dequantize_row_iq4_nl", "n = 31"});
+  expect_error([&] { quantize_row_mxfp4(x.data(), reinterpret_cast<BlockMXFP4*>(raw.data()), 48); },
+               {"quantize_row_mxfp4", "n = 48", "32"});
 }
 
 TEST(GgmlBlocksErrors, NonFiniteValuesNameTheElement) {
@@ -500,6 +552,8 @@ TEST(GgmlBlocksErrors, NonFiniteValuesNameTheElement) {
                  {"quantize_row_q5_0", "element 300"});
     expect_error([&] { quantize_row_iq4_nl(x.data(), reinterpret_cast<BlockIQ4_NL*>(raw.data()), 512); },
                  {"quantize_row_iq4_nl", "element 300"});
+    expect_error([&] { quantize_row_mxfp4(x.data(), reinterpret_cast<BlockMXFP4*>(raw.data()), 512); },
+                 {"quantize_row_mxfp4", "element 300"});
     expect_error([&] { quantize_row_q8_K(x.data(), reinterpret_cast<BlockQ8_K*>(raw.data()), 512); },
                  {"quantize_row_q8_K", "element 300"});
   }

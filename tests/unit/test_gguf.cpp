@@ -498,8 +498,9 @@ TEST(GgufStoredTypes, EveryKnownGeometryRoundTrips) {
     ASSERT_EQ(t.bytes, 6 * g.bytes) << g.name;
     EXPECT_EQ(std::memcmp(t.data, pattern(t.bytes).data(), size_t(t.bytes)), 0) << g.name;
     const bool converted = g.type == 0 || g.type == 1 || g.type == 2 || g.type == 8 || g.type == 30 || g.type == 3 ||
-                           g.type == 6 || g.type == 7 ||    // q4_1 q5_0 q5_1
-                           (g.type >= 10 && g.type <= 14);  // f32 f16 q4_0 q8_0 bf16, q2_K … q6_K
+                           g.type == 6 || g.type == 7 ||                    // q4_1 q5_0 q5_1
+                           g.type == 20 || g.type == 23 || g.type == 39 ||  // iq4_nl iq4_xs mxfp4
+                           (g.type >= 10 && g.type <= 14);                  // f32 f16 q4_0 q8_0 bf16, q2_K … q6_K
     EXPECT_EQ(f.readable(g.name), converted) << g.name;
   }
   EXPECT_FALSE(f.readable("missing"));

@@ -2,9 +2,10 @@
 // subnormals.
 //
 // Contract of Block::forward for non-finite inputs: IEEE arithmetic, nothing clamped or
-// flushed — each output element is NaN exactly where the double-precision reference's is,
-// ±Inf with the same sign where it is infinite, and a token's non-finite values never reach
-// another token's outputs (those rows are bit-identical to a run without them).
+// flushed (but for swiglu_oai's clamps, which are its formula) — each output element is NaN
+// exactly where the double-precision reference's is, ±Inf with the same sign where it is
+// infinite, and a token's non-finite values never reach another token's outputs (those rows
+// are bit-identical to a run without them).
 //
 // Contract of the activations (kernels::f32_activation / f32_gated_activation, every ISA):
 // within kActivationUlps = 8 ulps of the double-precision reference rounded to f32, for
@@ -58,8 +59,8 @@ std::vector<float> extreme_inputs() {
   return v;
 }
 
-const Activation kActivations[] = {Activation::relu, Activation::gelu, Activation::gelu_tanh, Activation::swish,
-                                   Activation::sigmoid};
+const Activation kActivations[] = {Activation::relu,    Activation::gelu,         Activation::gelu_tanh,
+                                   Activation::swish,   Activation::sigmoid,      Activation::clamped_swish};
 
 class ActivationExtremes : public testing::TestWithParam<Isa> {};
 
@@ -81,7 +82,9 @@ TEST_P(ActivationExtremes, WithinStatedUlpsOfTheDoubleReference) {
   for (const Activation a : kActivations) {
     for (const float in : extreme_inputs()) {
       // 37 copies: a vector body and a tail, whatever the vector width.
-      std::vector<float> v(37, in), g(37, in), u(37, 1.0f);
+      // u whose factor is 1: clamped_swish multiplies by clamp(u, −7, 7) + 1.
+      const float one = a == Activation::clamped_swish ? 0.0f : 1.0f;
+      std::vector<float> v(37, in), g(37, in), u(37, one);
       kernels::f32_activation(a, v.data(), 37);
       kernels::f32_gated_activation(a, g.data(), u.data(), 37);
       const std::string where = std::string(activation_name(a)) + "(" + std::to_string(in) + " = " +
@@ -108,6 +111,8 @@ TEST_P(ActivationExtremes, NonFiniteInputsFollowIeee) {
         const std::string where = std::string(activation_name(a)) + "(" + std::to_string(in) + ")";
         if (std::isnan(exact)) {
           EXPECT_TRUE(std::isnan(v[i])) << where << " = " << v[i] << ", reference NaN";
+        } else if (double(float(exact)) != exact) {  // clamped_swish(+Inf): its value at the limit 7
+          expect_within_contract(a, in, v[i], where);
         } else {
           EXPECT_EQ(double(v[i]), exact) << where;
         }
@@ -130,7 +135,8 @@ TEST_P(NonFiniteForward, PropagatesAsTheReferenceAndStaysInItsToken) {
                               {true, Activation::gelu},
                               {false, Activation::relu},
                               {false, Activation::gelu_tanh},
-                              {true, Activation::sigmoid}};
+                              {true, Activation::sigmoid},
+                              {true, Activation::clamped_swish}};
   // 70 tokens: the packed path (from 64 tokens) shares panels between tokens.
   for (const int64_t T : {5, 70}) {
     for (const Variant v : variants) {

@@ -5,16 +5,18 @@
 //     the f32 bound of reference_forward_token holds unchanged — except bf16 on
 //     AVX512_BF16, whose products take x and h rounded to bf16: that bound plus the
 //     rounding (operand_rounding 2⁻⁸).
-//   q8_0 / q4_0: that bound plus the activations' quantisation to q8_0 (at every T): an
+//   q8_0 / q4_0 (and the 32-blocks of the K-panels, Q4_1 … IQ4_NL, MXFP4, whose q8_1
+//   activations are q8_0's codes and scale): that bound plus the activations' quantisation to q8_0 (at every T): an
 //     activation of a block with largest magnitude a is off by at most
 //     e(a) = a/254 + 127·max(2⁻¹¹·a/127, 2⁻²⁵)   (half a step, plus the binary16 rounding
 //     of the scale a/127, relative 2⁻¹¹ or absolute 2⁻²⁵ when subnormal), propagated:
 //       δg_n = Σ_k |W_gate[n][k]|·e_k,  δu_n likewise (x's blocks);
-//       δh = L·δg·(|u| + δu) + max(|g|, 1)·δu   (gated; L = 1.13 ≥ |act'|, |act(g)| ≤ max(|g|, 1)),
+//       δh = L·δg·(|u| + δu) + max(|g|, 1)·δu   (gated; L = 1.13 ≥ |act'|, |act(g)| ≤ max(|g|, 1));
+//            swiglu_oai: |v| for |u|, v = clamp(u, −7, 7) + 1 (1-Lipschitz, so δv ≤ δu),
 //       δh = L·δu                                (2-matrix);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
-//   q6_K … q2_K: the same with the activations quantised to q8_K (blocks of 256, an f32
+//   q6_K … q2_K, iq4_xs: the same with the activations quantised to q8_K (blocks of 256, an f32
 //     scale): e(a) = a/254 + a·2⁻²⁰ (half a step, and the f32 scale's rounding with margin),
 //     a the largest magnitude of the value's block of 256.
 //   A mix of types meets the bound of its widest terms: the quantisation term where any
@@ -92,8 +94,9 @@ std::vector<double> quantisation_bound(const Block& block, const float* x, Quant
     if (c.variant.gated) {
       double g, dg;
       project(w.gate, w.gate_bias, n, g, dg);
-      const double h = reference::activation(c.variant.activation, g) * u;
-      dh[size_t(n)] = reference::kLipschitz * dg * (std::fabs(u) + du) + std::max(std::fabs(g), 1.0) * du;
+      const double v = reference::up_factor(c.variant.activation, u);
+      const double h = reference::activation(c.variant.activation, g) * v;
+      dh[size_t(n)] = reference::kLipschitz * dg * (std::fabs(v) + du) + std::max(std::fabs(g), 1.0) * du;
       h_mag[size_t(n)] = std::fabs(h) + dh[size_t(n)];
     } else {
       dh[size_t(n)] = reference::kLipschitz * du;
@@ -137,13 +140,15 @@ QuantBlocks quant_blocks(const MatrixTypes& t) {
   return {std::max(activation_block(t.gate), activation_block(t.up)), activation_block(t.down)};
 }
 
-const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16, WeightType::q8_0, WeightType::q4_0};
+const WeightType kTypes[] = {WeightType::f32,  WeightType::bf16,   WeightType::f16,  WeightType::q8_0,
+                             WeightType::q4_0, WeightType::iq4_nl, WeightType::mxfp4};
 // Mixes as quantisation mixes store them (gate and up in one type, down in another: one
 // panel holds gate and up) and with gate and up in different types (their own panels).
 const MatrixTypes kMixes[] = {{WeightType::q4_0, WeightType::q4_0, WeightType::q8_0},
                               {WeightType::q8_0, WeightType::q8_0, WeightType::bf16},
                               {WeightType::q8_0, WeightType::f16, WeightType::q4_0},
-                              {WeightType::bf16, WeightType::f32, WeightType::f16}};
+                              {WeightType::bf16, WeightType::f32, WeightType::f16},
+                              {WeightType::mxfp4, WeightType::mxfp4, WeightType::iq4_nl}};
 
 struct Shape {
   int64_t d, hidden, tokens;
@@ -207,15 +212,36 @@ TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
     }
 }
 
+// swiglu_oai with its clamps engaged (gates above 7, ups beyond ±7), every 32-block type.
+TEST_P(InferenceTypes, ClampedSwishWithItsClampsEngagedWithinItsContract) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{64, 96, 7, true}, Shape{32, 64, 100, false}}) {
+    const Block f32 = test::clamping_block(s.d, s.hidden, s.bias, 5);
+    const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
+    const test::ClampShares shares = test::clamp_shares(f32, x);
+    EXPECT_GT(shares.gate, 0.05);
+    EXPECT_GT(shares.up, 0.1);
+    const std::string what = "swiglu_oai d=" + std::to_string(s.d) + " T=" + std::to_string(s.tokens);
+    for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
+    for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
+  }
+}
+
 // The K-quants need rows of whole super-blocks (D and H multiples of 256). Each type alone,
 // llama.cpp's mixes (Q4_K_M / Q5_K_M: down in Q6_K on some layers; Q3_K_M, Q2_K) and mixes
 // with the 32-block and 16-bit types, whose stages take different activation formats.
-const WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K, WeightType::q3_K, WeightType::q2_K};
-const MatrixTypes kKMixes[] = {
-    {WeightType::q4_K, WeightType::q4_K, WeightType::q6_K}, {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
-    {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K}, {WeightType::q2_K, WeightType::q2_K, WeightType::q3_K},
-    {WeightType::q4_K, WeightType::q4_K, WeightType::q8_0}, {WeightType::q8_0, WeightType::q4_K, WeightType::bf16},
-    {WeightType::f16, WeightType::q6_K, WeightType::q4_0}};
+const WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K,
+                              WeightType::q3_K, WeightType::q2_K, WeightType::iq4_xs};
+const MatrixTypes kKMixes[] = {{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K},
+                               {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
+                               {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K},
+                               {WeightType::q2_K, WeightType::q2_K, WeightType::q3_K},
+                               {WeightType::q4_K, WeightType::q4_K, WeightType::q8_0},
+                               {WeightType::q8_0, WeightType::q4_K, WeightType::bf16},
+                               {WeightType::f16, WeightType::q6_K, WeightType::q4_0},
+                               {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::q6_K},
+                               {WeightType::iq4_xs, WeightType::iq4_xs, WeightType::mxfp4}};
 const Shape kKShapes[] = {{256, 256, 1, false}, {256, 512, 5, true}, {512, 256, 20, false}};
 
 TEST_P(InferenceTypes, KQuantTypesAndMixesWithinTheirContract) {

@@ -5,11 +5,12 @@
 //     dequantised weights ŵ and activations x̂: per super-block the kernel rounds d·d_x,
 //     float(I) and one FMA (and the same for the mins term, whose magnitude the second sum
 //     covers: the mins cancel against d·I, so Σ|ŵ·x̂| alone can be far smaller), and the
-//     chain adds K/block rounded terms (blocks of 256 for the K-quants, 32 for Q4_1 / Q5_0 /
-//     Q5_1);
+//     chain adds K/block rounded terms (blocks of 256 for the K-quants and IQ4_XS, 32 for
+//     Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4);
 //   quantize_q8k_rows: ggml's q8_K (−127 at the value of largest magnitude, sums of 16).
 // Weights are random well-formed blocks (random bytes, binary16 scales set to moderate
-// values), so every scale, min, nibble and high bit pattern occurs.
+// values, MXFP4's e8m0 exponents to moderate or, one block in 16, subnormal scales), so every
+// scale, min, nibble and high bit pattern occurs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,11 +31,14 @@ namespace {
 
 using kernels::Op;
 constexpr double kU = 0x1p-24;
-constexpr WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K, WeightType::q3_K,
-                                  WeightType::q2_K, WeightType::q5_1, WeightType::q5_0, WeightType::q4_1};
+constexpr WeightType kKTypes[] = {WeightType::q6_K,   WeightType::q5_K,   WeightType::q4_K, WeightType::q3_K,
+                                  WeightType::q2_K,   WeightType::q5_1,   WeightType::q5_0, WeightType::q4_1,
+                                  WeightType::iq4_nl, WeightType::iq4_xs, WeightType::mxfp4};
 
 // N rows of K weights of type t: random bytes, the binary16 scales replaced by values in
-// [2⁻¹⁰, 2⁻⁷], and the values they stand for.
+// [2⁻¹⁰, 2⁻⁷] (MXFP4's e8m0 exponents: 2^(e − 128) in [2⁻¹², 2⁻⁸], or e in 0 … 2, the scales
+// 2⁻¹²⁸ … 2⁻¹²⁶ whose f32 is subnormal or the smallest normal, in one block of 16), and the
+// values they stand for.
 struct StoredRows {
   std::vector<std::byte> bytes;
   int64_t row_bytes;
@@ -49,9 +53,15 @@ StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> scale(0x1p-10f, 0x1p-7f);
   for (auto& b : s.bytes) b = std::byte(gen() & 0xFF);
+  const bool e8m0 = weight_type_traits(t).e8m0_scale;
   for (int64_t blk = 0; blk < N * K / info.block_elements; ++blk)
     for (int off : weight_type_traits(t).scale_fields) {
       if (off < 0) continue;
+      if (e8m0) {
+        const uint32_t r = gen();
+        s.bytes[size_t(blk * info.block_bytes + off)] = std::byte(r % 16 == 0 ? r / 16 % 3 : 116 + r / 16 % 5);
+        continue;
+      }
       const uint16_t h = f32_to_f16(scale(gen));
       std::memcpy(s.bytes.data() + blk * info.block_bytes + off, &h, 2);
     }
@@ -128,8 +138,11 @@ TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
         unpack_superblock(t, w.bytes.data() + n * w.row_bytes + b * weight_type_info(t).block_bytes, s);
         for (int64_t i = 0; i < f.block; ++i) {
           const int u = int(i / f.sub);
-          const float dl = f16_to_f32(s.d) * float(s.sc[u]), dml = f16_to_f32(s.dmin) * float(s.m[u]);
-          const float scaled = dl * float(int(s.q[i]) - f.offset);
+          const float d = f.e8m0 ? e8m0_half_to_f32(uint8_t(s.d)) : f16_to_f32(s.d);
+          const float dl = d * float(s.sc[u]), dml = f16_to_f32(s.dmin) * float(s.m[u]);
+          // The codebook types' panel integer is the nibble; its value the codebook's entry.
+          const int q = f.has_codebook() ? f.codebook[s.q[i]] : int(s.q[i]) - f.offset;
+          const float scaled = dl * float(q);
           const float value = f.has_min ? scaled - dml : scaled;
           const float want = w.values[size_t(n * K + b * f.block + i)];
           ASSERT_EQ(std::memcmp(&value, &want, 4), 0) << weight_type_name(t) << " row " << n << " block " << b
@@ -192,6 +205,43 @@ TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
     if (kernels::kq_format(t).has_min) {
       EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, no_mins, c, 64), 100.0) << weight_type_name(t);
     }
+  }
+}
+
+// MXFP4's smallest scales (e = 0, 1: 2^−128, 2^−127, subnormal in f32; e = 2: the smallest
+// normal 2^−126), every block of the panel one of them: the vector kernels' e8m0 conversion
+// must give the scalar kernel's bits, and the result must still be the dot product — within
+// 1e-3 of Σ|ŵ·x̂|, since d·d_x is then a subnormal with fewer than 24 significant bits
+// (relative error up to 2^−(149 − 135) ≈ 6e-5 for |d_x| ≈ 2⁻⁷). In the random rows above
+// such blocks are drowned by the normal ones, so a vector kernel mapping them to 0 would pass
+// there.
+TEST_P(KQKernels, Mxfp4SubnormalScalesMatchTheScalarKernel) {
+  const WeightType t = WeightType::mxfp4;
+  const int64_t T = 3, N = 64, K = 512;
+  StoredRows w = random_rows(t, N, K, 5);
+  for (int64_t b = 0; b < N * K / 32; ++b) w.bytes[size_t(b * 17)] = std::byte(b % 3);
+  for (int64_t n = 0; n < N; ++n)
+    weight_type_traits(t).to_f32(w.bytes.data() + n * w.row_bytes, w.values.data() + n * K, K);
+  const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), 6), 32);
+  const AlignedFloats panel = panel_of(t, w, N, K);
+  const auto* p = reinterpret_cast<const std::byte*>(panel.data());
+  std::vector<float> ref(size_t(T * 64));
+  kernels::kq_panel_gemm_scalar(t, T, K, x.rows(), p, ref.data(), 64);
+  for (int64_t r = 0; r < T; ++r)
+    for (int64_t n = 0; n < N; ++n) {
+      double exact = 0, mag = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double v = double(x.values[size_t(r * K + k)]) * w.values[size_t(n * K + k)];
+        exact += v;
+        mag += std::fabs(v);
+      }
+      ASSERT_GT(mag, 0.0);
+      ASSERT_LE(std::fabs(double(ref[size_t(r * 64 + n)]) - exact), 1e-3 * mag) << "row " << n << " token " << r;
+    }
+  for (const auto& kq_panel_gemm : test::registered_entries<kernels::KQPanelGemm>(GetParam(), kKQPanelOps)) {
+    std::vector<float> c(size_t(T * 64));
+    kq_panel_gemm(t, T, K, x.rows(), p, c.data(), 64);
+    for (int64_t i = 0; i < T * 64; ++i) ASSERT_EQ(c[size_t(i)], ref[size_t(i)]) << kq_panel_gemm.name << " " << i;
   }
 }
 

@@ -162,8 +162,9 @@ TEST(StoredGguf, KQuantMixRunsAsStored) {
   EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, q4_k_m), random_tokens(3, c.d_model)));
 }
 
-// A stored block scale that is NaN or infinite is refused at load, naming the file, the
-// tensor, the row and the block — not run into NaN outputs.
+// A stored block scale that is NaN or infinite (binary16; MXFP4's e8m0 0xff, the OCP
+// format's NaN) is refused at load, naming the file, the tensor, the row and the block — not
+// run into NaN outputs.
 TEST(StoredGguf, NonFiniteBlockScalesAreAnErrorNamingTheTensor) {
   const BlockConfig c{{true, Activation::swish}, 256, 256, false};
   const Block f32 = Block::random(c, 7);
@@ -171,7 +172,11 @@ TEST(StoredGguf, NonFiniteBlockScalesAreAnErrorNamingTheTensor) {
   test::TempDir dir("bad_scales");
   for (const auto& [type, field, bits, word] : {std::tuple{WeightType::q4_K, 2, uint16_t(0x7E00), "NaN"},
                                                 std::tuple{WeightType::q6_K, 208, uint16_t(0x7C00), "infinite"},
-                                                std::tuple{WeightType::q8_0, 0, uint16_t(0xFC00), "infinite"}}) {
+                                                std::tuple{WeightType::q8_0, 0, uint16_t(0xFC00), "infinite"},
+                                                std::tuple{WeightType::iq4_xs, 0, uint16_t(0x7C01), "NaN"},
+                                                std::tuple{WeightType::iq4_nl, 0, uint16_t(0xFC00), "infinite"},
+                                                // e8m0 0xff (and the block's first code byte 0)
+                                                std::tuple{WeightType::mxfp4, 0, uint16_t(0x00FF), "NaN"}}) {
     StoredMatrix up = StoredMatrix::encode(w.up, type, "up");
     const int64_t row = 5, block = 0;
     std::memcpy(up.bytes.data() + row * up.row_bytes() + block * weight_type_info(type).block_bytes + field, &bits, 2);

@@ -46,6 +46,10 @@ std::string shell_number(double v) {
   return buf;
 }
 
+// Neither peer has swiglu_oai's formula: the oneDNN peer knows the plain eltwise
+// activations only, and the PyTorch peer runs only the seeds' modules.
+constexpr const char* kNoOaiPeer = "it has no formula for swiglu_oai (gpt-oss's clamped gate)";
+
 PeerTimes not_run(std::string why) {
   PeerTimes out;
   out.error = std::move(why);
@@ -242,6 +246,7 @@ std::string peer_isa_ceiling() {
 
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps,
                           double budget_s) {
+  if (config.variant.activation == Activation::clamped_swish) return not_run(kNoOaiPeer);
   const auto exe = beside_this_program("ffn-peer-onednn");
   if (!std::filesystem::exists(exe)) return not_run("not built (libdnnl-dev was not found when ffn was configured)");
   std::string cmd = onednn_ceiling_env() + "OMP_NUM_THREADS=" + std::to_string(threads);
@@ -255,6 +260,7 @@ PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>&
 
 PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, const std::vector<int64_t>& tokens,
                            int threads, int reps, double budget_s) {
+  if (config.variant.activation == Activation::clamped_swish) return not_run(kNoOaiPeer);
   const auto script = shipped_file("peers", "pytorch_peer.py");
   if (!std::filesystem::exists(script)) return not_run("pytorch_peer.py not found at " + script.string());
   const char* python = std::getenv("FFN_PYTHON");  // Debian's python3 has python3-torch

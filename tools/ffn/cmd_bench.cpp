@@ -224,8 +224,9 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
       "roofs (this run): compute %s GFLOP/s (independent FMA chains on every thread, best of 5), memory %s GB/s "
       "(streaming read of 1 GiB, best of 5 rounds of 3 read patterns)\n"
       "efficiency: against these roofs; beside: against the memory roof and the row's compute roof measured again "
-      "just before and just after the row (mean of the two, best of 3 rounds each)\n\n",
-      fixed(r.compute, 1).c_str(), fixed(r.memory, 1).c_str());
+      "just before and just after the row (mean of the two, best of 3 rounds each)\n"
+      "roof loops (those of the kernels' ISA, so FFN_ISA=avx2 is judged against AVX2's roofs): %s\n\n",
+      fixed(r.compute, 1).c_str(), fixed(r.memory, 1).c_str(), roof_loops_description().c_str());
   if (r.bf16_dot > 0)
     std::printf("bf16 rows: activations rounded to bf16 and dotted by vdpbf16ps (AVX512_BF16; FFN_ISA=avx512 keeps "
                 "them f32), judged against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
@@ -283,7 +284,8 @@ MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
 
 // The run's roofs as --json writes them: those of the start, and at_end.
 nlohmann::json roofs_json(const MeasuredRoofs& start, const MeasuredRoofs& end) {
-  nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory}};
+  nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory},
+                       {"loops", roof_loops_description()}};
   if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
   roofs["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
   if (end.bf16_dot > 0) roofs["at_end"]["bf16_dot_gflops"] = end.bf16_dot;

@@ -126,7 +126,7 @@ void add_forward_command(CLI::App& app) {
                   "(a q8_0 GGUF runs as q8_0, a bf16 safetensors file as bf16). q8_0 / q4_0 quantise the "
                   "activations to q8_0; accuracy contract per type in the README");
   cmd->add_option("--variant", o->variant,
-                  "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu or "
+                  "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, swiglu, swiglu_oai or "
                   "gated_<activation>; needed when no config.json (or GGUF metadata) says "
                   "the activation, checked against it when one does");
   cmd->add_option("--input", o->input, ".npy float32 array [T, d_model] (or [d_model])")

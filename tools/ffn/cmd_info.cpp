@@ -242,7 +242,7 @@ void add_info_command(CLI::App& app) {
                                  "qwen3-235b-a22b, deepseek-v3, gpt-oss-20b, gpt-oss-120b");
   auto* variant = cmd->add_option("--variant", o->variant,
                                   "relu, gelu, gelu_tanh, swish, glu, bilinear, reglu, geglu, "
-                                  "swiglu, or gated_<activation>")
+                                  "swiglu, swiglu_oai (gpt-oss), or gated_<activation>")
                       ->capture_default_str();
   auto* d = cmd->add_option("--d", o->d, "model width d_model");
   auto* hidden = cmd->add_option("--hidden", o->hidden, "explicit hidden size (wins over the rule)");

@@ -137,7 +137,7 @@ class _TrainFunction(torch.autograd.Function):
 
 class Block(nn.Module):
     """A trainable ffn feed-forward block as an nn.Module: `variant` is relu, gelu, gelu_tanh,
-    swish, glu, bilinear, reglu, geglu, swiglu or gated_<activation>. hidden: explicit, else
+    swish, glu, bilinear, reglu, geglu, swiglu, swiglu_oai or gated_<activation>. hidden: explicit, else
     the seeds' rule (gated: 8/3·d rounded up to `multiple`, default 256; 2-matrix: 4·d). Keywords:
     ffn_dim_multiplier (Llama's rule), threads (ffn's thread count; None, the default, is
     ffn's own pool of one thread per core — a count makes a new pool at every call, slower),

@@ -6,6 +6,15 @@
 // halves of its lane) adds the pairs into int32 lanes already scaled — so I accumulates
 // sc_u·Σ q·x without a multiply of its own. The offset term −offset·Σ_u sc_u·B_u and the
 // mins Σ_u m_u·B_u take one vpmulld a sub-block and row vector.
+// The codebook types (IQ4_NL, IQ4_XS, MXFP4) map each nibble to its code with one vpshufb
+// against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is looked up
+// biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most
+// 2·24·127 < 2¹⁵). IQ4's codes (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q|
+// (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a product, pairs at most
+// 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs
+// are not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its
+// own. MXFP4's d is made from its e8m0 byte in integer registers. The 32-blocks (one
+// sub-block a block, whose scale the panel stores as 1) skip the scales: vpmaddwd by ones.
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
 #include <immintrin.h>
 
@@ -37,6 +46,31 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
+  // Codebooks whose biased codes q + max|q| keep vpmaddubsw's pairs below 2¹⁵ are looked up
+  // biased (no vpsignb), the bias subtracted with the offset.
+  constexpr bool biased = f.has_codebook() && 2 * (2 * f.max_abs_q()) * 127 < 32768;
+  constexpr int bias = biased ? f.max_abs_q() : 0, offset = f.offset + bias;
+  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (kq_panels.hpp)
+  __m256i codebook = _mm256_setzero_si256();
+  if constexpr (f.has_codebook())
+    codebook =
+        _mm256_add_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))),
+                        _mm256_set1_epi8(char(bias)));
+  // The two halves' int16 pairs may be added before vpmaddwd (at most 4·(max|q| + bias)·127
+  // each).
+  constexpr bool add_halves = 4 * (f.max_abs_q() + bias) * 127 < 32768;
+  // The d of 8 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
+  // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
+  auto scale_d = [&](const uint8_t* blk, int v) {
+    if constexpr (f.e8m0) {
+      const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 8 * v)));
+      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+      const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+      return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+    } else {
+      return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
+    }
+  };
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x = A.qs + b * f.block;
@@ -59,7 +93,8 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
       };
       __m256i scale[8];
-      for (int v = 0; v < 8; ++v) scale[v] = scales_in_pairs(blk + L.sc + u * 64 + 8 * v);
+      for (int v = 0; v < 8; ++v)
+        scale[v] = unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * v);
       if constexpr (f.nibbles) {
         constexpr int pairs = f.sub / 8;
         auto high_vec = [&](int v) {
@@ -81,9 +116,23 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
               lo_w = _mm256_or_si256(lo_w, high_of(h, g));
               hi_w = _mm256_or_si256(hi_w, high_of(h, g + pairs));
             }
-            const __m256i lo = _mm256_maddubs_epi16(lo_w, x_lo);
-            const __m256i hi = _mm256_maddubs_epi16(hi_w, x_hi);
-            I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
+            __m256i lo, hi;
+            if constexpr (biased) {
+              lo = _mm256_maddubs_epi16(_mm256_shuffle_epi8(codebook, lo_w), x_lo);
+              hi = _mm256_maddubs_epi16(_mm256_shuffle_epi8(codebook, hi_w), x_hi);
+            } else if constexpr (f.has_codebook()) {
+              const __m256i lo_q = _mm256_shuffle_epi8(codebook, lo_w), hi_q = _mm256_shuffle_epi8(codebook, hi_w);
+              lo = _mm256_maddubs_epi16(_mm256_abs_epi8(lo_q), _mm256_sign_epi8(x_lo, lo_q));
+              hi = _mm256_maddubs_epi16(_mm256_abs_epi8(hi_q), _mm256_sign_epi8(x_hi, hi_q));
+            } else {
+              lo = _mm256_maddubs_epi16(lo_w, x_lo);
+              hi = _mm256_maddubs_epi16(hi_w, x_hi);
+            }
+            if constexpr (add_halves)
+              I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
+            else
+              I[v] = _mm256_add_epi32(
+                  I[v], _mm256_add_epi32(_mm256_madd_epi16(lo, scale[v]), _mm256_madd_epi16(hi, scale[v])));
           }
         }
       } else {
@@ -94,7 +143,10 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
         }
       }
     }
-    if constexpr (f.offset != 0) {
+    if constexpr (offset != 0 && unit_scale) {
+      const __m256i Z = _mm256_set1_epi32(offset * sub_sum(bs, f.sub, 0));  // I −= offset·B_0
+      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], Z);
+    } else if constexpr (offset != 0) {
       // I −= offset·Σ_u sc_u·B_u.
       __m256i Z[8];
       for (int v = 0; v < 8; ++v) Z[v] = _mm256_setzero_si256();
@@ -106,12 +158,11 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
           Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(sc, B));
         }
       }
-      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(f.offset)));
+      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
     }
     const __m256 dx = _mm256_set1_ps(A.d[b]);
     for (int v = 0; v < 8; ++v) {
-      const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(d, dx), acc[v]);
+      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d(blk, v), dx), acc[v]);
     }
     if constexpr (f.has_min) {
       __m256i M[8];

@@ -38,6 +38,7 @@ struct Avx2Math {
   }
   // clamp(v, lo, hi); a NaN v gives lo or hi (callers keep NaN through another term).
   static Vec clamp(Vec v, float lo, float hi) { return _mm256_min_ps(_mm256_max_ps(v, set1(lo)), set1(hi)); }
+  static Vec clamp_keep_nan(Vec v, float lo, float hi) { return _mm256_min_ps(set1(hi), _mm256_max_ps(set1(lo), v)); }
   // v < 0 ? 0 : v, lane by lane: NaN and −0 are kept (the comparison is false for them).
   static Vec relu(Vec v) { return _mm256_andnot_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ), v); }
   // z > 0 ? 1 : 0 (NaN gives 0).

@@ -1,10 +1,13 @@
 // AVX2 integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic in
 // kernels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, block after block in one pass, so
-// the panel streams from memory as the linear array it is. The first token's pass
+// the panel streams from memory as the linear array it is. For q4_0 the first token's pass
 // prefetches it kQPanelPrefetchBytes ahead into L1 (T0): measured on this AVX-512 machine
 // with FFN_ISA=avx2, 7B shape, alternating in one process against the hardware prefetcher
-// alone, q4_0 1.10–1.26× faster at T = 1 and 1.10× at 4, q8_0 1.20× and 1.05×, level at 16
-// (flat from 6 to 12 KiB; 8 blocks ahead into L2 had been 0.89–0.94× at T = 1).
+// alone, q4_0 1.10–1.26× faster at T = 1 and 1.10× at 4, level at 16 (flat from 6 to 12 KiB;
+// 8 blocks ahead into L2 had been 0.89–0.94× at T = 1). q8_0 (34 lines a block, twice
+// q4_0's) streams faster without it: alternating forward by forward in one process, T = 1
+// ran 1.3–1.6× faster (medians of 40) with none than 8 KiB ahead, 1.16–1.18× than 2 or 4 KiB
+// (docs/performance.md, AVX2), level at 16.
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
@@ -30,12 +33,13 @@ inline __m256i pair_sums(__m256i u8, __m256i s8) {
 }
 
 // One token × the panel's 64 rows over blocks [b0, b1); the chains start from C when
-// resume; with prefetch (the first token), the blocks kQPanelPrefetchBytes ahead are
+// resume; with prefetch (the first token) of q4_0, the blocks kQPanelPrefetchBytes ahead are
 // pulled into L1. 8 integer sums and 8 float accumulators: the accumulators, touched once a
 // block, are what the compiler may keep in memory.
 template <WeightType Type>
 void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
   constexpr int64_t block_bytes = q_panel_block_bytes(Type), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
+  prefetch = prefetch && Type == WeightType::q4_0;
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8(static_cast<char>(0x80));

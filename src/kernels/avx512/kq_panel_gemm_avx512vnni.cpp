@@ -4,6 +4,11 @@
 // into the sub-block's sum, which starts from −offset·B_u; the sum times the sub-block's
 // 16 scales (vpmulld) goes into I. M = Σ_u m_u·B_u takes one vpmulld a sub-block and row
 // vector. Then per super-block two FMAs an element, as the scalar reference.
+// The codebook types (IQ4_NL, IQ4_XS, MXFP4): vpdpbusd wants the weights unsigned, so one
+// vpshufb maps each nibble to its signed code plus 128 (q + 128 in 1 … 255: the codebook with
+// its sign bit flipped), and the sums start from −128·B_u, which takes the 128 back out
+// exactly (no saturation: vpdpbusd adds in int32). MXFP4's d is made from its e8m0 byte in
+// integer registers.
 // Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c (this file only);
 // called only when the CPU has them all.
 #include <immintrin.h>
@@ -33,6 +38,25 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
   for (int t = 0; t < MT; ++t)
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512i biased_codebook = _mm512_setzero_si512();
+  if constexpr (f.has_codebook())
+    biased_codebook =
+        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))),
+                         _mm512_set1_epi8(char(0x80)));
+  constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
+  // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
+  // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
+  auto scale_d = [&](const std::byte* blk, int v) {
+    if constexpr (f.e8m0) {
+      const __m512i e = _mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk) + v));
+      const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+      const __m512i tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+      return _mm512_castsi512_ps(
+          _mm512_mask_blend_epi32(_mm512_cmpgt_epu32_mask(e, _mm512_set1_epi32(1)), tiny, normal));
+    } else {
+      return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk) + v));
+    }
+  };
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* blk = P + b * L.bytes;
     const int8_t* x[MT];
@@ -57,7 +81,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
           _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
       __m512i s[MT][4];
       for (int t = 0; t < MT; ++t) {
-        const __m512i init = _mm512_set1_epi32(-f.offset * sub_sum(bs[t], f.sub, u));
+        const __m512i init = _mm512_set1_epi32(-bias * sub_sum(bs[t], f.sub, u));
         for (int v = 0; v < 4; ++v) s[t][v] = init;
       }
       const auto* q = reinterpret_cast<const __m512i*>(blk + L.q_of(f, u));
@@ -88,6 +112,10 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
               lo = _mm512_or_si512(lo, high_of(v, g));
               hi = _mm512_or_si512(hi, high_of(v, g + pairs));
             }
+            if constexpr (f.has_codebook()) {
+              lo = _mm512_shuffle_epi8(biased_codebook, lo);
+              hi = _mm512_shuffle_epi8(biased_codebook, hi);
+            }
             for (int t = 0; t < MT; ++t) {
               s[t][v] = _mm512_dpbusd_epi32(s[t][v], lo, lo_x[t]);
               s[t][v] = _mm512_dpbusd_epi32(s[t][v], hi, hi_x[t]);
@@ -110,12 +138,12 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
         for (int t = 0; t < MT; ++t) I[t][v] = _mm512_add_epi32(I[t][v], _mm512_mullo_epi32(s[t][v], scale));
       }
     }
-    const auto* d16 = reinterpret_cast<const __m256i*>(blk);
+    __m512 d[4];
+    for (int v = 0; v < 4; ++v) d[v] = scale_d(blk, v);
     for (int t = 0; t < MT; ++t) {
       const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
       for (int v = 0; v < 4; ++v)
-        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t][v]),
-                                    _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(d16 + v)), dx), acc[t][v]);
+        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t][v]), _mm512_mul_ps(d[v], dx), acc[t][v]);
     }
     if constexpr (f.has_min) {
       __m512i M[MT][4];

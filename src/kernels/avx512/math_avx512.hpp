@@ -36,6 +36,8 @@ struct Avx512Math {
   }
   // clamp(v, lo, hi); a NaN v gives lo or hi (callers keep NaN through another term).
   static Vec clamp(Vec v, float lo, float hi) { return _mm512_min_ps(_mm512_max_ps(v, set1(lo)), set1(hi)); }
+  // clamp(v, lo, hi) with NaN kept (v is the second operand of both).
+  static Vec clamp_keep_nan(Vec v, float lo, float hi) { return _mm512_min_ps(set1(hi), _mm512_max_ps(set1(lo), v)); }
   // v < 0 ? 0 : v, lane by lane: NaN and −0 are kept (the comparison is false for them).
   static Vec relu(Vec v) { return negative_select(v, _mm512_setzero_ps(), v); }
   // z > 0 ? 1 : 0 (NaN gives 0).

@@ -37,7 +37,7 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
               f.nibbles ? kq_value(f, g, v[(g % (f.sub / 8)) * 256 + at], f.high_bits ? hv[at] : 0) : v[g * 256 + at];
         }
       }
-      const float d = half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
+      const float d = f.e8m0 ? e8m0_half_to_f32(blk[j]) : half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
       for (int64_t t = 0; t < T; ++t) {
         const int8_t* x = A.qs + t * K + b * f.block;
         const int16_t* bs = A.bsums + t * (K / 16) + b * (f.block / 16);

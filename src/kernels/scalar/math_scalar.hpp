@@ -21,6 +21,9 @@ struct ScalarMath {
   static Vec div(Vec a, Vec b) { return a / b; }
   // clamp(v, lo, hi); a NaN v gives lo or hi (callers keep NaN through another term).
   static Vec clamp(Vec v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : (v == v ? v : lo)); }
+  // min(v, hi) and clamp(v, lo, hi) with NaN kept, as AVX's vminps/vmaxps with v second.
+  static Vec min_keep_nan(Vec v, float hi) { return hi < v ? hi : v; }
+  static Vec clamp_keep_nan(Vec v, float lo, float hi) { return min_keep_nan(lo > v ? lo : v, hi); }
   static Vec relu(Vec v) { return v < 0.0f ? 0.0f : v; }  // keeps NaN and −0
   static Vec step(Vec z) { return z > 0.0f ? 1.0f : 0.0f; }
   static Vec exp(Vec v) { return std::exp(v); }
