@@ -58,6 +58,17 @@ ExpertRows expert_rows(const io::MoeNames& n, int64_t e, int64_t H, int64_t D) {
 // The routed experts' count E, hidden H and width D from the tensors, each expert's (or the
 // 3-D tensors') shapes checked.
 void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
+  if (n.in_out_interleaved) {
+    const auto& s = shape_of(src, n.gate_up, "expert gate_up");
+    if (s.size() != 3 || s[2] % 2 != 0)
+      throw Error(src.path() + ": expert tensor '" + n.gate_up + "' has shape " + shape_text(s) +
+                  "; expected [experts, d_model, 2·hidden] (gpt-oss's layout)");
+    E = s[0];
+    D = s[1];
+    H = s[2] / 2;
+    require(src, n.down, {E, H, D}, "expert down");
+    return;
+  }
   if (n.fused) {
     const std::string& first = n.gate_up.empty() ? n.up : n.gate_up;
     const auto& s = shape_of(src, first, "expert");
@@ -90,11 +101,29 @@ void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& 
   }
 }
 
+// Whether the experts have biases: all of gate, up and down, or none (checked, shapes too).
+bool expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t E, int64_t H, int64_t D) {
+  const bool fused_gate_up = !n.gate_up_bias.empty();
+  const bool any = fused_gate_up || !n.gate_bias.empty() || !n.up_bias.empty() || !n.down_bias.empty();
+  if (!any) return false;
+  if (n.down_bias.empty() || (!fused_gate_up && (n.gate_bias.empty() || n.up_bias.empty())))
+    throw Error(src.path() + ": some of the experts' projections have a bias and others do not; expected all or none");
+  if (fused_gate_up) {
+    require(src, n.gate_up_bias, {E, 2 * H}, "expert gate_up bias");
+  } else {
+    require(src, n.gate_bias, {E, H}, "expert gate bias");
+    require(src, n.up_bias, {E, H}, "expert up bias");
+  }
+  require(src, n.down_bias, {E, D}, "expert down bias");
+  return true;
+}
+
 MoeLayout layout(const std::string& path, const io::TensorSource& src, const LoadOptions& o) {
   const auto names = io::find_moe_names(src, o.layer);
   if (!names)
     throw Error(path + ": layer " + std::to_string(o.layer) +
                 " is not a mixture of experts (no router under the Mixtral, Hugging Face or GGUF names)");
+  if (!names->unsupported.empty()) throw Error(path + ": layer " + std::to_string(o.layer) + ": " + names->unsupported);
   MoeLayout l{*names, io::find_moe_hints(path, src), {}, {}};
   const io::MoeNames& n = l.names;
   const io::MoeHints& h = l.hints;
@@ -117,8 +146,17 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
   require(src, n.router, {E, D}, "router");
 
   MoeConfig& c = l.config;
-  const Activation act = io::choose_activation(path, src, o.variant, true, l.activation_source);
-  c.expert = BlockConfig{{true, act}, D, H, false};
+  Activation act;
+  if (h.activation) {  // the family's own activation (gpt-oss), whatever hidden_act says
+    act = *h.activation;
+    l.activation_source = h.activation_source;
+    if (o.variant && *o.variant != Variant{true, act})
+      throw Error(path + ": " + h.activation_source + " means the experts' variant " +
+                  variant_name(Variant{true, act}) + ", but variant " + variant_name(*o.variant) + " was given");
+  } else {
+    act = io::choose_activation(path, src, o.variant, true, l.activation_source);
+  }
+  c.expert = BlockConfig{{true, act}, D, H, expert_biases(src, n, E, H, D)};
   c.experts = E;
   c.top_k = *h.top_k;
   c.scoring = h.scoring.value_or(RouterScoring::softmax);
@@ -127,6 +165,8 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
   c.groups = h.groups.value_or(1);
   c.top_groups = h.top_groups.value_or(c.groups);
   c.choice_bias = !n.choice_bias.empty();
+  c.router_bias = !n.router_bias.empty();
+  if (c.router_bias) require(src, n.router_bias, {E}, "router bias");
   if (c.choice_bias) require(src, n.choice_bias, {E}, "router choice bias");
   if (!n.shared_up.empty()) {
     const auto& s = shape_of(src, n.shared_up, "shared expert up");
@@ -159,6 +199,55 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
   return l;
 }
 
+// gpt-oss's layout: expert e's [D][2H] window of gate_up (in × out, gate at even columns)
+// and [H][D] window of down, transposed to nn.Linear's [out][in]. Stored as `want`, or as
+// the file's type when it is f32, bf16 or f16 (the transposition leaves its values exact).
+StoredWeights read_in_out_interleaved(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H,
+                                      int64_t D, std::optional<WeightType> want, ThreadPool& pool) {
+  const auto file_type = [&](const std::string& name) {
+    const auto s = src.stored(name);
+    const bool plain = s && (s->type == WeightType::f32 || s->type == WeightType::bf16 || s->type == WeightType::f16);
+    return want ? *want : plain ? s->type : WeightType::f32;
+  };
+  Matrix gate_up(D, 2 * H), gate(H, D), up(H, D), down_in_out(H, D), down(D, H);
+  src.read_f32_window(n.gate_up, e * D, (e + 1) * D, 0, 2 * H, gate_up.data());
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t h = 0; h < H; ++h) {
+      gate.row(h)[d] = gate_up.row(d)[2 * h];
+      up.row(h)[d] = gate_up.row(d)[2 * h + 1];
+    }
+  src.read_f32_window(n.down, e * H, (e + 1) * H, 0, D, down_in_out.data());
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = 0; d < D; ++d) down.row(d)[h] = down_in_out.row(h)[d];
+  const std::string where = src.path() + ": expert " + std::to_string(e) + " of tensor '";
+  StoredWeights w;
+  w.gate = StoredMatrix::encode(gate, file_type(n.gate_up), where + n.gate_up + "' (gate)", &pool);
+  w.up = StoredMatrix::encode(up, file_type(n.gate_up), where + n.gate_up + "' (up)", &pool);
+  w.down = StoredMatrix::encode(down, file_type(n.down), where + n.down + "'", &pool);
+  return w;
+}
+
+// Expert e's biases: gate and up [1][H] (from a fused [E][2H] tensor: interleaved in
+// gpt-oss's layout, halves otherwise), down [1][D].
+void read_expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H, int64_t D,
+                        StoredWeights& w) {
+  w.gate_bias = Matrix(1, H);
+  w.up_bias = Matrix(1, H);
+  w.down_bias = Matrix(1, D);
+  if (!n.gate_up_bias.empty()) {
+    Matrix both(1, 2 * H);
+    src.read_f32_window(n.gate_up_bias, e, e + 1, 0, 2 * H, both.data());
+    for (int64_t h = 0; h < H; ++h) {
+      w.gate_bias.data()[h] = n.in_out_interleaved ? both.data()[2 * h] : both.data()[h];
+      w.up_bias.data()[h] = n.in_out_interleaved ? both.data()[2 * h + 1] : both.data()[H + h];
+    }
+  } else {
+    src.read_f32_window(n.gate_bias, e, e + 1, 0, H, w.gate_bias.data());
+    src.read_f32_window(n.up_bias, e, e + 1, 0, H, w.up_bias.data());
+  }
+  src.read_f32_window(n.down_bias, e, e + 1, 0, D, w.down_bias.data());
+}
+
 Matrix read_row_vector(const io::TensorSource& src, const std::string& name, int64_t n) {
   Matrix m(1, n);
   src.read_f32(name, m.data());
@@ -183,6 +272,7 @@ LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightTy
   router.weight = Matrix(E, D);
   src.read_f32(n.router, router.weight.data());
   if (c.choice_bias) router.choice_bias = read_row_vector(src, n.choice_bias, E);
+  if (c.router_bias) router.bias = read_row_vector(src, n.router_bias, E);
   if (c.shared_gate) router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
 
   std::vector<InferenceBlock> experts;
@@ -190,12 +280,18 @@ LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightTy
   MatrixTypes stored_types;
   try {
     for (int64_t e = 0; e < E; ++e) {
-      const ExpertRows r = expert_rows(n, e, H, D);
       StoredWeights w;
-      w.gate = io::read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, p);
-      w.up = io::read_stored(src, r.up, false, r.up_row, r.up_row + H, 0, D, type, p);
-      w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
+      if (n.in_out_interleaved) {
+        w = read_in_out_interleaved(src, n, e, H, D, type, p);
+      } else {
+        const ExpertRows r = expert_rows(n, e, H, D);
+        w.gate = io::read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, p);
+        w.up = io::read_stored(src, r.up, false, r.up_row, r.up_row + H, 0, D, type, p);
+        w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
+      }
+      if (c.expert.bias) read_expert_biases(src, n, e, H, D, w);
       if (e == 0) {
+        const ExpertRows r = expert_rows(n, e, H, D);
         for (auto [name, into] : {std::pair{r.gate, &stored_types.gate}, std::pair{r.up, &stored_types.up},
                                   std::pair{r.down, &stored_types.down}}) {
           const auto s = src.stored(name);

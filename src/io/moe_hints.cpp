@@ -6,6 +6,8 @@
 //   qwen3_moe    softmax, norm_topk_prob default false (the released configs say true)
 //   deepseek_v3  scoring_func default sigmoid, norm_topk_prob default true, n_group,
 //   / kimi_k2    topk_group, routed_scaling_factor default 1, n_shared_experts
+//   gpt_oss      softmax over the chosen experts (a router with bias), its own clamped
+//                activation (swiglu_limit must be 7, the activation's constant)
 // GGUF (llama.cpp's build_moe_ffn): expert_weights_norm defaults to true for llama
 // (Mixtral) and qwen3moe, false for qwen2moe and deepseek2; expert_gating_func 1 softmax,
 // 2 sigmoid, 3 softmax over the chosen (gpt-oss), default softmax.
@@ -41,6 +43,12 @@ MoeHints from_gguf(const TensorSource& src, const std::string& arch) {
   h.routed_scaling = src.metadata_float(key("expert_weights_scale"));
   if (h.routed_scaling && *h.routed_scaling == 0.0) h.routed_scaling = 1.0;  // llama.cpp: 0 means unscaled
   h.normalize_top_k = src.metadata_bool(key("expert_weights_norm"));
+  if (arch == "gpt-oss") {  // llama.cpp's OpenAI MoE: its routing and activation are fixed
+    h.scoring = RouterScoring::softmax_top_k;
+    h.activation = Activation::clamped_swish;
+    h.activation_source = "general.architecture 'gpt-oss'";
+    return h;
+  }
   if (!h.normalize_top_k) h.normalize_top_k = arch == "llama" || arch == "qwen3moe";
   const auto gating = src.metadata_int(key("expert_gating_func")).value_or(1);
   switch (gating) {
@@ -107,9 +115,21 @@ MoeHints from_config_json(const std::filesystem::path& file) {
   } else if (type == "deepseek_v3" || type == "kimi_k2") {
     if (!h.normalize_top_k) h.normalize_top_k = true;
     h.scoring = RouterScoring::sigmoid;
+  } else if (type == "gpt_oss") {
+    h.scoring = RouterScoring::softmax_top_k;
+    h.normalize_top_k = false;
+    if (!h.top_k) h.top_k = json_field<int64_t>(j, "experts_per_token", f);
+    if (!h.expert_hidden) h.expert_hidden = json_field<int64_t>(j, "intermediate_size", f);
+    if (const auto limit = json_field<double>(j, "swiglu_limit", f); limit && *limit != 7.0)
+      throw Error(f + ": swiglu_limit = " + std::to_string(*limit) +
+                  ": ffn's clamped_swish activation clamps at 7 (gpt-oss's value); other limits are not supported");
+    h.activation = Activation::clamped_swish;
+    h.activation_source = "config.json model_type 'gpt_oss'";
+    return h;
   } else if (!h.normalize_top_k) {
     throw Error(f + ": model_type '" + type +
-                "' is not one whose routing ffn knows (mixtral, qwen2_moe, qwen3_moe, deepseek_v3, kimi_k2), and "
+                "' is not one whose routing ffn knows (mixtral, qwen2_moe, qwen3_moe, deepseek_v3, kimi_k2, "
+                "gpt_oss), and "
                 "norm_topk_prob is not given: add norm_topk_prob (and scoring_func if not softmax)");
   }
   if (scoring) {

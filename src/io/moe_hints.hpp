@@ -20,6 +20,10 @@ struct MoeHints {
   std::optional<bool> normalize_top_k;
   std::optional<double> routed_scaling;
   std::optional<RouterScoring> scoring;
+  // The experts' activation when the family fixes it whatever hidden_act says (gpt-oss:
+  // clamped_swish, its config.json's hidden_act being "silu"), and what said so.
+  std::optional<Activation> activation;
+  std::string activation_source;
 };
 
 // The GGUF file's own metadata when it has general.architecture, else config.json in the

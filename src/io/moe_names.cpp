@@ -7,9 +7,13 @@
 //                           shared: ….mlp.shared_expert.* and ….mlp.shared_expert_gate.weight
 //                           (Qwen2), ….mlp.shared_experts.* (DeepSeek);
 //                           ….mlp.gate.e_score_correction_bias (DeepSeek)
+//   gpt-oss (hugging face)  model.layers.N.mlp.router.{weight,bias}, ….mlp.experts.gate_up_proj
+//                           [E][D][2H] (in × out, gate and up interleaved) and _bias [E][2H],
+//                           ….experts.down_proj [E][H][D] and _bias [E][D]
 //   gguf                    blk.N.ffn_gate_inp.weight, blk.N.ffn_{gate,up,down}_exps.weight
 //                           (or ffn_gate_up_exps) [E][H][D], ffn_{gate,up,down}_shexp.weight,
-//                           ffn_gate_inp_shexp.weight, exp_probs_b.bias
+//                           ffn_gate_inp_shexp.weight, exp_probs_b.bias; gpt-oss's biases
+//                           ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias
 #include "io/moe_names.hpp"
 
 #include <set>
@@ -28,6 +32,7 @@ struct MoeScheme {
 constexpr MoeScheme kSchemes[] = {
     {"mixtral (hugging face)", "model.layers.{N}.block_sparse_moe.gate.weight", "model.layers.{N}.block_sparse_moe."},
     {"hugging face", "model.layers.{N}.mlp.gate.weight", "model.layers.{N}.mlp."},
+    {"gpt-oss (hugging face)", "model.layers.{N}.mlp.router.weight", "model.layers.{N}.mlp."},
     {"gguf", "blk.{N}.ffn_gate_inp.weight", "blk.{N}."},
 };
 
@@ -59,6 +64,24 @@ MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer)
       n.shared_down = p + "ffn_down_shexp.weight";
     }
     n.shared_expert_gate = first_present(source, {p + "ffn_gate_inp_shexp.weight"});
+    n.router_bias = first_present(source, {p + "ffn_gate_inp.bias"});
+    n.gate_up_bias = first_present(source, {p + "ffn_gate_up_exps.bias"});
+    n.gate_bias = first_present(source, {p + "ffn_gate_exps.bias"});
+    n.up_bias = first_present(source, {p + "ffn_up_exps.bias"});
+    n.down_bias = first_present(source, {p + "ffn_down_exps.bias"});
+    return n;
+  }
+  if (std::string(s.name) == "gpt-oss (hugging face)") {
+    n.fused = true;
+    n.in_out_interleaved = true;
+    n.router_bias = first_present(source, {p + "router.bias"});
+    n.gate_up = p + "experts.gate_up_proj";
+    n.down = p + "experts.down_proj";
+    n.gate_up_bias = first_present(source, {p + "experts.gate_up_proj_bias"});
+    n.down_bias = first_present(source, {p + "experts.down_proj_bias"});
+    if (source.has(p + "experts.gate_up_proj_blocks"))
+      n.unsupported = "its experts are in the MXFP4 blocks of the Hugging Face release (experts.gate_up_proj_blocks "
+                      "/ _scales), which ffn does not read yet; use the GGUF file or a bf16 checkpoint";
     return n;
   }
   if (std::string(s.name) == "mixtral (hugging face)") {

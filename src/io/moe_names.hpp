@@ -12,7 +12,7 @@
 namespace ffn::io {
 
 struct MoeNames {
-  std::string scheme;  // "mixtral (hugging face)", "hugging face", "hugging face fused", "gguf"
+  std::string scheme;  // "mixtral (hugging face)", "hugging face", "hugging face fused", "gpt-oss (hugging face)", "gguf"
   std::string router;  // [E][D]
   std::string choice_bias;  // DeepSeek's e_score_correction_bias [E]; may be absent
   // Routed experts. Per-expert tensors (fused = false): patterns with {E} for the expert,
@@ -21,6 +21,15 @@ struct MoeNames {
   // (rows 0 … H−1 the gate, H … 2H−1 up) and gate and up are empty.
   bool fused = false;
   std::string gate, up, down, gate_up;
+  // gpt-oss's Hugging Face layout: gate_up [E][D][2H] and down [E][H][D], stored [in][out]
+  // (transposed against nn.Linear), gate and up interleaved in the 2H columns (gate at even
+  // columns, up at odd).
+  bool in_out_interleaved = false;
+  // Biases (empty when the file has none): the router's [E]; the experts' [E][H] (gate,
+  // up), [E][2H] (gate_up, laid out as its weight's rows or columns), [E][D] (down).
+  std::string router_bias, gate_bias, up_bias, down_bias, gate_up_bias;
+  // A layer stored in a form ffn does not read yet, with why (empty otherwise).
+  std::string unsupported;
   // Shared experts (all empty when the scheme's names are absent): [S][D], [D][S]; the
   // shared-expert gate [1][D] or [D].
   std::string shared_gate, shared_up, shared_down, shared_expert_gate;

@@ -40,10 +40,6 @@ MoeRouter random_router(const MoeConfig& c, uint32_t seed) {
   return r;
 }
 
-MoeRouter copy_router(const MoeRouter& r) {
-  return {r.weight.clone(), r.bias.clone(), r.choice_bias.clone(), r.shared_gate.clone()};
-}
-
 MoeBlock random_moe(const MoeConfig& c, uint32_t seed, const MatrixTypes& types = {}) {
   std::vector<Block> experts;
   for (int64_t e = 0; e < c.experts; ++e) experts.push_back(Block::random(c.expert, seed + 10 + e));
