@@ -64,17 +64,27 @@ struct KQFormat {
   // storing the looked-up bytes instead would double the panel's bytes, and decode (T = 1)
   // is bound by them, while the lookup costs AVX-512 VNNI nothing measurable and AVX2 at most
   // its vpshufb (docs/performance.md, "The codebook types").
-  const int8_t* codebook = nullptr;
+  // (An enumerator, not a pointer: GCC's sanitizer builds refuse a pointer's comparison with
+  // null in a constant expression.)
+  enum class Codebook { none, iq4, mxfp4 };
+  Codebook codebook = Codebook::none;
   bool e8m0 = false;  // d is an e8m0 exponent byte (MXFP4), not binary16
   constexpr int subs() const { return block / sub; }
-  constexpr bool has_codebook() const { return codebook != nullptr; }
+  constexpr bool has_codebook() const { return codebook != Codebook::none; }
+  // The codebook's 16 signed values (codebook types only).
+  constexpr const int8_t* codebook_values() const {
+    return codebook == Codebook::iq4 ? kIq4Values : kMxfp4Values;
+  }
   // The largest |q| a panel value takes (the unsigned code, or the codebook entry): bounds
   // the AVX2 kernel's int16 pair sums.
   constexpr int max_abs_q() const {
     int m = (nibbles ? 16 << high_bits : 256) - 1;
     if (has_codebook()) {
       m = 0;
-      for (int i = 0; i < 16; ++i) m = codebook[i] > m ? codebook[i] : (-codebook[i] > m ? -codebook[i] : m);
+      for (int i = 0; i < 16; ++i) {
+        const int v = codebook_values()[i];
+        m = v > m ? v : (-v > m ? -v : m);
+      }
     }
     return m;
   }
@@ -106,11 +116,11 @@ constexpr KQFormat kq_format(WeightType t) {
     // The codebook types: IQ4_NL as Q4_0 with its values looked up, IQ4_XS's 8 sub-blocks
     // with their scale ls − 32, MXFP4 as IQ4_NL with its own values and an e8m0 scale.
     case WeightType::iq4_nl:
-      return {32, 0, true, false, 0, 32, kIq4Values};
+      return {32, 0, true, false, 0, 32, KQFormat::Codebook::iq4};
     case WeightType::iq4_xs:
-      return {32, 0, true, false, 0, 256, kIq4Values};
+      return {32, 0, true, false, 0, 256, KQFormat::Codebook::iq4};
     case WeightType::mxfp4:
-      return {32, 0, true, false, 0, 32, kMxfp4Values, true};
+      return {32, 0, true, false, 0, 32, KQFormat::Codebook::mxfp4, true};
     default:
       return {0, 0, false, false, 0};
   }
@@ -171,7 +181,7 @@ constexpr KQLayout kq_layout(const KQFormat& f) {
 // kernels do a vector at a time.
 constexpr int kq_value(const KQFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
   const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
-  if (f.has_codebook()) return f.codebook[low];
+  if (f.has_codebook()) return f.codebook_values()[low];
   return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
 }
 constexpr int64_t kq_panel_block_bytes(WeightType t) { return kq_layout(kq_format(t)).bytes; }

@@ -141,7 +141,7 @@ TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
           const float d = f.e8m0 ? e8m0_half_to_f32(uint8_t(s.d)) : f16_to_f32(s.d);
           const float dl = d * float(s.sc[u]), dml = f16_to_f32(s.dmin) * float(s.m[u]);
           // The codebook types' panel integer is the nibble; its value the codebook's entry.
-          const int q = f.has_codebook() ? f.codebook[s.q[i]] : int(s.q[i]) - f.offset;
+          const int q = f.has_codebook() ? f.codebook_values()[s.q[i]] : int(s.q[i]) - f.offset;
           const float scaled = dl * float(q);
           const float value = f.has_min ? scaled - dml : scaled;
           const float want = w.values[size_t(n * K + b * f.block + i)];

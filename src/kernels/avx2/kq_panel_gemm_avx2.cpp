@@ -54,7 +54,7 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   __m256i codebook = _mm256_setzero_si256();
   if constexpr (f.has_codebook())
     codebook =
-        _mm256_add_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))),
+        _mm256_add_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
                         _mm256_set1_epi8(char(bias)));
   // The two halves' int16 pairs may be added before vpmaddwd (at most 4·(max|q| + bias)·127
   // each).

@@ -41,7 +41,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
   __m512i biased_codebook = _mm512_setzero_si512();
   if constexpr (f.has_codebook())
     biased_codebook =
-        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook))),
+        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
                          _mm512_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
   // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
