@@ -31,6 +31,17 @@ MoeConfig small_config(int64_t E, int64_t k, int64_t D = 64, int64_t H = 96) {
   return c;
 }
 
+// DeepSeek-V3's rule at a small shape: sigmoid, 4 groups keeping 2, choice bias, × 2.5.
+MoeConfig deepseek_config() {
+  MoeConfig c = small_config(16, 4);
+  c.scoring = RouterScoring::sigmoid;
+  c.groups = 4;
+  c.top_groups = 2;
+  c.choice_bias = true;
+  c.routed_scaling = 2.5;
+  return c;
+}
+
 MoeRouter random_router(const MoeConfig& c, uint32_t seed) {
   MoeRouter r;
   r.weight = test::random_matrix(c.experts, c.d_model(), seed, 0.5f);
@@ -138,12 +149,7 @@ TEST(MoeRouting, SoftmaxWithoutRenormalisationLikeQwen2) {
 }
 
 TEST(MoeRouting, GroupedSigmoidWithChoiceBiasAndScalingLikeDeepSeek) {
-  MoeConfig c = small_config(16, 4);
-  c.scoring = RouterScoring::sigmoid;
-  c.groups = 4;
-  c.top_groups = 2;
-  c.choice_bias = true;
-  c.routed_scaling = 2.5;
+  const MoeConfig c = deepseek_config();
   expect_routing_matches(c, random_router(c, 5), test::random_matrix(17, 64, 6));
   // The choice bias changes which experts win but never the weights' source (the
   // un-biased scores): a large bias on expert 15 makes it chosen for every token.
@@ -263,12 +269,7 @@ TEST_P(MoeForward, EqualsEachTokensExpertsRunAloneForEveryFamily) {
   qwen2.normalize_top_k = false;
   qwen2.shared_hidden = 128;
   qwen2.shared_gate = true;
-  MoeConfig deepseek = small_config(16, 4);
-  deepseek.scoring = RouterScoring::sigmoid;
-  deepseek.groups = 4;
-  deepseek.top_groups = 2;
-  deepseek.choice_bias = true;
-  deepseek.routed_scaling = 2.5;
+  MoeConfig deepseek = deepseek_config();
   deepseek.shared_hidden = 96;
   uint32_t seed = 40;
   for (const MoeConfig& c : {mixtral, qwen2, deepseek}) {
