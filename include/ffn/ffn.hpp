@@ -13,6 +13,7 @@
 #include "ffn/isa.hpp"
 #include "ffn/mapped_file.hpp"
 #include "ffn/moe.hpp"
+#include "ffn/moe_train.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/presets.hpp"
 #include "ffn/roofs.hpp"

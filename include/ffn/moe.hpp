@@ -83,6 +83,10 @@ struct Routing {
 // The router alone: config's rule on x ([T][D]). ffn::Error on a shape mismatch or a token
 // whose logits are not finite (a NaN or Inf in x or the router).
 Routing route(const MoeConfig& config, const MoeRouter& router, ConstMatrixView x, ThreadPool* pool = nullptr);
+// The same, also writing each token's logits (bias added, before scoring) to logits, [T][E]
+// (what training differentiates, and what a load-balancing loss is made from).
+Routing route(const MoeConfig& config, const MoeRouter& router, ConstMatrixView x, MatrixView logits,
+              ThreadPool* pool = nullptr);
 
 // The inference form of a MoE block: the router in f32, each expert an InferenceBlock in
 // its own stored types.

@@ -24,6 +24,7 @@
 #include "ffn/block.hpp"
 #include "ffn/collective.hpp"
 #include "ffn/config.hpp"
+#include "ffn/moe_train.hpp"
 #include "ffn/tensor.hpp"
 #include "ffn/thread_pool.hpp"
 
@@ -36,12 +37,26 @@ struct ModelConfig {
   int64_t d_model = 128;  // D
   int64_t hidden = 512;   // H of every block
   int64_t layers = 2;     // L
+  // Mixture of experts: with experts > 0 every layer's FFN is a MoE block of `experts`
+  // blocks of the variant at `hidden`, top_k of them per byte, routed by Mixtral's rule
+  // (softmax, the top k renormalised), and the training loss gains `balance` times each
+  // layer's load-balancing loss (ffn/moe_train.hpp). 0: dense blocks.
+  int64_t experts = 0;
+  int64_t top_k = 0;
+  double balance = 0.01;
+  bool moe() const { return experts > 0; }
 };
 // ffn::Error naming the field and value when a size is < 1 (or the block is invalid).
 void validate(const ModelConfig& config);
 
-// Parameters of a configuration: 256·E + D·K·E + L·(block + D) + D + 256·D.
+// Parameters of a configuration: 256·E + D·K·E + L·(block + D) + D + 256·D, the block a
+// MoE layer's router and all its experts when the model has experts.
 int64_t model_parameters(const ModelConfig& config);
+// Those one byte's prediction uses: as model_parameters, but a MoE layer counts its router
+// and top_k experts (equal to model_parameters for dense models).
+int64_t model_active_parameters(const ModelConfig& config);
+// The MoE block of a layer of a model with experts (ffn::Error for dense models).
+MoeConfig moe_layer_config(const ModelConfig& config);
 
 // The byte text, split by position: the first 90% for training, the last 10% for validation.
 class ByteData {
@@ -75,7 +90,8 @@ Batch spaced_batch(const std::string& split, int64_t window, int64_t tokens);
 
 struct ModelGradients {
   Matrix embed, in_proj;
-  std::vector<BlockGradients> blocks;
+  std::vector<BlockGradients> blocks;  // L dense blocks, or none when the model has experts
+  std::vector<MoeGradients> moe;       // L MoE blocks, or none
   std::vector<Matrix> norm_gain;
   Matrix final_gain, out_proj;
 };
@@ -98,9 +114,14 @@ class LanguageModel {
   const ModelConfig& config() const { return config_; }
   int64_t parameters() const { return model_parameters(config_); }
 
-  // Mean cross-entropy (nats) of the batch. With grads, also ACCUMULATES (+=) d loss / dθ.
+  // Mean cross-entropy (nats) of the batch. With grads, also ACCUMULATES (+=) d loss / dθ,
+  // the loss being the cross-entropy plus, with experts, balance · Σ_layers loss_b.
   double forward_backward(const Batch& batch, ModelGradients* grads, ThreadPool* pool = nullptr);
   double loss(const Batch& batch, ThreadPool* pool = nullptr) { return forward_backward(batch, nullptr, pool); }
+
+  // With experts: the mean over layers of loss_b in the last forward (k at perfect
+  // balance; 0 for dense models).
+  double last_balance_loss() const;
 
   ModelGradients zero_gradients() const;
   // Every tensor in a fixed order (embed, in_proj, per layer gain then block, final_gain,
@@ -109,7 +130,8 @@ class LanguageModel {
 
   Matrix embed;                   // [256][E]
   Matrix in_proj;                 // [D][K·E]
-  std::vector<Block> blocks;      // L
+  std::vector<Block> blocks;      // L dense blocks (or none, with experts)
+  std::vector<TrainableMoe> moe;  // L MoE blocks (or none, without)
   std::vector<Matrix> norm_gain;  // L × [1][D]
   Matrix final_gain;              // [1][D]
   Matrix out_proj;                // [256][D]

@@ -16,7 +16,7 @@ from . import _core
 
 Error = _core.Error
 __version__ = _core.__version__
-__all__ = ["Block", "InferenceBlock", "MoeBlock", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
+__all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
            "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "dequantize", "quantize", "QUANT_TYPES",
            "Error"]
 
@@ -202,6 +202,17 @@ class MoeBlock:
     def __repr__(self):
         return (f"MoeBlock(d={self.d_model}, experts={self.experts}, top_k={self.top_k}, "
                 f"expert_hidden={self.expert_hidden}, shared_hidden={self.shared_hidden}, scoring={self.scoring!r})")
+
+
+TrainableMoe = _core.TrainableMoe
+TrainableMoe.__doc__ = """The training form of a mixture-of-experts block, in float32:
+TrainableMoe(variant, d_model, hidden, experts, top_k, scoring="softmax", normalize_top_k=True,
+routed_scaling=1.0, groups=1, top_groups=1, router_bias=False, choice_bias=False,
+shared_hidden=0, shared_gate=False, bias=False, seed=0) — the rules of MoeBlock, nn.Linear's
+initialisation. tensor(name) is a writable view of a parameter (tensor_names() lists them:
+router.weight, experts.<e>.gate.weight, …); forward(x); route(x); backward(x, dy,
+balance=0.0) returns the gradients of sum(dy * forward(x)) + balance * loss_b by name, with
+"x" and the Switch load-balancing loss "balance_loss" of that forward."""
 
 
 def _gated(variant_name, doc):

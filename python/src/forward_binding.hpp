@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,15 @@ inline py::array forward(const AnyBlock& block, const FloatArray& x, std::option
     block.forward({xp, T, D, D}, {yp, T, D, D}, pool.get());
   }
   return y;
+}
+
+// A router's choice as NumPy: (experts int32 [T, k] best first, weights float32 [T, k]).
+inline py::tuple routing_arrays(const Routing& r) {
+  py::array_t<int32_t> experts({r.tokens, r.k});
+  py::array_t<float> weights({r.tokens, r.k});
+  std::copy(r.experts.begin(), r.experts.end(), experts.mutable_data());
+  std::copy(r.weights.begin(), r.weights.end(), weights.mutable_data());
+  return py::make_tuple(experts, weights);
 }
 
 }  // namespace ffn::python

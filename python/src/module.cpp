@@ -12,11 +12,13 @@
 
 #include "ffn/ffn.hpp"
 #include "forward_binding.hpp"
+#include "tensor_access.hpp"
 
 namespace py = pybind11;
 
 void bind_quant(py::module_& m);  // quant_bindings.cpp: dequantize / quantize of ggml's stored types
 void bind_moe(py::module_& m);    // moe_bindings.cpp: mixture-of-experts blocks
+void bind_moe_train(py::module_& m);  // moe_train_bindings.cpp: their training form
 
 namespace {
 
@@ -56,27 +58,11 @@ bool is_bias(const std::string& name) { return name.size() > 5 && name.compare(n
 
 // A writable NumPy view of a weight, keeping the Python block alive while it exists.
 py::array view_of(py::object self, const std::string& name) {
-  auto& block = self.cast<ffn::Block&>();
-  ffn::Matrix& m = tensor_of(block, name);
-  if (is_bias(name)) return py::array_t<float>({m.cols()}, {sizeof(float)}, m.data(), self);
-  return py::array_t<float>({m.rows(), m.cols()}, {m.cols() * int64_t(sizeof(float)), int64_t(sizeof(float))}, m.data(),
-                            self);
+  return ffn::python::array_view(self, tensor_of(self.cast<ffn::Block&>(), name), is_bias(name));
 }
 
 void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& value) {
-  ffn::Matrix& m = tensor_of(block, name);
-  const std::vector<int64_t> want =
-      is_bias(name) ? std::vector<int64_t>{m.cols()} : std::vector<int64_t>{m.rows(), m.cols()};
-  std::vector<int64_t> got(value.shape(), value.shape() + value.ndim());
-  if (got != want) {
-    auto str = [](const std::vector<int64_t>& s) {
-      std::string out = "(";
-      for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-      return out + (s.size() == 1 ? ",)" : ")");
-    };
-    throw ffn::Error("parameter '" + name + "' has shape " + str(want) + ", got an array of shape " + str(got));
-  }
-  std::copy(value.data(), value.data() + value.size(), m.data());
+  ffn::python::assign(tensor_of(block, name), value, is_bias(name), name);
 }
 
 // Number of tokens of a float32 [T, d] or [d] array; ffn::Error naming `name` otherwise.
@@ -118,12 +104,8 @@ py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray
   const std::pair<const char*, const ffn::Matrix*> named[] = {
       {"gate.weight", &grads.gate}, {"gate.bias", &grads.gate_bias}, {"up.weight", &grads.up},
       {"up.bias", &grads.up_bias},  {"down.weight", &grads.down},    {"down.bias", &grads.down_bias}};
-  for (const auto& [name, m] : named) {
-    if (m->empty()) continue;
-    py::array_t<float> g = is_bias(name) ? py::array_t<float>({m->cols()}) : py::array_t<float>({m->rows(), m->cols()});
-    std::copy(m->data(), m->data() + m->size(), g.mutable_data());
-    out[name] = g;
-  }
+  for (const auto& [name, m] : named)
+    if (!m->empty()) out[name] = ffn::python::array_copy(*m, is_bias(name));
   return out;
 }
 
@@ -220,5 +202,6 @@ PYBIND11_MODULE(_core, m) {
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
   bind_quant(m);
   bind_moe(m);
+  bind_moe_train(m);
   add_torch_bindings(m);
 }

@@ -28,11 +28,7 @@ py::tuple route(const ffn::MoeBlock& block, const ffn::python::FloatArray& x, st
     if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
     r = block.route({x.data(), T, D, D}, pool.get());
   }
-  py::array_t<int32_t> experts({r.tokens, r.k});
-  py::array_t<float> weights({r.tokens, r.k});
-  std::copy(r.experts.begin(), r.experts.end(), experts.mutable_data());
-  std::copy(r.weights.begin(), r.weights.end(), weights.mutable_data());
-  return py::make_tuple(experts, weights);
+  return ffn::python::routing_arrays(r);
 }
 
 py::dict types_of(const ffn::MatrixTypes& t) {

@@ -106,10 +106,17 @@ void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t*
 }  // namespace
 
 Routing route(const MoeConfig& c, const MoeRouter& r, ConstMatrixView x, ThreadPool* pool) {
+  return route(c, r, x, MatrixView{}, pool);
+}
+
+Routing route(const MoeConfig& c, const MoeRouter& r, ConstMatrixView x, MatrixView logits_out, ThreadPool* pool) {
   check_router(c, r);
   const int64_t T = x.rows, D = c.d_model(), E = c.experts, k = c.top_k;
   if (x.cols != D)
     throw Error("router input has " + std::to_string(x.cols) + " features, expected d_model " + std::to_string(D));
+  if (logits_out.data && (logits_out.rows != T || logits_out.cols != E))
+    throw Error("router logits output is [" + std::to_string(logits_out.rows) + "][" + std::to_string(logits_out.cols) +
+                "], expected [" + std::to_string(T) + " tokens][" + std::to_string(E) + " experts]");
   Routing out{T, k, std::vector<int32_t>(static_cast<size_t>(T * k)), std::vector<float>(static_cast<size_t>(T * k))};
   if (T == 0) return out;
   ThreadPool& p = pool ? *pool : default_thread_pool();
@@ -131,6 +138,7 @@ Routing route(const MoeConfig& c, const MoeRouter& r, ConstMatrixView x, ThreadP
         if (bad[ith] < 0) bad[ith] = t;
         continue;
       }
+      if (logits_out.data) std::copy(l, l + E, logits_out.data + t * logits_out.stride);
       route_token(c, r, l, out.experts.data() + t * k, out.weights.data() + t * k);
     }
   });

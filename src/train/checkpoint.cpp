@@ -53,7 +53,9 @@ const std::string& meta(const SafetensorsFile& f, const std::string& key) {
 std::string fingerprint(const ModelConfig& m, const TrainOptions& o, const ByteData& data) {
   std::ostringstream s;
   s << "variant=" << variant_name(m.variant) << " window=" << m.window << " embed=" << m.embed
-    << " d_model=" << m.d_model << " hidden=" << m.hidden << " layers=" << m.layers << " steps=" << o.steps
+    << " d_model=" << m.d_model << " hidden=" << m.hidden << " layers=" << m.layers;
+  if (m.moe()) s << " experts=" << m.experts << " top_k=" << m.top_k << " balance=" << exact(m.balance);
+  s << " steps=" << o.steps
     << " batch=" << o.batch << " lr=" << exact(o.lr) << " warmup=" << o.warmup
     << " min_lr_fraction=" << exact(o.min_lr_fraction) << " weight_decay=" << exact(o.weight_decay)
     << " beta1=" << exact(o.beta1) << " beta2=" << exact(o.beta2) << " eps=" << exact(o.eps)

@@ -4,18 +4,12 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/counter_random.hpp"
 #include "ffn/error.hpp"
 #include "ffn/train.hpp"
 
 namespace ffn {
 namespace {
-
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 void check_split(const std::string& split, int64_t window) {
   if (window < 1) throw Error("window = " + std::to_string(window) + ": must be ≥ 1");

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "core/counter_random.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
 #include "ffn/train.hpp"
@@ -15,22 +16,6 @@ using namespace train_detail;
 
 constexpr int64_t kVocab = 256;  // byte values
 
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// Uniform in [−bound, bound), keyed by (seed, tensor id, index): 24 random bits per value.
-void fill_uniform(Matrix& m, uint64_t seed, uint64_t tensor_id, double bound) {
-  const uint64_t key = splitmix64(seed ^ splitmix64(tensor_id));
-  for (int64_t i = 0; i < m.size(); ++i) {
-    const double u01 = static_cast<double>(splitmix64(key + static_cast<uint64_t>(i)) >> 40) * 0x1p-24;
-    m.data()[i] = static_cast<float>(bound * (2.0 * u01 - 1.0));
-  }
-}
-
 void fill(Matrix& m, float v) {
   for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = v;
 }
@@ -39,6 +24,17 @@ void fill(Matrix& m, float v) {
 BlockConfig block_config(const ModelConfig& c) { return {c.variant, c.d_model, c.hidden, false}; }
 
 }  // namespace
+
+MoeConfig moe_layer_config(const ModelConfig& c) {
+  if (!c.moe()) throw Error("the model has no experts (experts = " + std::to_string(c.experts) + ")");
+  MoeConfig m;
+  m.expert = block_config(c);
+  m.experts = c.experts;
+  m.top_k = c.top_k;
+  m.scoring = RouterScoring::softmax;
+  m.normalize_top_k = true;
+  return m;
+}
 
 void validate(const ModelConfig& c) {
   auto positive = [](const char* field, int64_t v) {
@@ -50,13 +46,33 @@ void validate(const ModelConfig& c) {
   positive("hidden", c.hidden);
   positive("layers", c.layers);
   validate(block_config(c));
+  if (c.experts < 0) throw Error("model experts = " + std::to_string(c.experts) + ": must be ≥ 0 (0: dense)");
+  if (c.moe()) {
+    if (c.top_k < 1 || c.top_k > c.experts)
+      throw Error("model top_k = " + std::to_string(c.top_k) + ": must be in [1, experts = " +
+                  std::to_string(c.experts) + "]");
+    if (!std::isfinite(c.balance) || c.balance < 0)
+      throw Error("model balance = " + std::to_string(c.balance) + ": must be finite and ≥ 0");
+  }
 }
+
+namespace {
+int64_t parameters_with_block(const ModelConfig& c, int64_t block) {
+  return kVocab * c.embed + c.d_model * c.window * c.embed + c.layers * (block + c.d_model) + c.d_model +
+         kVocab * c.d_model;
+}
+}  // namespace
 
 int64_t model_parameters(const ModelConfig& c) {
   validate(c);
-  const int64_t block = account(block_config(c)).parameters;
-  return kVocab * c.embed + c.d_model * c.window * c.embed + c.layers * (block + c.d_model) + c.d_model +
-         kVocab * c.d_model;
+  return parameters_with_block(
+      c, c.moe() ? account(moe_layer_config(c)).total_parameters : account(block_config(c)).parameters);
+}
+
+int64_t model_active_parameters(const ModelConfig& c) {
+  validate(c);
+  return parameters_with_block(
+      c, c.moe() ? account(moe_layer_config(c)).active_parameters : account(block_config(c)).parameters);
 }
 
 // Activations of one forward, for backward. h[l]: [T][D] residual stream entering layer l
@@ -67,6 +83,8 @@ struct LanguageModel::Workspace {
   Matrix x0, logits, dlogits, dh, dn, dx0;
   std::vector<Matrix> h, n, rstd;
   std::vector<ForwardCache> cache;
+  std::vector<MoeCache> moe_cache;
+  double balance_loss = 0;  // mean over layers, last forward
 
   void shape(const ModelConfig& c, int64_t T) {
     if (T == tokens) return;
@@ -87,6 +105,8 @@ struct LanguageModel::Workspace {
     }
     cache.clear();
     cache.resize(static_cast<size_t>(c.layers));
+    moe_cache.clear();
+    moe_cache.resize(c.moe() ? static_cast<size_t>(c.layers) : 0);
   }
 };
 
@@ -100,7 +120,10 @@ LanguageModel::LanguageModel(const ModelConfig& config, uint64_t seed)
   fill_uniform(in_proj, seed, 102, 1.0 / std::sqrt(double(c.window * c.embed)));
   for (int64_t l = 0; l < c.layers; ++l) {
     // Each block's own seed, so layers differ; Block::random keys its tensors by it.
-    blocks.push_back(Block::random(block_config(c), splitmix64(seed + 1000 + uint64_t(l))));
+    if (c.moe())
+      moe.push_back(TrainableMoe::random(moe_layer_config(c), splitmix64(seed + 1000 + uint64_t(l))));
+    else
+      blocks.push_back(Block::random(block_config(c), splitmix64(seed + 1000 + uint64_t(l))));
     norm_gain.emplace_back(1, c.d_model);
     fill(norm_gain.back(), 1.0f);
   }
@@ -116,7 +139,10 @@ ModelGradients LanguageModel::zero_gradients() const {
   g.embed = Matrix(kVocab, c.embed);
   g.in_proj = Matrix(c.d_model, c.window * c.embed);
   for (int64_t l = 0; l < c.layers; ++l) {
-    g.blocks.push_back(ffn::zero_gradients(block_config(c)));
+    if (c.moe())
+      g.moe.push_back(ffn::zero_gradients(moe_layer_config(c)));
+    else
+      g.blocks.push_back(ffn::zero_gradients(block_config(c)));
     g.norm_gain.emplace_back(1, c.d_model);
   }
   g.final_gain = Matrix(1, c.d_model);
@@ -135,13 +161,22 @@ std::vector<ParameterRef> LanguageModel::parameters_with(ModelGradients& g) {
   };
   add("embed", embed, g.embed, true);
   add("in_proj", in_proj, g.in_proj, true);
-  for (size_t l = 0; l < blocks.size(); ++l) {
+  auto add_block = [&](const std::string& p, Block& b, BlockGradients& bg) {
+    auto& w = b.weights();
+    add(p + "gate", w.gate, bg.gate, true);
+    add(p + "up", w.up, bg.up, true);
+    add(p + "down", w.down, bg.down, true);
+  };
+  for (size_t l = 0; l < norm_gain.size(); ++l) {
     const std::string p = "layers." + std::to_string(l) + ".";
-    auto& w = blocks[l].weights();
     add(p + "norm", norm_gain[l], g.norm_gain[l], false);
-    add(p + "gate", w.gate, g.blocks[l].gate, true);
-    add(p + "up", w.up, g.blocks[l].up, true);
-    add(p + "down", w.down, g.blocks[l].down, true);
+    if (!config_.moe()) {
+      add_block(p, blocks[l], g.blocks[l]);
+      continue;
+    }
+    add(p + "router", moe[l].router.weight, g.moe[l].router, true);
+    for (size_t e = 0; e < moe[l].experts.size(); ++e)
+      add_block(p + "experts." + std::to_string(e) + ".", moe[l].experts[e], g.moe[l].experts.at(e));
   }
   add("final_norm", final_gain, g.final_gain, false);
   add("out_proj", out_proj, g.out_proj, true);
@@ -161,6 +196,7 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
   Workspace& w = *work_;
   w.shape(c, T);
   const auto L = static_cast<size_t>(c.layers);
+  w.balance_loss = 0;
 
   // Forward.
   embedding_gather(embed.view(), batch.context.data(), c.window, w.x0.view());
@@ -168,7 +204,9 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
   for (size_t l = 0; l < L; ++l) {
     rmsnorm_forward(pool, w.h[l].view(), norm_gain[l].data(), w.n[l].view(), w.rstd[l].data());
     // The block writes y into h[l+1], then the residual is added.
-    if (grads)
+    if (c.moe())
+      w.balance_loss += forward_train(moe[l], w.n[l].view(), w.h[l + 1].view(), w.moe_cache[l], &pool) / double(L);
+    else if (grads)
       forward_train(blocks[l], w.n[l].view(), w.h[l + 1].view(), w.cache[l], false, &pool);
     else
       blocks[l].forward(w.n[l].view(), w.h[l + 1].view(), &pool);
@@ -184,8 +222,9 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
 
   // Backward. dh holds d loss / d h[l] as l goes down; dn the gradient of a norm's output.
   ModelGradients& g = *grads;
-  if (g.blocks.size() != L || g.norm_gain.size() != L)
-    throw Error("gradients hold " + std::to_string(g.blocks.size()) + " blocks, the model " + std::to_string(L));
+  if ((c.moe() ? g.moe.size() : g.blocks.size()) != L || g.norm_gain.size() != L)
+    throw Error("gradients hold " + std::to_string(c.moe() ? g.moe.size() : g.blocks.size()) + " blocks, the model " +
+                std::to_string(L));
   parameters_with(g);  // checks every other gradient's shape (ffn::Error naming the tensor)
   linear_backward(pool, w.n[L].view(), out_proj.view(), w.dlogits.view(), w.dn.view(), g.out_proj.view());
   fill(w.dh, 0.0f);
@@ -193,7 +232,10 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
                    g.final_gain.data());
   for (size_t l = L; l-- > 0;) {
     // d h[l] = d h[l+1] (residual) + norm backward of the block's input gradient.
-    backward(blocks[l], w.n[l].view(), w.cache[l], w.dh.view(), w.dn.view(), g.blocks[l], &pool);
+    if (c.moe())
+      backward(moe[l], w.n[l].view(), w.moe_cache[l], w.dh.view(), w.dn.view(), g.moe[l], c.balance, &pool);
+    else
+      backward(blocks[l], w.n[l].view(), w.cache[l], w.dh.view(), w.dn.view(), g.blocks[l], &pool);
     rmsnorm_backward(pool, w.h[l].view(), norm_gain[l].data(), w.rstd[l].data(), w.dn.view(), w.dh.view(),
                      g.norm_gain[l].data());
   }
@@ -201,5 +243,7 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
   embedding_scatter_add(w.dx0.view(), batch.context.data(), c.window, g.embed.view());
   return loss;
 }
+
+double LanguageModel::last_balance_loss() const { return work_->balance_loss; }
 
 }  // namespace ffn

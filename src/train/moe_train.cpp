@@ -1,0 +1,347 @@
+// Training passes of a mixture-of-experts block (include/ffn/moe_train.hpp states the
+// gradients). The forward follows MoeBlock's order: routing, a counting sort of the
+// (token, slot) pairs by expert, each expert's tokens as one batch, each token's k outputs
+// summed in increasing expert index, then the shared experts.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "block/view_checks.hpp"
+#include "core/counter_random.hpp"
+#include "ffn/error.hpp"
+#include "ffn/moe_train.hpp"
+#include "train/layers.hpp"
+
+namespace ffn {
+namespace {
+
+BlockConfig shared_config(const MoeConfig& c) {
+  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias};
+}
+
+// m as rows × cols, reallocated (zeroed) only when its shape changes.
+void shape(Matrix& m, int64_t rows, int64_t cols) {
+  if (m.rows() != rows || m.cols() != cols) m = Matrix(rows, cols);
+}
+
+ConstMatrixView rows_of(const Matrix& m, int64_t first, int64_t n) {
+  return {m.data() + first * m.cols(), n, m.cols(), m.cols()};
+}
+MatrixView rows_of(Matrix& m, int64_t first, int64_t n) { return {m.data() + first * m.cols(), n, m.cols(), m.cols()}; }
+
+void require_shape(const Matrix& m, int64_t rows, int64_t cols, const std::string& what) {
+  if (m.rows() != rows || m.cols() != cols)
+    throw Error(what + " is [" + std::to_string(m.rows()) + "][" + std::to_string(m.cols()) + "], expected [" +
+                std::to_string(rows) + "][" + std::to_string(cols) + "]");
+}
+
+// dl [E] of one token from dw [k] (the gradient of its k routing weights) through the
+// config's rule; logits [E] as saved.
+void routing_weights_backward(const MoeConfig& c, const float* logits, const int32_t* experts, const float* weights,
+                              const double* dw, double* dl) {
+  const int64_t E = c.experts, k = c.top_k;
+  std::fill(dl, dl + E, 0.0);
+  double wdw = 0;  // Σ_j w_j·dw_j
+  for (int64_t j = 0; j < k; ++j) wdw += double(weights[j]) * dw[j];
+  switch (c.scoring) {
+    case RouterScoring::softmax:
+      if (!c.normalize_top_k) {
+        // w = p (softmax over all E): dl_e = p_e·([e chosen]·dw_e − Σ_j w_j·dw_j).
+        const double top = *std::max_element(logits, logits + E);
+        double sum = 0;
+        for (int64_t e = 0; e < E; ++e) sum += std::exp(double(logits[e]) - top);
+        for (int64_t e = 0; e < E; ++e) dl[e] = -std::exp(double(logits[e]) - top) / sum * wdw;
+        for (int64_t j = 0; j < k; ++j) dl[experts[j]] += double(weights[j]) * dw[j];
+        return;
+      }
+      [[fallthrough]];  // renormalised: a softmax over the k chosen logits, as softmax_top_k
+    case RouterScoring::softmax_top_k:
+      for (int64_t j = 0; j < k; ++j) dl[experts[j]] = double(weights[j]) * (dw[j] - wdw);
+      return;
+    case RouterScoring::sigmoid: {
+      const double r = c.routed_scaling;
+      double z = 1e-20, sdw = 0;  // Z = Σ_chosen s + 1e-20; Σ_j dw_j·s_j
+      std::vector<double> s(static_cast<size_t>(k));
+      for (int64_t j = 0; j < k; ++j) {
+        s[j] = 1.0 / (1.0 + std::exp(-double(logits[experts[j]])));
+        z += s[j];
+        sdw += dw[j] * s[j];
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        const double ds = c.normalize_top_k ? r * (dw[j] / z - sdw / (z * z)) : r * dw[j];
+        dl[experts[j]] = ds * s[j] * (1.0 - s[j]);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+TrainableMoe TrainableMoe::random(const MoeConfig& config, uint64_t seed) {
+  ffn::validate(config);
+  const int64_t E = config.experts, D = config.d_model();
+  TrainableMoe m;
+  m.config = config;
+  const double bound = 1.0 / std::sqrt(double(D));  // nn.Linear(D, ·)
+  m.router.weight = Matrix(E, D);
+  fill_uniform(m.router.weight, seed, 201, bound);
+  if (config.router_bias) {
+    m.router.bias = Matrix(1, E);
+    fill_uniform(m.router.bias, seed, 202, bound);
+  }
+  if (config.choice_bias) m.router.choice_bias = Matrix(1, E);
+  if (config.shared_gate) {
+    m.router.shared_gate = Matrix(1, D);
+    fill_uniform(m.router.shared_gate, seed, 203, bound);
+  }
+  for (int64_t e = 0; e < E; ++e) m.experts.push_back(Block::random(config.expert, splitmix64(seed + 300 + uint64_t(e))));
+  if (config.shared_hidden > 0) m.shared = Block::random(shared_config(config), splitmix64(seed + 299));
+  return m;
+}
+
+void TrainableMoe::validate() const { (void)to_inference(); }
+
+MoeBlock TrainableMoe::to_inference(ThreadPool* pool) const {
+  MoeRouter r{router.weight.clone(), router.bias.clone(), router.choice_bias.clone(), router.shared_gate.clone()};
+  const MatrixTypes f32{WeightType::f32, WeightType::f32, WeightType::f32};
+  return MoeBlock::from_blocks(config, std::move(r), experts, shared, f32, pool);
+}
+
+MoeGradients zero_gradients(const MoeConfig& c) {
+  validate(c);
+  MoeGradients g;
+  g.router = Matrix(c.experts, c.d_model());
+  if (c.router_bias) g.router_bias = Matrix(1, c.experts);
+  if (c.shared_gate) g.shared_gate = Matrix(1, c.d_model());
+  for (int64_t e = 0; e < c.experts; ++e) g.experts.push_back(zero_gradients(c.expert));
+  if (c.shared_hidden > 0) g.shared = zero_gradients(shared_config(c));
+  return g;
+}
+
+double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, MoeCache& cache, ThreadPool* pool_arg) {
+  const MoeConfig& c = moe.config;
+  const int64_t D = c.d_model(), E = c.experts, k = c.top_k, T = x.rows;
+  views::check_forward_views(x, y, D);
+  if (static_cast<int64_t>(moe.experts.size()) != E)
+    throw Error("the block has " + std::to_string(moe.experts.size()) + " experts, the configuration says " +
+                std::to_string(E));
+  if ((c.shared_hidden > 0) != moe.shared.has_value())
+    throw Error(c.shared_hidden > 0 ? "the configuration has shared experts but none were given"
+                                    : "shared experts given, but the configuration has none");
+  ThreadPool& pool = pool_arg ? *pool_arg : default_thread_pool();
+  cache.tokens = T;
+  shape(cache.logits, T, E);
+  cache.routing = route(c, moe.router, x, cache.logits.view(), &pool);
+  const Routing& r = cache.routing;
+
+  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order.
+  cache.offsets.assign(static_cast<size_t>(E + 1), 0);
+  for (int32_t e : r.experts) ++cache.offsets[e + 1];
+  for (int64_t e = 0; e < E; ++e) cache.offsets[e + 1] += cache.offsets[e];
+  std::vector<int64_t> cursor(cache.offsets.begin(), cache.offsets.end() - 1);
+  cache.pair_token.resize(static_cast<size_t>(T * k));
+  cache.row_of.resize(static_cast<size_t>(T * k));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = cursor[r.experts[t * k + j]]++;
+      cache.pair_token[at] = t;
+      cache.row_of[t * k + j] = at;
+    }
+
+  shape(cache.inputs, T * k, D);
+  shape(cache.outputs, T * k, D);
+  for (int64_t i = 0; i < T * k; ++i)
+    std::memcpy(cache.inputs.row(i), x.data + cache.pair_token[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+  cache.expert_cache.resize(static_cast<size_t>(E));
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t first = cache.offsets[e], n = cache.offsets[e + 1] - first;
+    if (n == 0) continue;
+    forward_train(moe.experts[e], rows_of(cache.inputs, first, n), rows_of(cache.outputs, first, n),
+                  cache.expert_cache[e], false, &pool);
+  }
+
+  if (moe.shared) {
+    shape(cache.shared_out, T, D);
+    forward_train(*moe.shared, x, cache.shared_out.view(), cache.shared_cache, false, &pool);
+    cache.shared_gate.assign(static_cast<size_t>(T), 1.0f);
+  }
+  pool.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t j = 0; j < k; ++j) slots[j] = {cache.row_of[t * k + j], r.weights[t * k + j]};
+      std::sort(slots.begin(), slots.end());  // increasing expert index
+      float* yt = y.data + t * y.stride;
+      std::fill(yt, yt + D, 0.0f);
+      for (const auto& [row, w] : slots) {
+        const float* o = cache.outputs.row(row);
+        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
+      }
+      if (!moe.shared) continue;
+      float gate = 1.0f;
+      if (c.shared_gate) {
+        // σ(g·x_t), the dot in f32 in increasing d, as MoeBlock computes it.
+        const float* xt = x.data + t * x.stride;
+        float z = 0.0f;
+        for (int64_t d = 0; d < D; ++d) z = std::fma(moe.router.shared_gate.data()[d], xt[d], z);
+        gate = 1.0f / (1.0f + std::exp(-z));
+        cache.shared_gate[t] = gate;
+      }
+      const float* st = cache.shared_out.row(t);
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
+    }
+  });
+
+  // The balance loss E·Σ_e f_e·P_e (P from the softmax of the logits, summed in token order).
+  std::vector<double> P(static_cast<size_t>(E), 0.0);
+  for (int64_t t = 0; t < T; ++t) {
+    const float* l = cache.logits.row(t);
+    const double top = *std::max_element(l, l + E);
+    double sum = 0;
+    for (int64_t e = 0; e < E; ++e) sum += std::exp(double(l[e]) - top);
+    for (int64_t e = 0; e < E; ++e) P[e] += std::exp(double(l[e]) - top) / sum;
+  }
+  double balance = 0;
+  for (int64_t e = 0; e < E && T > 0; ++e)
+    balance += double(cache.offsets[e + 1] - cache.offsets[e]) / double(T) * (P[e] / double(T));
+  cache.balance_loss = double(E) * balance;
+  return cache.balance_loss;
+}
+
+void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache, ConstMatrixView dy, MatrixView dx,
+              MoeGradients& g, double balance, ThreadPool* pool_arg) {
+  const MoeConfig& c = moe.config;
+  const int64_t D = c.d_model(), E = c.experts, k = c.top_k, T = x.rows;
+  if (cache.tokens != T || cache.logits.rows() != T)
+    throw Error("the cache holds a forward of " + std::to_string(cache.tokens) + " tokens, x has " +
+                std::to_string(T));
+  if (x.cols != D || dy.rows != T || dy.cols != D || (dx.data && (dx.rows != T || dx.cols != D)))
+    throw Error("x, dy and dx must be [" + std::to_string(T) + "][" + std::to_string(D) + "]");
+  if (!std::isfinite(balance) || balance < 0)
+    throw Error("balance-loss weight = " + std::to_string(balance) + ": must be finite and ≥ 0");
+  require_shape(g.router, E, D, "the router's gradient");
+  if (c.router_bias) require_shape(g.router_bias, 1, E, "the router bias's gradient");
+  if (c.shared_gate) require_shape(g.shared_gate, 1, D, "the shared gate's gradient");
+  if (static_cast<int64_t>(g.experts.size()) != E || g.shared.has_value() != moe.shared.has_value())
+    throw Error("the gradients hold " + std::to_string(g.experts.size()) + " experts" +
+                (g.shared ? " and shared experts" : "") + "; the block " + std::to_string(E) +
+                (moe.shared ? " and shared experts" : ""));
+  ThreadPool& pool = pool_arg ? *pool_arg : default_thread_pool();
+  const Routing& r = cache.routing;
+
+  // Each pair's upstream gradient w·dy_t, and each weight's gradient dy_t·out (in double).
+  Matrix dy_pairs(T * k, D), dx_pairs(T * k, D), dl(T, E);
+  std::vector<double> dw(static_cast<size_t>(T * k));
+  pool.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    std::vector<double> dl_t(static_cast<size_t>(E));
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* dyt = dy.data + t * dy.stride;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t row = cache.row_of[t * k + j];
+        const float w = r.weights[t * k + j];
+        const float* o = cache.outputs.row(row);
+        float* d = dy_pairs.row(row);
+        double dot = 0;
+        for (int64_t i = 0; i < D; ++i) {
+          d[i] = w * dyt[i];
+          dot += double(dyt[i]) * double(o[i]);
+        }
+        dw[t * k + j] = dot;
+      }
+      const float* l = cache.logits.row(t);
+      routing_weights_backward(c, l, r.experts.data() + t * k, r.weights.data() + t * k, dw.data() + t * k,
+                               dl_t.data());
+      if (balance > 0) {
+        // α·p_te·(c_e − Σ p·c)/T with c_e = E·f_e.
+        const double top = *std::max_element(l, l + E);
+        double sum = 0, pc = 0;
+        std::vector<double> p(static_cast<size_t>(E));
+        for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(double(l[e]) - top));
+        for (int64_t e = 0; e < E; ++e) {
+          p[e] /= sum;
+          pc += p[e] * double(E) * double(cache.offsets[e + 1] - cache.offsets[e]) / double(T);
+        }
+        for (int64_t e = 0; e < E; ++e) {
+          const double ce = double(E) * double(cache.offsets[e + 1] - cache.offsets[e]) / double(T);
+          dl_t[e] += balance * p[e] * (ce - pc) / double(T);
+        }
+      }
+      float* dlr = dl.row(t);
+      for (int64_t e = 0; e < E; ++e) dlr[e] = static_cast<float>(dl_t[e]);
+    }
+  });
+
+  // The experts, each its tokens as one batch.
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t first = cache.offsets[e], n = cache.offsets[e + 1] - first;
+    if (n == 0) continue;
+    backward(moe.experts[e], rows_of(cache.inputs, first, n), cache.expert_cache[e], rows_of(dy_pairs, first, n),
+             dx.data ? rows_of(dx_pairs, first, n) : MatrixView{}, g.experts[e], &pool);
+  }
+
+  // The router: dW += dlᵀ·x, db += Σ_t dl (token order), dx_router = dl·W.
+  Matrix dx_router(dx.data ? T : 0, D);
+  train_detail::linear_backward(pool, x, moe.router.weight.view(), dl.view(), dx.data ? dx_router.view() : MatrixView{},
+                                g.router.view());
+  if (c.router_bias)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t e = 0; e < E; ++e) g.router_bias.data()[e] += dl.row(t)[e];
+
+  // The shared experts: upstream σ(z)·dy, and the gate's own gradient.
+  Matrix dx_shared;
+  std::vector<float> dz;
+  if (moe.shared) {
+    Matrix ds(T, D);
+    if (c.shared_gate) dz.assign(static_cast<size_t>(T), 0.0f);
+    pool.run([&](int ith, int nth) {
+      const auto [t0, t1] = split_range(T, ith, nth);
+      for (int64_t t = t0; t < t1; ++t) {
+        const float gate = cache.shared_gate[t];
+        const float* dyt = dy.data + t * dy.stride;
+        float* dst = ds.row(t);
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) {
+          dst[d] = gate * dyt[d];
+          dot += double(dyt[d]) * double(cache.shared_out.row(t)[d]);
+        }
+        if (c.shared_gate) dz[t] = static_cast<float>(dot * double(gate) * (1.0 - double(gate)));
+      }
+    });
+    if (dx.data) dx_shared = Matrix(T, D);
+    backward(*moe.shared, x, cache.shared_cache, ds.view(), dx.data ? dx_shared.view() : MatrixView{}, *g.shared,
+             &pool);
+    if (c.shared_gate)
+      for (int64_t t = 0; t < T; ++t) {
+        const float* xt = x.data + t * x.stride;
+        for (int64_t d = 0; d < D; ++d) g.shared_gate.data()[d] += dz[t] * xt[d];
+      }
+  }
+
+  if (!dx.data) return;
+  // dx_t: its experts' dx in increasing expert index, then the router's, the shared
+  // experts' and the shared gate's.
+  pool.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    std::vector<int64_t> rows(static_cast<size_t>(k));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t j = 0; j < k; ++j) rows[j] = cache.row_of[t * k + j];
+      std::sort(rows.begin(), rows.end());
+      float* dxt = dx.data + t * dx.stride;
+      std::fill(dxt, dxt + D, 0.0f);
+      for (int64_t row : rows) {
+        const float* p = dx_pairs.row(row);
+        for (int64_t d = 0; d < D; ++d) dxt[d] += p[d];
+      }
+      for (int64_t d = 0; d < D; ++d) dxt[d] += dx_router.row(t)[d];
+      if (!moe.shared) continue;
+      for (int64_t d = 0; d < D; ++d) dxt[d] += dx_shared.row(t)[d];
+      if (c.shared_gate)
+        for (int64_t d = 0; d < D; ++d) dxt[d] = std::fma(dz[t], moe.router.shared_gate.data()[d], dxt[d]);
+    }
+  });
+}
+
+}  // namespace ffn
