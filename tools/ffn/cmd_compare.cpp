@@ -2,6 +2,9 @@
 // the byte-level language model of include/ffn/train.hpp once per variant and seed, the
 // FFN block being the one thing that changes, at equal parameter count (the gated blocks'
 // hidden = 2/3 of the 2-matrix blocks'), on the same batches, and prints the held-out loss.
+// The variant "moe" is a mixture of SwiGLU experts (Mixtral's router, the Switch
+// load-balancing loss) at the dense SwiGLU model's *active* parameter count: Switch
+// Transformer's question, whether more parameters at the same compute per byte pay.
 #include <unistd.h>
 
 #include <chrono>
@@ -48,6 +51,8 @@ struct CompareOptions {
   std::optional<int64_t> seeds, d, layers, steps, batch, hidden;
   std::optional<int64_t> eval_tokens;
   int64_t embed = 32, window = 8, eval_every = 0;
+  int64_t experts = 8, top_k = 2;  // of the "moe" variant
+  double balance = 0.01;           // its load-balancing loss weight (Switch Transformer's α)
   double lr = 3e-3;
   bool quick = false;
   bool json = false;
@@ -170,6 +175,7 @@ struct Workbench {
   ByteData data;
   Collective* data_parallel;  // under mpirun: every batch split across the processes
   ThreadPool pool;
+  std::vector<const VariantResult*> moe_rows;  // the variants with experts, for the header
 };
 
 using Clock = std::chrono::steady_clock;
@@ -200,6 +206,19 @@ Plan resolve_sizes(const CompareOptions& o) {
   return plan;
 }
 
+// Each expert's hidden in the "moe" variant: the active block (router E·D plus k experts of
+// 3·D·h) as close as whole units allow to the dense SwiGLU block's 3·D·H_gated.
+int64_t moe_hidden(const Plan& plan, const CompareOptions& o) {
+  if (o.experts < 2 || o.top_k < 1 || o.top_k > o.experts)
+    throw Error("--experts " + std::to_string(o.experts) + " --top-k " + std::to_string(o.top_k) +
+                ": need at least 2 experts and 1 ≤ top-k ≤ experts");
+  const double h = (3.0 * double(plan.d * plan.hidden3) - double(o.experts * plan.d)) / (3.0 * double(plan.d * o.top_k));
+  if (h < 1)
+    throw Error("--experts " + std::to_string(o.experts) + " --top-k " + std::to_string(o.top_k) +
+                ": the router alone exceeds the dense block's parameters at d " + std::to_string(plan.d));
+  return std::max<int64_t>(1, std::llround(h));
+}
+
 // One entry per named variant, in the order named, its model at the plan's sizes.
 std::vector<VariantResult> build_variants(const CompareOptions& o, const Plan& plan) {
   std::vector<std::string> names = split_list(o.variants == "all" ? kShazeerEight : o.variants);
@@ -207,14 +226,21 @@ std::vector<VariantResult> build_variants(const CompareOptions& o, const Plan& p
   std::vector<VariantResult> results;
   for (const auto& n : names) {
     VariantResult r;
-    r.model.variant = parse_variant(n);
-    r.name = variant_name(r.model.variant);
+    const bool moe = n == "moe";
+    r.model.variant = parse_variant(moe ? "swiglu" : n);
+    r.name = moe ? "moe" : variant_name(r.model.variant);
     r.model.window = o.window;
     r.model.embed = o.embed;
     r.model.d_model = plan.d;
     r.model.layers = plan.layers;
     r.model.hidden = r.model.variant.gated ? plan.hidden3 : plan.hidden2;
-    r.parameters = model_parameters(r.model);
+    if (moe) {
+      r.model.experts = o.experts;
+      r.model.top_k = o.top_k;
+      r.model.balance = o.balance;
+      r.model.hidden = moe_hidden(plan, o);
+    }
+    r.parameters = model_active_parameters(r.model);
     for (const auto& earlier : results)
       if (earlier.name == r.name) throw Error("--variants = '" + o.variants + "': " + r.name + " named twice");
     results.push_back(std::move(r));
@@ -224,7 +250,7 @@ std::vector<VariantResult> build_variants(const CompareOptions& o, const Plan& p
 
 // Counts the parameters of a 2-matrix (GELU) and a gated (SwiGLU) model shaped like `base`,
 // whichever variants were named, and refuses a --hidden whose rounding leaves them > 1% apart.
-void check_equal_parameters(Plan& plan, const ModelConfig& base) {
+void check_equal_parameters(Plan& plan, const ModelConfig& base, const std::vector<VariantResult>& results) {
   ModelConfig two = base, three = base;
   two.variant = parse_variant("gelu");
   two.hidden = plan.hidden2;
@@ -237,6 +263,12 @@ void check_equal_parameters(Plan& plan, const ModelConfig& base) {
     throw Error("--hidden = " + std::to_string(plan.hidden2) + ": gated blocks at hidden " +
                 std::to_string(plan.hidden3) + " give " + std::to_string(plan.p3) + " parameters against " +
                 std::to_string(plan.p2) + ", more than 1% apart");
+  for (const auto& r : results)
+    if (r.model.moe() && std::abs(double(r.parameters) - double(plan.p3)) / double(plan.p3) > 0.01)
+      throw Error("moe: " + std::to_string(r.model.experts) + " experts of hidden " + std::to_string(r.model.hidden) +
+                  ", top " + std::to_string(r.model.top_k) + " give " + std::to_string(r.parameters) +
+                  " active parameters against the dense SwiGLU model's " + std::to_string(plan.p3) +
+                  ", more than 1% apart (choose --experts/--top-k/--d so that they can match)");
 }
 
 // Checks --save/--resume and creates their directory, and checks that --csv and --svg can
@@ -275,6 +307,15 @@ void print_header(FILE* out, const CompareOptions& o, const Plan& plan, const Wo
                "apart\n\n",
                (long long)plan.hidden2, grouped(plan.p2).c_str(), (long long)plan.hidden3, (long long)plan.hidden2,
                grouped(plan.p3).c_str(), 100.0 * plan.mismatch);
+  for (const auto& r : bench.moe_rows) {
+    const int64_t total = model_parameters(r->model);
+    std::fprintf(out,
+                 "moe: %lld SwiGLU experts of hidden %lld, top %lld (softmax, renormalised), load-balancing loss × "
+                 "%g — %s active parameters (%.2f%% from the dense SwiGLU model's), %s in all (%.1f×)\n\n",
+                 (long long)r->model.experts, (long long)r->model.hidden, (long long)r->model.top_k, r->model.balance,
+                 grouped(r->parameters).c_str(), 100.0 * std::abs(double(r->parameters) - double(plan.p3)) / double(plan.p3),
+                 grouped(total).c_str(), double(total) / double(r->parameters));
+  }
   std::fflush(out);
 }
 
@@ -338,19 +379,19 @@ void train_all(std::vector<VariantResult>& results, const CompareOptions& o, con
 // initial weights): its mean, and the noise as the standard error of that mean,
 // sd(differences)/√K. "Exceeds" when |mean| > 2 standard errors. Adds those to the JSON
 // row and returns the table's "vs GELU" column.
-std::string versus_gelu(nlohmann::json& row, const std::vector<double>& losses, const VariantResult& r,
-                        const VariantResult* gelu) {
-  if (!gelu) return "(gelu not run)";
-  if (gelu == &r) return "—";
+std::string versus(nlohmann::json& row, const std::vector<double>& losses, const VariantResult& r,
+                   const VariantResult* base, const std::string& key = "vs_gelu") {
+  if (!base) return "(gelu not run)";
+  if (base == &r) return "—";
   std::vector<double> diffs;
-  for (size_t i = 0; i < losses.size(); ++i) diffs.push_back(losses[i] - gelu->runs[i].valid_loss);
+  for (size_t i = 0; i < losses.size(); ++i) diffs.push_back(losses[i] - base->runs[i].valid_loss);
   const Mean dm = mean_std(diffs);
   const double se = dm.std / std::sqrt(double(diffs.size()));
-  row["diff_vs_gelu"] = dm.mean;
+  row["diff_" + key] = dm.mean;
   if (diffs.size() <= 1) return (dm.mean < 0 ? "" : "+") + fixed(dm.mean, 4) + " (one seed: noise unknown)";
   const bool exceeds = std::abs(dm.mean) > 2.0 * se;
-  row["diff_noise"] = se;
-  row["exceeds_noise"] = exceeds;
+  row[key == "vs_gelu" ? "diff_noise" : "diff_noise_" + key] = se;
+  row[key == "vs_gelu" ? "exceeds_noise" : "exceeds_noise_" + key] = exceeds;
   char buf[96];
   std::snprintf(buf, sizeof buf, "%+.4f (%.4f): %s", dm.mean, se,
                 exceeds ? (dm.mean < 0 ? "better, beyond noise" : "worse, beyond noise") : "within noise");
@@ -359,7 +400,8 @@ std::string versus_gelu(nlohmann::json& row, const std::vector<double>& losses, 
 
 // One variant's results: its JSON row (loss over seeds, speed, curves, the difference from
 // GELU) and, without --json, its line of the table.
-nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const VariantResult* gelu) {
+nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const VariantResult* gelu,
+                          const VariantResult* swiglu) {
   std::vector<double> losses, tps;
   for (const auto& run : r.runs) {
     losses.push_back(run.valid_loss);
@@ -381,11 +423,23 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
     curves.push_back(c);
   }
   row["curves"] = curves;
-  const std::string versus = versus_gelu(row, losses, r, gelu);
+  if (r.model.moe()) {
+    row["experts"] = r.model.experts;
+    row["top_k"] = r.model.top_k;
+    row["balance"] = r.model.balance;
+    row["total_parameters"] = model_parameters(r.model);
+  }
+  const std::string versus_text = versus(row, losses, r, gelu);
   if (!o.json)
     std::printf("%-10s %7lld %11s %11s (%.4f) %13s %11s  %s\n", r.name.c_str(), (long long)r.model.hidden,
                 grouped(r.parameters).c_str(), fixed(l.mean, 4).c_str(), l.std,
-                fixed(l.mean / std::log(2.0), 4).c_str(), fixed(speed.mean, 0).c_str(), versus.c_str());
+                fixed(l.mean / std::log(2.0), 4).c_str(), fixed(speed.mean, 0).c_str(), versus_text.c_str());
+  if (r.model.moe() && swiglu) {
+    // Switch Transformer's question: the mixture against the dense block of the same
+    // active parameters.
+    const std::string against = versus(row, losses, r, swiglu, "vs_swiglu");
+    if (!o.json) std::printf("%-10s %7s %11s  vs SwiGLU at the same active parameters: %s\n", "", "", "", against.c_str());
+  }
   return row;
 }
 
@@ -393,15 +447,17 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
 // JSON rows, one per variant.
 nlohmann::json report_results(const CompareOptions& o, const Plan& plan, const std::vector<VariantResult>& results,
                               const ByteData& data, Clock::time_point start) {
-  const VariantResult* gelu = nullptr;
-  for (const auto& r : results)
+  const VariantResult *gelu = nullptr, *swiglu = nullptr;
+  for (const auto& r : results) {
     if (r.name == "gelu") gelu = &r;
+    if (r.name == "swiglu") swiglu = &r;
+  }
   nlohmann::json rows = nlohmann::json::array();
   if (!o.json) {
     std::printf("%-10s %7s %11s %18s %13s %11s  %s\n", "variant", "hidden", "parameters", "valid loss (std)",
                 "bits/byte", "tokens/s", "vs GELU: difference (noise)");
   }
-  for (const auto& r : results) rows.push_back(result_row(o, r, gelu));
+  for (const auto& r : results) rows.push_back(result_row(o, r, gelu, swiglu));
   if (!o.json)
     std::printf(
         "\nvalidation loss: nats per byte on %lld fixed windows of the last 10%%, mean of %lld seed%s; "
@@ -444,10 +500,12 @@ void print_json(const CompareOptions& o, const Plan& plan, const std::string& da
 void run_compare(const CompareOptions& o) {
   Plan plan = resolve_sizes(o);
   std::vector<VariantResult> results = build_variants(o, plan);
-  check_equal_parameters(plan, results[0].model);
+  check_equal_parameters(plan, results[0].model, results);
   plan.state_dir = prepare_files(o);
   const std::string path = resolve_data(o.data);
-  Workbench bench{path, ByteData::from_file(path), data_parallel_group(), ThreadPool(threads_per_process(o.threads))};
+  Workbench bench{path, ByteData::from_file(path), data_parallel_group(), ThreadPool(threads_per_process(o.threads)), {}};
+  for (const auto& r : results)
+    if (r.model.moe()) bench.moe_rows.push_back(&r);
   print_header(o.json ? stderr : stdout, o, plan, bench);  // with --json stdout carries only the JSON
 
   const Clock::time_point start = Clock::now();
@@ -476,7 +534,13 @@ void add_compare_command(CLI::App& app) {
       "for the 4 default variants); --quick: d 64, 2 layers, 1200 steps of 128 bytes, 2 seeds (under a minute). "
       "--d/--layers/--steps/--batch/--seeds/--eval-tokens override either.");
   cmd->add_option("--variants", o->variants,
-                  std::string("comma-separated variants, or 'all' for Shazeer's eight (") + kShazeerEight + ")")
+                  std::string("comma-separated variants, or 'all' for Shazeer's eight (") + kShazeerEight +
+                      "); 'moe': SwiGLU experts at the SwiGLU model's active parameters")
+      ->capture_default_str();
+  cmd->add_option("--experts", o->experts, "experts of the moe variant")->capture_default_str();
+  cmd->add_option("--top-k", o->top_k, "experts per byte of the moe variant")->capture_default_str();
+  cmd->add_option("--balance", o->balance, "weight of the moe variant's load-balancing loss (Switch's α)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_option("--data", o->data, "a text file (first 90% train, last 10% validation)")->option_text("FILE");
   cmd->add_option("--seeds", o->seeds, "seeds per variant (default 3; --quick 2)");
