@@ -26,6 +26,7 @@
 #include "ffn/block.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/safetensors.hpp"
+#include "fuzz_input_file.hpp"
 #include "fuzz_split.hpp"
 
 namespace {
@@ -64,7 +65,8 @@ const std::map<std::string, std::string>& fixture() {
 
 // Empties the working folder, writes the fixture into it and makes it the current one.
 void reset_work_dir() {
-  static const fs::path dir = fs::temp_directory_path() / ("ffn-fuzz-cli-" + std::to_string(::getpid()));
+  static const ffn::fuzz::ProcessTempPath temp("ffn-fuzz-cli-");
+  const fs::path& dir = temp.path();
   const auto& files = fixture();
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -11,14 +11,14 @@
 
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
+#include "fuzz_input_file.hpp"
 #include "fuzz_split.hpp"
 
 namespace {
 
 const std::filesystem::path& work_dir() {
-  static const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("ffn-fuzz-index-" + std::to_string(::getpid()));
-  return dir;
+  static const ffn::fuzz::ProcessTempPath dir("ffn-fuzz-index-");
+  return dir.path();
 }
 
 void write_file(const std::filesystem::path& path, const std::string& bytes) {
