@@ -17,7 +17,6 @@
 // path's outputs are batch- and thread-independent, and a token's experts are summed in
 // increasing index), and only the chosen experts' weights are read.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -26,6 +25,7 @@
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe.hpp"
+#include "moe/expert_schedule.hpp"
 #include "parallel/scratch.hpp"
 
 namespace ffn {
@@ -127,9 +127,7 @@ void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) con
       pair_token[at] = t;
       row_of[t * k + j] = at;
     }
-  std::vector<int32_t> active;
-  for (int64_t e = 0; e < E; ++e)
-    if (offsets[e + 1] > offsets[e]) active.push_back(static_cast<int32_t>(e));
+  const std::vector<int32_t> active = active_experts(offsets);
 
   // Expert e's outputs for its tokens, rows offsets[e] … offsets[e+1] of `out` ([T·k][D]).
   const MatrixView out = scratch_matrix(Scratch::moe_outputs, T * k, D);
@@ -140,20 +138,7 @@ void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) con
       std::memcpy(in.data + i * D, x.data + pair_token[first + i] * x.stride, static_cast<size_t>(D) * sizeof(float));
     experts_[e].forward(ConstMatrixView{in.data, n, D, D}, MatrixView{out.data + first * D, n, D, D}, &on);
   };
-  // Few tokens per expert: the experts are shared out among the threads, each run on one
-  // thread (an expert's outputs are the same on any number of threads, so which thread
-  // takes which expert changes no bit); else each expert in turn on every thread.
-  const int threads = p.size();
-  if (threads > 1 && static_cast<int64_t>(active.size()) >= threads &&
-      T * k <= kTokensPerExpertForSharing * static_cast<int64_t>(active.size())) {
-    std::atomic<size_t> next{0};
-    p.run([&](int, int) {
-      ThreadPool alone(1);
-      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < active.size();) run_expert(active[i], alone);
-    });
-  } else {
-    for (int32_t e : active) run_expert(e, p);
-  }
+  run_experts(p, active, T * k, kTokensPerExpertForSharing, run_expert);
 
   // y[t] = Σ_j weight_j · out_j in increasing expert index (the slots' rows, sorted).
   p.run([&](int ith, int nth) {

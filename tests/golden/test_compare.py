@@ -100,3 +100,29 @@ def test_plot_and_resume_from_saved_state(run_ffn, tiny_run, tiny_dir):
     other = run_ffn("compare", "--data", tiny_dir / "text.txt", "--variants", "gelu", *TINY, "--lr", 0.001,
                     "--resume", tiny_dir / "state", check=False)
     assert other.returncode == 1 and "another run" in other.stderr and "lr=0.001" in other.stderr
+
+
+def test_moe_against_swiglu_at_equal_active_parameters(run_ffn, tmp_path):
+    """The moe variant: SwiGLU experts at the dense SwiGLU model's active parameters (within
+    1%), more parameters in all, a loss that falls, its difference from SwiGLU reported
+    against the seed noise, and a resumed run equal to the uninterrupted one."""
+    data = text(tmp_path / "t.txt")
+    args = ["compare", "--data", data, "--variants", "swiglu,moe", "--experts", 4, "--top-k", 2, *TINY, "--json"]
+    out = json.loads(run_ffn(*args, "--save", tmp_path / "state").stdout)
+    rows = {r["variant"]: r for r in out["results"]}
+    dense, moe = rows["swiglu"], rows["moe"]
+    assert abs(moe["parameters"] - dense["parameters"]) / dense["parameters"] <= 0.01
+    assert moe["experts"] == 4 and moe["top_k"] == 2 and moe["balance"] == 0.01
+    assert moe["total_parameters"] > moe["parameters"]
+    assert moe["hidden"] < dense["hidden"]  # two of four experts share the dense block's units
+    for seed_curve in moe["curves"]:
+        assert seed_curve[-1][2] < seed_curve[0][2] - 0.3  # validation loss falls
+    assert isinstance(moe["diff_vs_swiglu"], float) and isinstance(moe["exceeds_noise_vs_swiglu"], bool)
+    again = json.loads(run_ffn(*args, "--resume", tmp_path / "state").stdout)
+    assert {r["variant"]: r["valid_losses"] for r in again["results"]} == {
+        r["variant"]: r["valid_losses"] for r in out["results"]}
+    table = run_ffn("compare", "--data", data, "--variants", "swiglu,moe", "--d", 16, "--layers", 1, "--steps", 10,
+                    "--batch", 16, "--seeds", 1, "--eval-tokens", 64).stdout
+    assert "vs SwiGLU at the same active parameters" in table
+    bad = run_ffn("compare", "--data", data, "--variants", "moe", "--experts", 4, "--top-k", 5, check=False)
+    assert bad.returncode == 1 and "--top-k 5" in bad.stderr

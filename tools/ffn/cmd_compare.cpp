@@ -252,6 +252,7 @@ std::vector<VariantResult> build_variants(const CompareOptions& o, const Plan& p
 // whichever variants were named, and refuses a --hidden whose rounding leaves them > 1% apart.
 void check_equal_parameters(Plan& plan, const ModelConfig& base, const std::vector<VariantResult>& results) {
   ModelConfig two = base, three = base;
+  two.experts = three.experts = 0;  // the dense models (whichever variant came first)
   two.variant = parse_variant("gelu");
   two.hidden = plan.hidden2;
   three.variant = parse_variant("swiglu");

@@ -1,0 +1,45 @@
+// How a MoE block's experts share the threads: each expert's tokens are one batch, and
+// either every expert runs in turn on all the threads (few experts, many tokens each) or
+// the experts are shared out among the threads, each run on one thread (many experts with
+// few tokens each, where splitting one small product across threads costs more than it
+// gains). Which thread takes which expert changes no bit as long as an expert's results do
+// not depend on how many threads compute them — true of the dense forward and backward.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "ffn/thread_pool.hpp"
+
+namespace ffn {
+
+// Calls run(e, pool_for_e) for every e in `active`. Shared out when there are at least as
+// many active experts as threads and at most `tokens_for_sharing` (token, expert) pairs per
+// active expert on average.
+template <class Run>
+void run_experts(ThreadPool& pool, const std::vector<int32_t>& active, int64_t pairs, int64_t tokens_for_sharing,
+                 Run&& run) {
+  const int threads = pool.size();
+  const auto n = static_cast<int64_t>(active.size());
+  if (threads > 1 && n >= threads && pairs <= tokens_for_sharing * n) {
+    std::atomic<size_t> next{0};
+    pool.run([&](int, int) {
+      ThreadPool alone(1);
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < active.size();) run(active[i], alone);
+    });
+  } else {
+    for (int32_t e : active) run(e, pool);
+  }
+}
+
+// The experts that received tokens, in increasing index, from the counting sort's offsets
+// ([E + 1]: expert e's pairs are offsets[e] … offsets[e+1]).
+inline std::vector<int32_t> active_experts(const std::vector<int64_t>& offsets) {
+  std::vector<int32_t> active;
+  for (size_t e = 0; e + 1 < offsets.size(); ++e)
+    if (offsets[e + 1] > offsets[e]) active.push_back(static_cast<int32_t>(e));
+  return active;
+}
+
+}  // namespace ffn
