@@ -20,6 +20,7 @@
 #include "ffn/isa.hpp"
 #include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "timing.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -63,19 +64,6 @@ MoeBlock make_layer(const MoeConfig& c, WeightType t, ThreadPool& pool) {
   return MoeBlock(c, std::move(router), std::move(experts), std::move(shared));
 }
 
-double median_ms(const MoeBlock& m, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
-  const auto start = std::chrono::steady_clock::now();
-  do m.forward(x.view(), y.view(), &pool);  // warm-up: at least one pass and 100 ms
-  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < 100);
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    m.forward(x.view(), y.view(), &pool);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 }  // namespace
 
@@ -119,7 +107,7 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
       row.dtype = dtype;
       row.pass = "moe forward";
       row.tokens = T;
-      row.ms = median_ms(m, x, y, pool, o.reps);
+      row.ms = median_ms([&] { m.forward(x.view(), y.view(), &pool); }, o.reps);
       row.flops = double(a.active_matmul_flops) * double(T);
       row.weight_bytes = 4.0 * double(a.router_parameters) + double(touched.size()) * double(m.expert(0).weight_bytes()) +
                          (m.shared() ? double(m.shared()->weight_bytes()) : 0.0);

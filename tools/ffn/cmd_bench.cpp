@@ -33,6 +33,7 @@
 #include "ffn/presets.hpp"
 #include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "timing.hpp"
 #include "machine.hpp"
 #include "roofline_svg.hpp"
 
@@ -97,27 +98,6 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
 // machine (28–84 GB/s within an hour), but a busy neighbour can take the FMA ports too: a
 // run's bf16 roof once read 581 GFLOP/s at its start against 900 at its end.
 constexpr int kBesideReps = 3;
-
-// Warm-up: at least one forward and at least kWarmUpMs of them. After another process
-// has had the cores (a peer), the scheduler may leave two of the pool's threads on one
-// core for a few tens of ms (measured: 20–32 ms at d = 256), which the first timings
-// would otherwise carry.
-constexpr double kWarmUpMs = 100;
-
-double median_ms(const InferenceBlock& block, const Matrix& x, Matrix& y, ThreadPool& pool, int reps) {
-  const auto warm_up_start = std::chrono::steady_clock::now();
-  do block.forward(x.view(), y.view(), &pool);
-  while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_up_start).count() <
-         kWarmUpMs);
-  std::vector<double> ms;
-  for (int r = 0; r < reps; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    block.forward(x.view(), y.view(), &pool);
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
-}
 
 // The input of every row at T tokens: uniform in [-1, 1), the same for every type and run.
 Matrix bench_input(int64_t T, int64_t D) {
@@ -239,7 +219,7 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec, c
   const BlockConfig& config = plan.config;
   const Matrix x = bench_input(T, config.d_model);
   Matrix y(T, config.d_model);
-  const double ms = median_ms(block, x, y, pool, o.reps);
+  const double ms = median_ms([&] { block.forward(x.view(), y.view(), &pool); }, o.reps);
   // bf16 blocks on AVX512_BF16 run bf16 dot products: judged against that instruction's
   // roof (twice the FMA's FLOPs per instruction), measured likewise.
   const bool dot = spec.types == MatrixTypes::all(WeightType::bf16) && roofs.start.bf16_dot > 0;
@@ -366,7 +346,7 @@ void run_bench(const BenchOptions& o) {
       }
       const Matrix x = bench_input(T, plan.config.d_model);
       Matrix y(T, plan.config.d_model);
-      return median_ms(*block, x, y, pool, o.reps);
+      return median_ms([&] { block->forward(x.view(), y.view(), &pool); }, o.reps);
     });
   }
   if (o.backward) {
@@ -417,9 +397,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--layer", o->layer, "with --weights: the layer")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  std::string type_names;
+  for (const auto& t : weight_types()) type_names += (type_names.empty() ? "" : ",") + std::string(t.name);
   auto* dtype = cmd->add_option("--dtype", o->dtypes,
-                                "comma-separated weight types (`ffn types`): f32,bf16,f16,q8_0,q4_0; default f32, "
-                                "or with --weights the file's own types")
+                                "comma-separated weight types (`ffn types`): " + type_names +
+                                    "; default f32, or with --weights the file's own types")
                     ->capture_default_str();
   cmd->add_option("--tokens", o->tokens, "comma-separated token counts")->capture_default_str();
   cmd->add_option("--threads", o->threads, "worker threads")->check(CLI::Range(1, 4096))->capture_default_str();

@@ -16,6 +16,7 @@
 #include "ffn/isa.hpp"
 #include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "timing.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -39,10 +40,6 @@ std::string ratio_text(double r) {
   return buf;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 Matrix random_tokens(int64_t T, int64_t D, uint64_t seed) {
   Matrix x(T, D);

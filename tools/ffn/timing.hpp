@@ -1,0 +1,38 @@
+// Timing of the benchmarks' rows: medians of repeated runs after a warm-up.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace ffn::cli {
+
+// The middle value (the upper one of the two for an even count); v is not empty.
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Warm-up: at least one call and at least kWarmUpMs of them. After another process has had
+// the cores (a peer), the scheduler may leave two of the pool's threads on one core for a
+// few tens of ms (measured: 20–32 ms at d = 256), which the first timings would carry.
+inline constexpr double kWarmUpMs = 100;
+
+// The median wall time in ms of `reps` calls of run(), after the warm-up.
+template <class Run>
+double median_ms(Run&& run, int reps) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  const auto warm_up_start = Clock::now();
+  do run();
+  while (ms_since(warm_up_start) < kWarmUpMs);
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto start = Clock::now();
+    run();
+    ms.push_back(ms_since(start));
+  }
+  return median(std::move(ms));
+}
+
+}  // namespace ffn::cli
