@@ -69,6 +69,17 @@ struct LoadedMoeBlock {
   MatrixTypes stored;             // the routed experts' types in the file
 };
 
+// One process's share of a layer's mixture of experts (expert parallelism,
+// ffn/expert_parallel.hpp): the router, the shared experts and routed experts first … last−1.
+struct LoadedMoeExperts {
+  MoeConfig config;                      // the whole layer's
+  MoeRouter router;
+  std::vector<InferenceBlock> experts;   // experts first … last−1, in order
+  std::optional<InferenceBlock> shared;
+  std::string scheme, config_source, activation_source;  // as LoadedMoeBlock's
+  MatrixTypes stored;                    // the routed experts' types in the file
+};
+
 // An opened checkpoint: its files mapped and their headers parsed once, so that several
 // layers load without opening it again.
 class Checkpoint {
@@ -94,6 +105,11 @@ class Checkpoint {
   // top_k > experts, a layer that is not a mixture of experts.
   LoadedMoeBlock load_moe(const LoadOptions& options = {}, std::optional<WeightType> type = std::nullopt,
                           ThreadPool* pool = nullptr) const;
+  // As load_moe, but only routed experts [first, last) (with the router and shared
+  // experts): only their bytes are read. ffn::Error when [first, last) is not a non-empty
+  // range of the layer's experts.
+  LoadedMoeExperts load_moe_experts(const LoadOptions& options, int64_t first, int64_t last,
+                                    std::optional<WeightType> type = std::nullopt, ThreadPool* pool = nullptr) const;
   // The configuration load_moe(options) gives, reading no weights.
   MoeConfig moe_config(const LoadOptions& options = {}) const;
   // The f32 block, every matrix widened (or dequantised) to f32: for training. Throws

@@ -68,6 +68,20 @@ class Communicator final : public Collective {
   void broadcast(float* data, int64_t n, int root = 0);
   // Largest of each rank's v.
   double max(double v);
+  // All-to-all of n int64 values per rank (MPI_Alltoall): send[q·n … q·n + n) goes to rank
+  // q; recv[s·n … s·n + n) comes from rank s. send and recv hold size()·n values each.
+  void alltoall(const int64_t* send, int64_t* recv, int64_t n);
+  // All-to-all of rows of `row_floats` floats (MPI_Alltoallv, a row one MPI datatype, so the
+  // counts are rows): send_rows[q] rows go to rank q, taken from `send` in rank order (rank
+  // q's rows follow rank q−1's); recv_rows[s] rows come from rank s, laid into `recv` in
+  // rank order. send_rows and recv_rows: size() entries each; send and recv must not alias.
+  // ffn::Error when a rank's row count or a displacement exceeds INT_MAX.
+  void alltoallv_rows(const float* send, const int64_t* send_rows, float* recv, const int64_t* recv_rows,
+                      int64_t row_floats);
+  // Every rank's rows gathered on every rank, in place (MPI_Allgatherv with MPI_IN_PLACE):
+  // `rows` holds Σ rows_per_rank rows of row_floats floats, rank s's block following rank
+  // s−1's; each rank fills its own block and receives the others'.
+  void allgather_rows(float* rows, const int64_t* rows_per_rank, int64_t row_floats);
   void barrier();
   // Ends every rank of the job with this status (MPI_Abort): for errors one rank sees and
   // the others, waiting in a collective, never would.

@@ -3,8 +3,10 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
@@ -81,6 +83,72 @@ double Communicator::max(double v) {
   double out = v;
   check(MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
   return out;
+}
+
+namespace {
+
+// MPI counts and displacements are int: row counts (not floats) keep them small, but a
+// caller's sizes are checked rather than wrapped.
+int as_count(int64_t n, const char* what) {
+  if (n < 0 || n > int64_t(INT_MAX))
+    throw Error(std::string(what) + ": " + std::to_string(n) + " rows do not fit MPI's int counts");
+  return int(n);
+}
+
+// A row of `row_floats` floats as one MPI datatype, freed on scope exit.
+class RowType {
+ public:
+  explicit RowType(int64_t row_floats) {
+    check(MPI_Type_contiguous(as_count(row_floats, "row of floats"), MPI_FLOAT, &type_), "MPI_Type_contiguous");
+    check(MPI_Type_commit(&type_), "MPI_Type_commit");
+  }
+  ~RowType() { MPI_Type_free(&type_); }
+  RowType(const RowType&) = delete;
+  RowType& operator=(const RowType&) = delete;
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// Counts in rows and their prefix sums, as int.
+void counts_and_displacements(const int64_t* rows, int ranks, std::vector<int>& counts, std::vector<int>& displs,
+                              const char* what) {
+  counts.resize(size_t(ranks));
+  displs.resize(size_t(ranks));
+  int64_t at = 0;
+  for (int r = 0; r < ranks; ++r) {
+    counts[r] = as_count(rows[r], what);
+    displs[r] = as_count(at, what);
+    at += rows[r];
+  }
+}
+
+}  // namespace
+
+void Communicator::alltoall(const int64_t* send, int64_t* recv, int64_t n) {
+  check(MPI_Alltoall(send, as_count(n, "MPI_Alltoall"), MPI_INT64_T, recv, int(n), MPI_INT64_T, MPI_COMM_WORLD),
+        "MPI_Alltoall");
+}
+
+void Communicator::alltoallv_rows(const float* send, const int64_t* send_rows, float* recv, const int64_t* recv_rows,
+                                  int64_t row_floats) {
+  std::vector<int> send_counts, send_displs, recv_counts, recv_displs;
+  counts_and_displacements(send_rows, size_, send_counts, send_displs, "MPI_Alltoallv (sent)");
+  counts_and_displacements(recv_rows, size_, recv_counts, recv_displs, "MPI_Alltoallv (received)");
+  const RowType row(row_floats);
+  check(MPI_Alltoallv(send, send_counts.data(), send_displs.data(), row.get(), recv, recv_counts.data(),
+                      recv_displs.data(), row.get(), MPI_COMM_WORLD),
+        "MPI_Alltoallv");
+}
+
+void Communicator::allgather_rows(float* rows, const int64_t* rows_per_rank, int64_t row_floats) {
+  std::vector<int> counts, displs;
+  counts_and_displacements(rows_per_rank, size_, counts, displs, "MPI_Allgatherv");
+  const RowType row(row_floats);
+  check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, rows, counts.data(), displs.data(), row.get(),
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv");
 }
 
 void Communicator::barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }

@@ -1,4 +1,5 @@
-// Checkpoint::load_moe: a layer's router, routed experts and shared experts, from the names
+// Checkpoint::load_moe (and load_moe_experts, a range of the experts for expert
+// parallelism): a layer's router, routed experts and shared experts, from the names
 // of moe_names.cpp, the routing rule of moe_hints.cpp and the shapes of the tensors, each
 // checked against the others before any weight is read.
 #include <string>
@@ -260,13 +261,17 @@ bool Checkpoint::is_moe(int64_t layer) const { return io::find_moe_names(*source
 
 MoeConfig Checkpoint::moe_config(const LoadOptions& o) const { return layout(path_, *source_, o).config; }
 
-LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightType> type, ThreadPool* pool) const {
+LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t first, int64_t last,
+                                              std::optional<WeightType> type, ThreadPool* pool) const {
   const MoeLayout l = layout(path_, *source_, o);
   const io::TensorSource& src = *source_;
   const io::MoeNames& n = l.names;
   const MoeConfig& c = l.config;
   const int64_t E = c.experts, H = c.expert.hidden, D = c.d_model();
   ThreadPool& p = pool ? *pool : default_thread_pool();
+  if (first < 0 || last > E || first >= last)
+    throw Error(path_ + ": experts " + std::to_string(first) + "…" + std::to_string(last - 1) +
+                " are not a range of layer " + std::to_string(o.layer) + "'s " + std::to_string(E) + " experts");
 
   MoeRouter router;
   router.weight = Matrix(E, D);
@@ -276,10 +281,10 @@ LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightTy
   if (c.shared_gate) router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
 
   std::vector<InferenceBlock> experts;
-  experts.reserve(static_cast<size_t>(E));
+  experts.reserve(static_cast<size_t>(last - first));
   MatrixTypes stored_types;
   try {
-    for (int64_t e = 0; e < E; ++e) {
+    for (int64_t e = first; e < last; ++e) {
       StoredWeights w;
       if (n.in_out_interleaved) {
         w = read_in_out_interleaved(src, n, e, H, D, type, p);
@@ -290,7 +295,7 @@ LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightTy
         w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
       }
       if (c.expert.bias) read_expert_biases(src, n, e, H, D, w);
-      if (e == 0) {
+      if (e == first) {
         const ExpertRows r = expert_rows(n, e, H, D);
         for (auto [name, into] : {std::pair{r.gate, &stored_types.gate}, std::pair{r.up, &stored_types.up},
                                   std::pair{r.down, &stored_types.down}}) {
@@ -309,12 +314,22 @@ LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightTy
       w.down = io::read_stored(src, n.shared_down, false, 0, D, 0, S, type, p);
       shared.emplace(BlockConfig{c.expert.variant, D, S, false}, w, &p);
     }
-    return {MoeBlock(c, std::move(router), std::move(experts), std::move(shared)), n.scheme, l.hints.source,
+    return {c, std::move(router), std::move(experts), std::move(shared), n.scheme, l.hints.source,
             l.activation_source, stored_types};
   } catch (const Error& e) {
     const std::string what = e.what();
     if (what.rfind(path_, 0) == 0) throw;
     throw Error(path_ + ": " + what);
+  }
+}
+
+LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightType> type, ThreadPool* pool) const {
+  LoadedMoeExperts l = load_moe_experts(o, 0, moe_config(o).experts, type, pool);
+  try {
+    return {MoeBlock(l.config, std::move(l.router), std::move(l.experts), std::move(l.shared)), std::move(l.scheme),
+            std::move(l.config_source), std::move(l.activation_source), l.stored};
+  } catch (const Error& e) {
+    throw Error(path_ + ": " + e.what());
   }
 }
 

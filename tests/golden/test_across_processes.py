@@ -4,6 +4,11 @@ launcher with its options; without it these tests report themselves skipped.
 - `ffn forward` split across 2 and 3 processes (H = 100: 34/33/33 hidden units) must give
   what the seeds' module gives within the same rigorous f32 bound as one process: a split
   sum stays within it (tests/unit/tensor_parallel_checks.hpp says why).
+- `ffn forward` on a mixture-of-experts layer across 2 and 3 processes splits by experts
+  (expert parallelism: 8 or 16 experts, 4+4, 3+3+2, 6+5+5) and must give one process's
+  output bit for bit: each token's experts and sum are the same chain of f32 operations
+  wherever they run (include/ffn/expert_parallel.hpp). More processes than experts is an
+  error naming both.
 - `ffn compare` data-parallel over 2 processes must reach one process's losses: the runs
   differ only by the rounding of the gradient sums (~1e-7 relative); SwiGLU is smooth, so
   over 40 steps that stays below 1e-5 nats, the tolerance (a lost or doubled share of the
@@ -19,6 +24,7 @@ import pytest
 import torch
 
 import files
+import moe_reference as mr
 import seeds
 from test_checkpoints import assert_matches
 from test_compare import text
@@ -69,6 +75,45 @@ def test_forward_dtype_means_the_same_across_processes(tmp_path, ffn_bin, run_ff
     one, split = np.load(tmp_path / "one.npy"), np.load(tmp_path / "split.npy")
     rel = np.sqrt(np.mean((split - one) ** 2) / np.mean(one ** 2))
     assert rel < 1e-5, rel
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("family,fused,dtype", [("mixtral", False, None), ("qwen2_moe", True, None),
+                                                ("mixtral", False, "q8_0")])
+def test_moe_forward_split_by_experts_gives_one_process_bits(tmp_path, ffn_bin, run_ffn, ranks, family, fused,
+                                                            dtype):
+    """Mixtral (8 experts, top 2) and Qwen2-MoE (16 experts, top 4, a shared expert with its
+    sigmoid gate, the fused 3-D expert tensors); f32 and q8_0 experts. 10 tokens: over 3
+    processes 4, 3, 3 tokens each."""
+    spec = mr.SPECS[family]
+    layers = mr.random_model(spec, 21)
+    path = mr.write_hf(tmp_path / "m", spec, layers, fused=fused)
+    files.write_npy(tmp_path / "x.npy", mr.draw_inputs(spec, layers[1], np.random.default_rng(22), 10))
+    common = ["forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--threads", 1]
+    if dtype:
+        common += ["--dtype", dtype]
+    run_ffn(*common, "--output", tmp_path / "one.npy")
+    out = mpirun(ffn_bin, ranks, *common, "--output", tmp_path / "split.npy").stdout
+    assert f"split over {ranks} processes by experts" in out and out.count("→") == 1
+    E = spec.experts
+    first = [E // ranks + (r < E % ranks) for r in range(ranks)]
+    starts = np.cumsum([0] + first)
+    assert "experts " + ", ".join(f"{a}…{b - 1}" for a, b in zip(starts[:-1], starts[1:])) in out
+    one, split = np.load(tmp_path / "one.npy"), np.load(tmp_path / "split.npy")
+    assert one.shape == split.shape == (10, spec.d)
+    assert one.tobytes() == split.tobytes(), np.abs(one - split).max()
+
+
+def test_moe_forward_with_more_processes_than_experts_is_refused(tmp_path, ffn_bin):
+    spec = mr.dataclasses.replace(mr.SPECS["mixtral"], experts=2, k=1)
+    layers = mr.random_model(spec, 23)
+    path = mr.write_hf(tmp_path / "m", spec, layers)
+    files.write_npy(tmp_path / "x.npy", np.zeros((3, spec.d), np.float32))
+    args = ["forward", "--weights", path, "--layer", 1, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy"]
+    p = subprocess.run([*MPIRUN, "-np", "3", ffn_bin, *map(str, args)], capture_output=True, text=True, timeout=600)
+    assert p.returncode != 0
+    assert "cannot split 2 experts over 3 processes" in p.stderr and "at most 2" in p.stderr, p.stderr
+    assert not (tmp_path / "y.npy").exists()
 
 
 def test_compare_data_parallel_matches_one_process(tmp_path, ffn_bin, run_ffn):

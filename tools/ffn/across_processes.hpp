@@ -1,7 +1,7 @@
 // The ffn command across the processes of mpirun: when launched with several processes
 // (ffn::launched_with_several_processes), forward and bench split the block across them
-// (tensor parallelism) and compare splits every batch (data parallelism). Rank 0 prints
-// and writes; the others compute.
+// (tensor parallelism; a mixture of experts by experts: expert parallelism) and compare
+// splits every batch (data parallelism). Rank 0 prints and writes; the others compute.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,11 @@
 
 #include "ffn/collective.hpp"
 #include "ffn/config.hpp"
+
+namespace ffn {
+class Checkpoint;
+class Communicator;
+}  // namespace ffn
 
 namespace ffn::cli {
 
@@ -25,6 +30,9 @@ struct ForwardAcrossProcesses {
   bool quiet = false;
 };
 void run_forward_across_processes(const ForwardAcrossProcesses& o);
+// Its mixture-of-experts case: the layer split by experts (forward_moe_across_processes.cpp).
+// Errors are ffn::Error, ended across ranks by run_forward_across_processes.
+void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoint& checkpoint, Communicator& comm);
 
 struct BenchAcrossProcesses {
   BlockConfig config;

@@ -1,6 +1,7 @@
 // ffn forward under mpirun: every rank loads its slice of the checkpoint's block (its share
 // of the hidden units, distributed.hpp) and runs it on the same tokens; one all-reduce gives
-// every rank y, and rank 0 writes it.
+// every rank y, and rank 0 writes it. A mixture-of-experts layer goes to the expert-parallel
+// path instead.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +29,8 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   // one process runs it (ffn forward). The slice's edges fall on whole blocks (granule):
   // q8_0 / q4_0 blocks run along rows, and the slice's columns of W_down start on one.
   const Checkpoint checkpoint(o.weights);
+  // A mixture of experts splits by experts instead (forward_moe_across_processes.cpp).
+  if (checkpoint.is_moe(o.layer)) return run_expert_parallel_forward(o, checkpoint, comm);
   const BlockConfig whole = checkpoint.config(load);
   std::optional<WeightType> type;
   if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
