@@ -78,9 +78,7 @@ struct MoeCache {
   int64_t tokens = 0;
   Routing routing;                        // [T][k]
   Matrix logits;                          // [T][E], bias added, before scoring
-  std::vector<int64_t> offsets;           // [E + 1]: expert e's pairs are rows offsets[e] … offsets[e+1]
-  std::vector<int64_t> pair_token;        // [T·k] token of each sorted pair (increasing within an expert)
-  std::vector<int64_t> row_of;            // [T·k] sorted row of (token t, slot j) at t·k + j
+  ExpertPairs pairs;                      // the (token, slot) pairs sorted by expert
   Matrix inputs;                          // [T·k][D] the pairs' x rows, sorted by expert
   Matrix outputs;                         // [T·k][D] each pair's expert output, unweighted
   std::vector<ForwardCache> expert_cache; // E

@@ -1,11 +1,9 @@
 // The expert-parallel MoE layer (include/ffn/expert_parallel.hpp): each rank's experts on the
 // rows the ranks exchange for them, and each token's sum on the rank that owns it.
 //
-// Bit-identity with MoeBlock::forward rests on repeating its last two steps exactly
-// (src/moe/moe_block.cpp, steps 4 and 5): y[t] = fma(w, out, y[t]) from zero over the token's
-// k slots in increasing expert index, then y[t] = fma(gate, shared[t], y[t]) with the gate
-// σ(z) = 1/(1 + exp(−z)), z an fma dot in increasing d. tests/mpi/test_expert_parallel.cpp
-// holds the two to the same bits; a change to one of them must be made to both.
+// Bit-identity with MoeBlock::forward: the same counting sort (sort_by_expert) and the same
+// sum of each token's outputs (combine_expert_outputs, src/moe/expert_pairs.hpp) — one
+// definition for both; tests/mpi/test_expert_parallel.cpp holds them to the same bits.
 #include "ffn/expert_parallel.hpp"
 
 #include <algorithm>
@@ -18,6 +16,7 @@
 
 #include "block/view_checks.hpp"
 #include "ffn/error.hpp"
+#include "moe/expert_pairs.hpp"
 
 namespace ffn {
 namespace {
@@ -73,68 +72,6 @@ double fingerprint(const MoeConfig& c, const MoeRouter& r) {
   for (const Matrix* m : {&r.weight, &r.bias, &r.choice_bias, &r.shared_gate})
     if (m->size() > 0) add(m->data(), sizeof(float) * size_t(m->size()));
   return double(h >> 12);
-}
-
-// The (token, slot) pairs of a routing sorted by expert, tokens in increasing order (as
-// MoeBlock sorts them): offsets[e] … offsets[e+1] are expert e's pairs, pair_token[a] the
-// token of sorted pair a, row_of[t·k + j] the sorted position of token t's slot j.
-struct SortedPairs {
-  std::vector<int64_t> offsets, pair_token, row_of;
-};
-
-SortedPairs sort_by_expert(const Routing& r, int64_t E) {
-  const int64_t T = r.tokens, k = r.k;
-  SortedPairs s;
-  s.offsets.assign(size_t(E + 1), 0);
-  for (int32_t e : r.experts) ++s.offsets[size_t(e) + 1];
-  for (int64_t e = 0; e < E; ++e) s.offsets[e + 1] += s.offsets[e];
-  std::vector<int64_t> cursor(s.offsets.begin(), s.offsets.end() - 1);
-  s.pair_token.resize(size_t(T * k));
-  s.row_of.resize(size_t(T * k));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t at = cursor[size_t(r.experts[t * k + j])]++;
-      s.pair_token[at] = t;
-      s.row_of[t * k + j] = at;
-    }
-  return s;
-}
-
-// MoeBlock's steps 4 and 5 (see the top of this file): out [T·k][D] holds the expert
-// outputs in sorted-pair order, shared [T][D] the shared experts' (when `with_shared`).
-void combine(const MoeConfig& c, const MoeRouter& router, ConstMatrixView x, MatrixView y, const Routing& r,
-             const SortedPairs& s, const Matrix& out, const Matrix* shared, ThreadPool& p) {
-  const int64_t T = x.rows, D = c.d_model(), k = c.top_k;
-  p.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], r.weights[t * k + j]};
-      std::sort(slots.begin(), slots.end());  // by sorted position: increasing expert index
-      float* yt = y.data + t * y.stride;
-      std::fill(yt, yt + D, 0.0f);
-      for (const auto& [row, w] : slots) {
-        const float* o = out.row(row);
-        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
-      }
-    }
-  });
-  if (!shared) return;
-  p.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    for (int64_t t = t0; t < t1; ++t) {
-      float gate = 1.0f;
-      if (c.shared_gate) {
-        const float* xt = x.data + t * x.stride;
-        float z = 0.0f;
-        for (int64_t d = 0; d < D; ++d) z = std::fma(router.shared_gate.data()[d], xt[d], z);
-        gate = 1.0f / (1.0f + std::exp(-z));
-      }
-      float* yt = y.data + t * y.stride;
-      const float* st = shared->row(t);
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
-    }
-  });
 }
 
 }  // namespace
@@ -231,7 +168,7 @@ void ExpertParallelMoe::forward(ConstMatrixView x, MatrixView y, ThreadPool* poo
           r = ffn::route(config_, router_, x, &p);
         }),
         "to route its tokens");
-  const SortedPairs s = sort_by_expert(r, E);
+  const ExpertPairs s = sort_by_expert(r, E);
 
   // Counts for rank q: its experts' pair counts, in slots of W = the most experts a rank
   // holds (rank 0 holds the most); rows for rank q: contiguous in sorted order.
@@ -297,7 +234,7 @@ void ExpertParallelMoe::forward(ConstMatrixView x, MatrixView y, ThreadPool* poo
   spent.exchange_ms += ms_since(start);
 
   start = Clock::now();
-  combine(config_, router_, x, y, r, s, outputs, shared_ && T > 0 ? &shared_out : nullptr, p);
+  combine_expert_outputs(config_, router_, x, r, s, outputs.view(), shared_ && T > 0 ? ConstMatrixView(shared_out.view()) : ConstMatrixView{}, y, p);
   spent.local_ms += ms_since(start);
   for (int q = 0; q < P; ++q)
     if (q != me) {
@@ -319,7 +256,7 @@ void ExpertParallelMoe::forward_replicated(ConstMatrixView x, MatrixView y, Thre
   // Every rank routes all T tokens (the same bits on every rank) and fills its experts' rows
   // of the sorted [T·k][D] outputs: offsets[begin] … offsets[end], one block.
   Routing r;
-  SortedPairs s;
+  ExpertPairs s;
   Matrix outputs, shared_out;
   const std::string error = error_of([&] {
     views::check_forward_views(x, y, D);
@@ -352,7 +289,7 @@ void ExpertParallelMoe::forward_replicated(ConstMatrixView x, MatrixView y, Thre
   spent.exchange_ms += ms_since(start);
 
   start = Clock::now();
-  combine(config_, router_, x, y, r, s, outputs, shared_ && T > 0 ? &shared_out : nullptr, p);
+  combine_expert_outputs(config_, router_, x, r, s, outputs.view(), shared_ && T > 0 ? ConstMatrixView(shared_out.view()) : ConstMatrixView{}, y, p);
   spent.local_ms += ms_since(start);
   for (int q = 0; q < P; ++q) (q == me ? spent.rows_sent : spent.rows_received) += rows[q];
   spent.rows_sent *= P - 1;  // this rank's block goes to every other rank

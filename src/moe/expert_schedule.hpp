@@ -33,13 +33,4 @@ void run_experts(ThreadPool& pool, const std::vector<int32_t>& active, int64_t p
   }
 }
 
-// The experts that received tokens, in increasing index, from the counting sort's offsets
-// ([E + 1]: expert e's pairs are offsets[e] … offsets[e+1]).
-inline std::vector<int32_t> active_experts(const std::vector<int64_t>& offsets) {
-  std::vector<int32_t> active;
-  for (size_t e = 0; e + 1 < offsets.size(); ++e)
-    if (offsets[e + 1] > offsets[e]) active.push_back(static_cast<int32_t>(e));
-  return active;
-}
-
 }  // namespace ffn

@@ -25,6 +25,7 @@
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe.hpp"
+#include "moe/expert_pairs.hpp"
 #include "moe/expert_schedule.hpp"
 #include "parallel/scratch.hpp"
 
@@ -111,70 +112,27 @@ void MoeBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const 
 }
 
 void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) const {
-  const int64_t D = config_.d_model(), E = config_.experts, k = config_.top_k, T = x.rows;
+  const int64_t D = config_.d_model(), k = config_.top_k, T = x.rows;
   const Routing r = route(x, &p);
-
-  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order; slot_of
-  // gives each (token, slot)'s row in the sorted order.
-  std::vector<int64_t> offsets(static_cast<size_t>(E + 1), 0);
-  for (int32_t e : r.experts) ++offsets[e + 1];
-  for (int64_t e = 0; e < E; ++e) offsets[e + 1] += offsets[e];
-  std::vector<int64_t> cursor(offsets.begin(), offsets.end() - 1);
-  std::vector<int64_t> pair_token(static_cast<size_t>(T * k)), row_of(static_cast<size_t>(T * k));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t at = cursor[r.experts[t * k + j]]++;
-      pair_token[at] = t;
-      row_of[t * k + j] = at;
-    }
-  const std::vector<int32_t> active = active_experts(offsets);
+  const ExpertPairs pairs = sort_by_expert(r, config_.experts);
 
   // Expert e's outputs for its tokens, rows offsets[e] … offsets[e+1] of `out` ([T·k][D]).
   const MatrixView out = scratch_matrix(Scratch::moe_outputs, T * k, D);
-  auto run_expert = [&](int32_t e, ThreadPool& on) {
-    const int64_t first = offsets[e], n = offsets[e + 1] - first;
+  run_experts(p, active_experts(pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+    const int64_t first = pairs.offsets[e], n = pairs.offsets[e + 1] - first;
     const MatrixView in = scratch_matrix(Scratch::moe_tokens, n, D);
     for (int64_t i = 0; i < n; ++i)
-      std::memcpy(in.data + i * D, x.data + pair_token[first + i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+      std::memcpy(in.data + i * D, x.data + pairs.pair_token[first + i] * x.stride,
+                  static_cast<size_t>(D) * sizeof(float));
     experts_[e].forward(ConstMatrixView{in.data, n, D, D}, MatrixView{out.data + first * D, n, D, D}, &on);
-  };
-  run_experts(p, active, T * k, kTokensPerExpertForSharing, run_expert);
-
-  // y[t] = Σ_j weight_j · out_j in increasing expert index (the slots' rows, sorted).
-  p.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) slots[j] = {row_of[t * k + j], r.weights[t * k + j]};
-      std::sort(slots.begin(), slots.end());
-      float* yt = y.data + t * y.stride;
-      std::fill(yt, yt + D, 0.0f);
-      for (const auto& [row, w] : slots) {
-        const float* o = out.data + row * D;
-        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
-      }
-    }
   });
 
-  if (!shared_) return;
-  const MatrixView s = scratch_matrix(Scratch::moe_shared, T, D);
-  shared_->forward(x, s, &p);
-  p.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    for (int64_t t = t0; t < t1; ++t) {
-      float gate = 1.0f;
-      if (config_.shared_gate) {
-        // σ(shared_gate · x_t), the dot in f32 in increasing d (one fixed order).
-        const float* xt = x.data + t * x.stride;
-        float z = 0.0f;
-        for (int64_t d = 0; d < D; ++d) z = std::fma(router_.shared_gate.data()[d], xt[d], z);
-        gate = 1.0f / (1.0f + std::exp(-z));
-      }
-      float* yt = y.data + t * y.stride;
-      const float* st = s.data + t * D;
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
-    }
-  });
+  MatrixView shared{};
+  if (shared_) {
+    shared = scratch_matrix(Scratch::moe_shared, T, D);
+    shared_->forward(x, shared, &p);
+  }
+  combine_expert_outputs(config_, router_, x, r, pairs, out, shared, y, p);
 }
 
 }  // namespace ffn

@@ -11,6 +11,7 @@
 #include "core/counter_random.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe_train.hpp"
+#include "moe/expert_pairs.hpp"
 #include "moe/expert_schedule.hpp"
 #include "train/layers.hpp"
 
@@ -143,27 +144,16 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
   cache.routing = route(c, moe.router, x, cache.logits.view(), &pool);
   const Routing& r = cache.routing;
 
-  // Counting sort of the (token, slot) pairs by expert, tokens in increasing order.
-  cache.offsets.assign(static_cast<size_t>(E + 1), 0);
-  for (int32_t e : r.experts) ++cache.offsets[e + 1];
-  for (int64_t e = 0; e < E; ++e) cache.offsets[e + 1] += cache.offsets[e];
-  std::vector<int64_t> cursor(cache.offsets.begin(), cache.offsets.end() - 1);
-  cache.pair_token.resize(static_cast<size_t>(T * k));
-  cache.row_of.resize(static_cast<size_t>(T * k));
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) {
-      const int64_t at = cursor[r.experts[t * k + j]]++;
-      cache.pair_token[at] = t;
-      cache.row_of[t * k + j] = at;
-    }
+  cache.pairs = sort_by_expert(r, E);
+  const ExpertPairs& pairs = cache.pairs;
 
   shape(cache.inputs, T * k, D);
   shape(cache.outputs, T * k, D);
   for (int64_t i = 0; i < T * k; ++i)
-    std::memcpy(cache.inputs.row(i), x.data + cache.pair_token[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+    std::memcpy(cache.inputs.row(i), x.data + pairs.pair_token[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
   cache.expert_cache.resize(static_cast<size_t>(E));
-  run_experts(pool, active_experts(cache.offsets), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
-    const int64_t first = cache.offsets[e], n = cache.offsets[e + 1] - first;
+  run_experts(pool, active_experts(cache.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+    const int64_t first = cache.pairs.offsets[e], n = cache.pairs.offsets[e + 1] - first;
     forward_train(moe.experts[e], rows_of(cache.inputs, first, n), rows_of(cache.outputs, first, n),
                   cache.expert_cache[e], false, &on);
   });
@@ -173,32 +163,9 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
     forward_train(*moe.shared, x, cache.shared_out.view(), cache.shared_cache, false, &pool);
     cache.shared_gate.assign(static_cast<size_t>(T), 1.0f);
   }
-  pool.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
-    for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) slots[j] = {cache.row_of[t * k + j], r.weights[t * k + j]};
-      std::sort(slots.begin(), slots.end());  // increasing expert index
-      float* yt = y.data + t * y.stride;
-      std::fill(yt, yt + D, 0.0f);
-      for (const auto& [row, w] : slots) {
-        const float* o = cache.outputs.row(row);
-        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
-      }
-      if (!moe.shared) continue;
-      float gate = 1.0f;
-      if (c.shared_gate) {
-        // σ(g·x_t), the dot in f32 in increasing d, as MoeBlock computes it.
-        const float* xt = x.data + t * x.stride;
-        float z = 0.0f;
-        for (int64_t d = 0; d < D; ++d) z = std::fma(moe.router.shared_gate.data()[d], xt[d], z);
-        gate = 1.0f / (1.0f + std::exp(-z));
-        cache.shared_gate[t] = gate;
-      }
-      const float* st = cache.shared_out.row(t);
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
-    }
-  });
+  combine_expert_outputs(c, moe.router, x, r, pairs, cache.outputs.view(),
+                         moe.shared ? ConstMatrixView(cache.shared_out.view()) : ConstMatrixView{}, y, pool,
+                         moe.shared ? cache.shared_gate.data() : nullptr);
 
   // The balance loss E·Σ_e f_e·P_e (P from the softmax of the logits, summed in token order).
   std::vector<double> P(static_cast<size_t>(E), 0.0);
@@ -211,7 +178,7 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
   }
   double balance = 0;
   for (int64_t e = 0; e < E && T > 0; ++e)
-    balance += double(cache.offsets[e + 1] - cache.offsets[e]) / double(T) * (P[e] / double(T));
+    balance += double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T) * (P[e] / double(T));
   cache.balance_loss = double(E) * balance;
   return cache.balance_loss;
 }
@@ -246,7 +213,7 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
     for (int64_t t = t0; t < t1; ++t) {
       const float* dyt = dy.data + t * dy.stride;
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t row = cache.row_of[t * k + j];
+        const int64_t row = cache.pairs.row_of[t * k + j];
         const float w = r.weights[t * k + j];
         const float* o = cache.outputs.row(row);
         float* d = dy_pairs.row(row);
@@ -268,10 +235,10 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
         for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(double(l[e]) - top));
         for (int64_t e = 0; e < E; ++e) {
           p[e] /= sum;
-          pc += p[e] * double(E) * double(cache.offsets[e + 1] - cache.offsets[e]) / double(T);
+          pc += p[e] * double(E) * double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T);
         }
         for (int64_t e = 0; e < E; ++e) {
-          const double ce = double(E) * double(cache.offsets[e + 1] - cache.offsets[e]) / double(T);
+          const double ce = double(E) * double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T);
           dl_t[e] += balance * p[e] * (ce - pc) / double(T);
         }
       }
@@ -281,8 +248,8 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
   });
 
   // The experts, each its tokens as one batch.
-  run_experts(pool, active_experts(cache.offsets), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
-    const int64_t first = cache.offsets[e], n = cache.offsets[e + 1] - first;
+  run_experts(pool, active_experts(cache.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+    const int64_t first = cache.pairs.offsets[e], n = cache.pairs.offsets[e + 1] - first;
     backward(moe.experts[e], rows_of(cache.inputs, first, n), cache.expert_cache[e], rows_of(dy_pairs, first, n),
              dx.data ? rows_of(dx_pairs, first, n) : MatrixView{}, g.experts[e], &on);
   });
@@ -332,7 +299,7 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
     const auto [t0, t1] = split_range(T, ith, nth);
     std::vector<int64_t> rows(static_cast<size_t>(k));
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) rows[j] = cache.row_of[t * k + j];
+      for (int64_t j = 0; j < k; ++j) rows[j] = cache.pairs.row_of[t * k + j];
       std::sort(rows.begin(), rows.end());
       float* dxt = dx.data + t * dx.stride;
       std::fill(dxt, dxt + D, 0.0f);

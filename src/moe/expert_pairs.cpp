@@ -1,0 +1,67 @@
+// The counting sort of a routing's pairs by expert, and the weighted sum of the experts'
+// outputs (contracts in expert_pairs.hpp).
+#include "moe/expert_pairs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace ffn {
+
+ExpertPairs sort_by_expert(const Routing& r, int64_t E) {
+  const int64_t T = r.tokens, k = r.k;
+  ExpertPairs s;
+  s.offsets.assign(static_cast<size_t>(E + 1), 0);
+  for (int32_t e : r.experts) ++s.offsets[static_cast<size_t>(e) + 1];
+  for (int64_t e = 0; e < E; ++e) s.offsets[e + 1] += s.offsets[e];
+  std::vector<int64_t> cursor(s.offsets.begin(), s.offsets.end() - 1);
+  s.pair_token.resize(static_cast<size_t>(T * k));
+  s.row_of.resize(static_cast<size_t>(T * k));
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = cursor[static_cast<size_t>(r.experts[t * k + j])]++;
+      s.pair_token[at] = t;
+      s.row_of[t * k + j] = at;
+    }
+  return s;
+}
+
+std::vector<int32_t> active_experts(const ExpertPairs& s) {
+  std::vector<int32_t> active;
+  for (size_t e = 0; e + 1 < s.offsets.size(); ++e)
+    if (s.offsets[e + 1] > s.offsets[e]) active.push_back(static_cast<int32_t>(e));
+  return active;
+}
+
+void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMatrixView x, const Routing& r,
+                            const ExpertPairs& s, ConstMatrixView out, ConstMatrixView shared, MatrixView y,
+                            ThreadPool& pool, float* shared_gates) {
+  const int64_t T = x.rows, D = c.d_model(), k = c.top_k;
+  pool.run([&](int ith, int nth) {
+    const auto [t0, t1] = split_range(T, ith, nth);
+    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
+    for (int64_t t = t0; t < t1; ++t) {
+      for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], r.weights[t * k + j]};
+      std::sort(slots.begin(), slots.end());  // by sorted position: increasing expert index
+      float* yt = y.data + t * y.stride;
+      std::fill(yt, yt + D, 0.0f);
+      for (const auto& [row, w] : slots) {
+        const float* o = out.data + row * out.stride;
+        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
+      }
+      if (!shared.data) continue;
+      float gate = 1.0f;
+      if (c.shared_gate) {
+        const float* xt = x.data + t * x.stride;
+        float z = 0.0f;
+        for (int64_t d = 0; d < D; ++d) z = std::fma(router.shared_gate.data()[d], xt[d], z);
+        gate = 1.0f / (1.0f + std::exp(-z));
+      }
+      if (shared_gates) shared_gates[t] = gate;
+      const float* st = shared.data + t * shared.stride;
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
+    }
+  });
+}
+
+}  // namespace ffn
