@@ -1,6 +1,6 @@
 """Gradients of MoE blocks (ffn.TrainableMoe, issue 24) against PyTorch autograd through the
 restated Hugging Face modules of moe_reference.py — Mixtral, Qwen2-MoE, Qwen3-MoE and
-DeepSeek-V3 — run in float64, of the objective sum(dy·y) + balance·loss_b, loss_b the
+DeepSeek-V3 — and gpt-oss's GptOssMLP (restated here in torch), run in float64, of the objective sum(dy·y) + balance·loss_b, loss_b the
 Switch Transformer load-balancing loss as transformers' load_balancing_loss_func computes it
 for one layer (E · Σ_e tokens_per_expert_e · router_prob_per_expert_e).
 
@@ -178,3 +178,56 @@ def test_errors_name_the_problem(ffn_module):
     x[1, 2] = np.nan
     with pytest.raises(ffn.Error, match="token 1"):
         m.forward(x)
+
+
+def test_gpt_oss_gradients_match_autograd(ffn_module):
+    """gpt-oss (GptOssMLP restated in torch): router bias, softmax over the chosen k, experts
+    with biases, gate and up interleaved in gate_up_proj [E, D, 2H], the clamped activation
+    (gate ≤ 7, up in ±7, (up + 1)·gate·σ(1.702·gate); torch's clamp passes the gradient inside
+    the interval, as ffn's does). Weights at 15× nn.Linear's scale engage the clamps."""
+    import test_moe_gpt_oss as oss
+    w = {name: t.double() for name, t in oss.make_layer(seed=3).items()}
+    x = oss.draw_inputs(oss.make_layer(seed=3), 24, seed=4).astype(np.float32)
+    dy = np.random.default_rng(5).standard_normal(x.shape).astype(np.float32)
+    params = {name: t.clone().requires_grad_(True) for name, t in w.items()}
+    xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    logits = xt @ params["router"].T + params["router_bias"]
+    top, chosen = torch.topk(logits, oss.K, dim=-1)
+    weights = torch.softmax(top, dim=-1)
+    y = torch.zeros_like(xt)
+    for e in range(oss.E):
+        tokens, slot = torch.nonzero(chosen == e, as_tuple=True)
+        if not len(tokens):
+            continue
+        gu = xt[tokens] @ params["gate_up"][e] + params["gate_up_bias"][e]
+        gate, up = gu[:, 0::2].clamp(max=7.0), gu[:, 1::2].clamp(min=-7.0, max=7.0)
+        out = ((up + 1) * gate * torch.sigmoid(1.702 * gate)) @ params["down"][e] + params["down_bias"][e]
+        y = y.index_add(0, tokens, weights[tokens, slot, None] * out)
+    (torch.as_tensor(dy, dtype=torch.float64) * y).sum().backward()
+    g = {name: p.grad.numpy() for name, p in params.items()}
+
+    m = ffn_module.TrainableMoe("swiglu_oai", oss.D, oss.H, oss.E, oss.K, scoring="softmax_top_k",
+                                router_bias=True, bias=True)
+    f32 = lambda a: np.ascontiguousarray(a.numpy() if hasattr(a, "numpy") else a, dtype=np.float32)
+    m.set_tensor("router.weight", f32(w["router"]))
+    m.set_tensor("router.bias", f32(w["router_bias"]))
+    for e in range(oss.E):
+        gu, b = w["gate_up"][e], w["gate_up_bias"][e]
+        for name, value in (("gate.weight", gu[:, 0::2].T), ("up.weight", gu[:, 1::2].T),
+                            ("down.weight", w["down"][e].T), ("gate.bias", b[0::2]), ("up.bias", b[1::2]),
+                            ("down.bias", w["down_bias"][e])):
+            m.set_tensor(f"experts.{e}.{name}", f32(value))
+    got = m.backward(x, dy)
+    checks = {"router.weight": g["router"], "router.bias": g["router_bias"], "x": xt.grad.numpy()}
+    for e in range(oss.E):
+        checks[f"experts.{e}.gate.weight"] = g["gate_up"][e][:, 0::2].T
+        checks[f"experts.{e}.up.weight"] = g["gate_up"][e][:, 1::2].T
+        checks[f"experts.{e}.down.weight"] = g["down"][e].T
+        checks[f"experts.{e}.gate.bias"] = g["gate_up_bias"][e][0::2]
+        checks[f"experts.{e}.up.bias"] = g["gate_up_bias"][e][1::2]
+        checks[f"experts.{e}.down.bias"] = g["down_bias"][e]
+    for name, ref in checks.items():
+        if np.abs(ref).max() == 0:  # an expert no token chose: ffn's gradient must be 0 too
+            assert np.abs(got[name]).max() == 0, name
+            continue
+        assert worst(got[name], ref) <= 1, f"gpt-oss {name}: {worst(got[name], ref):.3g}× the tolerance"
