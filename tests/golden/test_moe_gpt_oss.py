@@ -6,7 +6,9 @@ even columns), down_proj [E, H, D]; each expert's clamped activation (gate clamp
 config.json) and in GGUF names (arch gpt-oss, through gguf-py) run through `ffn forward` and
 `ffn.load`; the answer must lie within the f32 bound derived below, the routing must be the
 reference's (inputs drawn away from near-ties), and the outputs bit-identical across
-thread counts and batches.
+thread counts and batches. The release's own MXFP4 form (experts as U8 _blocks and
+_scales) is tested from its section below: repacked into mxfp4, against transformers'
+dequantisation restated, the GGUF of the same blocks and gguf-py.
 
 Bound per token: y = Σ_j w_j·y_j over the k chosen experts. Each expert's f32 error is
 bound.forward_and_bound's (the clamps are 1-Lipschitz, their terms in bound.py). A logit's
@@ -230,7 +232,7 @@ def test_hostile_checkpoints_are_named(case, run_ffn):
     tensors = hf_tensors(w)
     del tensors["model.layers.0.mlp.experts.down_proj_bias"]
     fails(write_hf(tmp / "bias", w, tensors=tensors), "bias")
-    # The MXFP4 blocks of the release are refused by name, not misread.
+    # Dense experts beside the release's MXFP4 blocks: refused by name, neither form chosen.
     tensors = hf_tensors(w)
     tensors["model.layers.0.mlp.experts.gate_up_proj_blocks"] = torch.zeros(E, 2 * H, D // 32, 16)
     fails(write_hf(tmp / "mxfp4", w, tensors=tensors), "MXFP4")
