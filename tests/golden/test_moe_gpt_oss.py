@@ -456,6 +456,26 @@ def test_mxfp4_release_is_bit_identical_to_the_gguf_of_its_repacked_blocks(mxfp4
     assert np.array_equal(ffn_module.load(str(path))(xf), ffn_module.load(str(folder))(xf))
 
 
+def test_mxfp4_release_sharded_as_released(mxfp4_case, run_ffn):
+    """The release is sharded (model.safetensors.index.json): each _blocks in one shard and
+    its _scales in another here, and the answer is the single file's, bit for bit."""
+    w, packed, x, tmp = mxfp4_case
+    folder = tmp / "sharded"
+    write_hf_mxfp4(folder, w, packed)
+    (folder / "model.safetensors").unlink()
+    weight_map, shards = {}, ({}, {})
+    for i, (name, t) in enumerate(hf_mxfp4_tensors(w, packed).items()):
+        shards[i % 2][name] = t
+        weight_map[name] = f"model-0000{i % 2}-of-00002.safetensors"
+    for i, shard in enumerate(shards):
+        files.write_safetensors(folder / f"model-0000{i}-of-00002.safetensors", shard)
+    assert weight_map["model.layers.0.mlp.experts.gate_up_proj_blocks"] != \
+        weight_map["model.layers.0.mlp.experts.gate_up_proj_scales"]
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    single = run_forward(run_ffn, write_hf_mxfp4(tmp / "single", w, packed), tmp / "x.npy", tmp / "y_single.npy")
+    assert np.array_equal(run_forward(run_ffn, folder, tmp / "x.npy", tmp / "y_sharded.npy"), single)
+
+
 def test_gguf_py_dequantises_the_repacked_blocks_to_the_release_values(mxfp4_case):
     """llama.cpp's gguf-py reads ggml's layout of the repack as transformers reads the
     release: every value equal, for every scale byte 0 … 252 (2^−127 … 2^125; from 253 on,
