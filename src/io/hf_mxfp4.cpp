@@ -56,6 +56,9 @@ std::vector<int64_t> hf_mxfp4_shape(const TensorSource& src, const HfMxfp4Tensor
 StoredMatrix read_hf_mxfp4_rows(const TensorSource& src, const HfMxfp4Tensor& t, int64_t first, int64_t step,
                                 int64_t count) {
   const auto& shape = src.tensors().at(t.blocks).shape;  // [E][rows][groups][16], checked
+  if (shape.size() != 4 || shape[3] != kCodeBytes)
+    throw Error(src.path() + ": tensor '" + t.blocks + "' has shape " + shape_text(shape) +
+                "; expected [experts, rows, columns/32, 16]");
   const int64_t all_rows = shape[0] * shape[1], groups = shape[2];
   const auto blocks = src.raw(t.blocks), scales = src.raw(t.scales);
   if (!blocks || !scales)
