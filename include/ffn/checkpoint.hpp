@@ -112,6 +112,8 @@ class Checkpoint {
                                     std::optional<WeightType> type = std::nullopt, ThreadPool* pool = nullptr) const;
   // The configuration load_moe(options) gives, reading no weights.
   MoeConfig moe_config(const LoadOptions& options = {}) const;
+  // The routed experts' types in the file (LoadedMoeBlock::stored), reading no weights.
+  MatrixTypes moe_stored_types(const LoadOptions& options = {}) const;
   // The f32 block, every matrix widened (or dequantised) to f32: for training. Throws
   // ffn::Error naming the file and the problem: no block found (listing the names
   // present), a missing layer (listing the layers present), inconsistent shapes, partial

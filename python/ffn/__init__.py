@@ -267,7 +267,9 @@ def load(path, layer=0, variant=None, dtype=None):
     q8_0, a bf16 safetensors file as bf16); `dtype` (f32, bf16, f16, q8_0, q4_0) converts
     every matrix to it — one the file already stores so is used as it is, never
     re-quantised. To train the layer, use load_trainable.
-    A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3 names) loads as a MoeBlock."""
+    A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3, gpt-oss names) loads as a
+    MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
+    runs them as mxfp4 (repacked, not dequantised)."""
     if _core.is_moe(str(path), layer):
         core, _scheme, _source = _core.load_moe(str(path), layer, variant, dtype)
         return MoeBlock._wrap(core)

@@ -8,6 +8,7 @@
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
 #include "io/activation_hint.hpp"
+#include "io/hf_mxfp4.hpp"
 #include "io/moe_hints.hpp"
 #include "io/moe_names.hpp"
 #include "io/stored_read.hpp"
@@ -59,6 +60,20 @@ ExpertRows expert_rows(const io::MoeNames& n, int64_t e, int64_t H, int64_t D) {
 // The routed experts' count E, hidden H and width D from the tensors, each expert's (or the
 // 3-D tensors') shapes checked.
 void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
+  if (n.mxfp4_blocks) {  // gate_up [E][2H][D], down [E][D][H], each as _blocks and _scales
+    const auto gate_up = io::hf_mxfp4_shape(src, {n.gate_up, n.gate_up_scales}, "expert gate_up");
+    if (gate_up[1] % 2 != 0)
+      throw Error(src.path() + ": expert tensor '" + n.gate_up + "' has an odd row count " +
+                  std::to_string(gate_up[1]) + "; expected 2·hidden (gate and up interleaved)");
+    E = gate_up[0];
+    H = gate_up[1] / 2;
+    D = gate_up[2];
+    const auto down = io::hf_mxfp4_shape(src, {n.down, n.down_scales}, "expert down");
+    if (down != std::vector<int64_t>{E, D, H})
+      throw Error(src.path() + ": expert tensor '" + n.down + "' holds [experts, rows, columns] = " + shape_text(down) +
+                  ", expected " + shape_text({E, D, H}) + " from '" + n.gate_up + "'");
+    return;
+  }
   if (n.in_out_interleaved) {
     const auto& s = shape_of(src, n.gate_up, "expert gate_up");
     if (s.size() != 3 || s[2] % 2 != 0)
@@ -178,8 +193,8 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
     require(src, n.shared_gate, {c.shared_hidden, D}, "shared expert gate");
     require(src, n.shared_down, {D, c.shared_hidden}, "shared expert down");
     if (h.shared_hidden && *h.shared_hidden != c.shared_hidden)
-      throw Error(path + ": " + h.source + " gives the shared experts' hidden size " + std::to_string(*h.shared_hidden) +
-                  ", the tensors " + std::to_string(c.shared_hidden));
+      throw Error(path + ": " + h.source + " gives the shared experts' hidden size " +
+                  std::to_string(*h.shared_hidden) + ", the tensors " + std::to_string(c.shared_hidden));
   } else if (h.shared_hidden && *h.shared_hidden > 0) {
     throw Error(path + ": " + h.source + " gives shared experts of hidden " + std::to_string(*h.shared_hidden) +
                 " but layer " + std::to_string(o.layer) + " has no shared-expert tensors");
@@ -187,15 +202,15 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
   if (!n.shared_expert_gate.empty()) {
     const auto& s = shape_of(src, n.shared_expert_gate, "shared expert gate");
     if (s != std::vector<int64_t>{1, D} && s != std::vector<int64_t>{D})
-      throw Error(src.path() + ": shared-expert gate tensor '" + n.shared_expert_gate + "' has shape " +
-                  shape_text(s) + ", expected [1, " + std::to_string(D) + "]");
+      throw Error(src.path() + ": shared-expert gate tensor '" + n.shared_expert_gate + "' has shape " + shape_text(s) +
+                  ", expected [1, " + std::to_string(D) + "]");
     c.shared_gate = true;
   }
   try {
     validate(c);
   } catch (const Error& e) {
-    throw Error(path + ": " + h.source + " (" + (h.top_k_field.empty() ? "experts per token" : h.top_k_field) +
-                " = " + std::to_string(c.top_k) + ", " + counted + " = " + std::to_string(E) + "): " + e.what());
+    throw Error(path + ": " + h.source + " (" + (h.top_k_field.empty() ? "experts per token" : h.top_k_field) + " = " +
+                std::to_string(c.top_k) + ", " + counted + " = " + std::to_string(E) + "): " + e.what());
   }
   return l;
 }
@@ -228,25 +243,58 @@ StoredWeights read_in_out_interleaved(const io::TensorSource& src, const io::Moe
   return w;
 }
 
+// The MXFP4 release: expert e's gate (even rows of its 2H gate_up rows), up (odd rows) and
+// down, their bytes repacked into ggml's MXFP4 blocks (lossless). Stored as mxfp4, or, when
+// `want` names another type, decoded to f32 (exact) and stored as that.
+StoredWeights read_hf_mxfp4_expert(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H, int64_t D,
+                                   std::optional<WeightType> want, ThreadPool& pool) {
+  const io::HfMxfp4Tensor gate_up{n.gate_up, n.gate_up_scales}, down{n.down, n.down_scales};
+  StoredWeights w;
+  w.gate = io::read_hf_mxfp4_rows(src, gate_up, e * 2 * H, 2, H);
+  w.up = io::read_hf_mxfp4_rows(src, gate_up, e * 2 * H + 1, 2, H);
+  w.down = io::read_hf_mxfp4_rows(src, down, e * D, 1, D);
+  if (want && *want != WeightType::mxfp4) {
+    const std::string where = src.path() + ": expert " + std::to_string(e) + " of tensor '";
+    w.gate = StoredMatrix::encode(w.gate.decode(), *want, where + n.gate_up + "' (gate)", &pool);
+    w.up = StoredMatrix::encode(w.up.decode(), *want, where + n.gate_up + "' (up)", &pool);
+    w.down = StoredMatrix::encode(w.down.decode(), *want, where + n.down + "'", &pool);
+  }
+  return w;
+}
+
 // Expert e's biases: gate and up [1][H] (from a fused [E][2H] tensor: interleaved in
-// gpt-oss's layout, halves otherwise), down [1][D].
+// gpt-oss's layouts, dense or MXFP4, halves otherwise), down [1][D].
 void read_expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H, int64_t D,
                         StoredWeights& w) {
   w.gate_bias = Matrix(1, H);
   w.up_bias = Matrix(1, H);
   w.down_bias = Matrix(1, D);
   if (!n.gate_up_bias.empty()) {
+    const bool interleaved = n.in_out_interleaved || n.mxfp4_blocks;  // gpt-oss's, in either form
     Matrix both(1, 2 * H);
     src.read_f32_window(n.gate_up_bias, e, e + 1, 0, 2 * H, both.data());
     for (int64_t h = 0; h < H; ++h) {
-      w.gate_bias.data()[h] = n.in_out_interleaved ? both.data()[2 * h] : both.data()[h];
-      w.up_bias.data()[h] = n.in_out_interleaved ? both.data()[2 * h + 1] : both.data()[H + h];
+      w.gate_bias.data()[h] = interleaved ? both.data()[2 * h] : both.data()[h];
+      w.up_bias.data()[h] = interleaved ? both.data()[2 * h + 1] : both.data()[H + h];
     }
   } else {
     src.read_f32_window(n.gate_bias, e, e + 1, 0, H, w.gate_bias.data());
     src.read_f32_window(n.up_bias, e, e + 1, 0, H, w.up_bias.data());
   }
   src.read_f32_window(n.down_bias, e, e + 1, 0, D, w.down_bias.data());
+}
+
+// The routed experts' types in the file: mxfp4 for the MXFP4 release (repacked, not
+// converted), else those of the tensors holding expert 0's matrices (f32 where the file's
+// type is none of ffn's weight types).
+MatrixTypes expert_file_types(const io::TensorSource& src, const io::MoeNames& n, const MoeConfig& c) {
+  if (n.mxfp4_blocks) return {WeightType::mxfp4, WeightType::mxfp4, WeightType::mxfp4};
+  const ExpertRows r = expert_rows(n, 0, c.expert.hidden, c.d_model());
+  const auto type = [&](const std::string& name) {
+    const auto s = src.stored(name);
+    return s ? s->type : WeightType::f32;
+  };
+  return {type(r.gate), type(r.up), type(r.down)};
 }
 
 Matrix read_row_vector(const io::TensorSource& src, const std::string& name, int64_t n) {
@@ -260,6 +308,11 @@ Matrix read_row_vector(const io::TensorSource& src, const std::string& name, int
 bool Checkpoint::is_moe(int64_t layer) const { return io::find_moe_names(*source_, layer).has_value(); }
 
 MoeConfig Checkpoint::moe_config(const LoadOptions& o) const { return layout(path_, *source_, o).config; }
+
+MatrixTypes Checkpoint::moe_stored_types(const LoadOptions& o) const {
+  const MoeLayout l = layout(path_, *source_, o);
+  return expert_file_types(*source_, l.names, l.config);
+}
 
 LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t first, int64_t last,
                                               std::optional<WeightType> type, ThreadPool* pool) const {
@@ -286,7 +339,9 @@ LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t firs
   try {
     for (int64_t e = first; e < last; ++e) {
       StoredWeights w;
-      if (n.in_out_interleaved) {
+      if (n.mxfp4_blocks) {
+        w = read_hf_mxfp4_expert(src, n, e, H, D, type, p);
+      } else if (n.in_out_interleaved) {
         w = read_in_out_interleaved(src, n, e, H, D, type, p);
       } else {
         const ExpertRows r = expert_rows(n, e, H, D);
@@ -295,14 +350,7 @@ LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t firs
         w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
       }
       if (c.expert.bias) read_expert_biases(src, n, e, H, D, w);
-      if (e == first) {
-        const ExpertRows r = expert_rows(n, e, H, D);
-        for (auto [name, into] : {std::pair{r.gate, &stored_types.gate}, std::pair{r.up, &stored_types.up},
-                                  std::pair{r.down, &stored_types.down}}) {
-          const auto s = src.stored(name);
-          *into = s ? s->type : WeightType::f32;
-        }
-      }
+      if (e == first) stored_types = expert_file_types(src, n, c);
       experts.emplace_back(c.expert, w, &p);
     }
     std::optional<InferenceBlock> shared;

@@ -9,7 +9,9 @@
 //                           ….mlp.gate.e_score_correction_bias (DeepSeek)
 //   gpt-oss (hugging face)  model.layers.N.mlp.router.{weight,bias}, ….mlp.experts.gate_up_proj
 //                           [E][D][2H] (in × out, gate and up interleaved) and _bias [E][2H],
-//                           ….experts.down_proj [E][H][D] and _bias [E][D]
+//                           ….experts.down_proj [E][H][D] and _bias [E][D]; or, in the MXFP4
+//                           release, ….experts.{gate_up,down}_proj_{blocks,scales} (U8, rows in
+//                           nn.Linear layout, gate and up interleaved in gate_up's rows)
 //   gguf                    blk.N.ffn_gate_inp.weight, blk.N.ffn_{gate,up,down}_exps.weight
 //                           (or ffn_gate_up_exps) [E][H][D], ffn_{gate,up,down}_shexp.weight,
 //                           ffn_gate_inp_shexp.weight, exp_probs_b.bias; gpt-oss's biases
@@ -73,15 +75,29 @@ MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer)
   }
   if (std::string(s.name) == "gpt-oss (hugging face)") {
     n.fused = true;
-    n.in_out_interleaved = true;
     n.router_bias = first_present(source, {p + "router.bias"});
-    n.gate_up = p + "experts.gate_up_proj";
-    n.down = p + "experts.down_proj";
     n.gate_up_bias = first_present(source, {p + "experts.gate_up_proj_bias"});
     n.down_bias = first_present(source, {p + "experts.down_proj_bias"});
-    if (source.has(p + "experts.gate_up_proj_blocks"))
-      n.unsupported = "its experts are in the MXFP4 blocks of the Hugging Face release (experts.gate_up_proj_blocks "
-                      "/ _scales), which ffn does not read yet; use the GGUF file or a bf16 checkpoint";
+    // The release's MXFP4 form when either _blocks tensor is there (a missing partner is
+    // then named by the loader); never mixed with the dense form.
+    const bool dense = source.has(p + "experts.gate_up_proj") || source.has(p + "experts.down_proj");
+    const bool blocks = source.has(p + "experts.gate_up_proj_blocks") || source.has(p + "experts.down_proj_blocks");
+    if (dense && blocks)
+      n.unsupported =
+          "it holds both dense experts (experts.gate_up_proj / down_proj) and the MXFP4 blocks of the "
+          "Hugging Face release (experts.gate_up_proj_blocks / down_proj_blocks); expected one form";
+    if (blocks && !dense) {
+      n.scheme = "gpt-oss (hugging face, mxfp4)";
+      n.mxfp4_blocks = true;
+      n.gate_up = p + "experts.gate_up_proj_blocks";
+      n.gate_up_scales = p + "experts.gate_up_proj_scales";
+      n.down = p + "experts.down_proj_blocks";
+      n.down_scales = p + "experts.down_proj_scales";
+      return n;
+    }
+    n.in_out_interleaved = true;
+    n.gate_up = p + "experts.gate_up_proj";
+    n.down = p + "experts.down_proj";
     return n;
   }
   if (std::string(s.name) == "mixtral (hugging face)") {
@@ -113,8 +129,7 @@ MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer)
 
 std::string expert_tensor(const std::string& pattern, int64_t expert) {
   const auto at = pattern.find("{E}");
-  return at == std::string::npos ? pattern
-                                 : pattern.substr(0, at) + std::to_string(expert) + pattern.substr(at + 3);
+  return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(expert) + pattern.substr(at + 3);
 }
 
 std::optional<MoeNames> find_moe_names(const TensorSource& source, int64_t layer) {

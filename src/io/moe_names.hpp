@@ -12,8 +12,9 @@
 namespace ffn::io {
 
 struct MoeNames {
-  std::string scheme;  // "mixtral (hugging face)", "hugging face", "hugging face fused", "gpt-oss (hugging face)", "gguf"
-  std::string router;  // [E][D]
+  std::string scheme;       // "mixtral (hugging face)", "hugging face", "hugging face fused", "gpt-oss (hugging face)",
+                            // "gpt-oss (hugging face, mxfp4)", "gguf"
+  std::string router;       // [E][D]
   std::string choice_bias;  // DeepSeek's e_score_correction_bias [E]; may be absent
   // Routed experts. Per-expert tensors (fused = false): patterns with {E} for the expert,
   // each [H][D] (down [D][H]). Fused (fused = true): 3-D tensors [E][H][D] and [E][D][H];
@@ -25,11 +26,17 @@ struct MoeNames {
   // (transposed against nn.Linear), gate and up interleaved in the 2H columns (gate at even
   // columns, up at odd).
   bool in_out_interleaved = false;
+  // gpt-oss's Hugging Face release (in_out_interleaved stays false): the experts in MXFP4,
+  // gate_up and down naming the _blocks tensors, [E][2H][D/32][16] (nn.Linear layout,
+  // gate and up interleaved in the 2H rows: gate at even rows, up at odd) and
+  // [E][D][H/32][16], with their e8m0 _scales [E][2H][D/32] and [E][D][H/32] (hf_mxfp4.hpp).
+  bool mxfp4_blocks = false;
+  std::string gate_up_scales, down_scales;
+  // A layer stored in a form ffn refuses, with why (empty otherwise).
+  std::string unsupported;
   // Biases (empty when the file has none): the router's [E]; the experts' [E][H] (gate,
   // up), [E][2H] (gate_up, laid out as its weight's rows or columns), [E][D] (down).
   std::string router_bias, gate_bias, up_bias, down_bias, gate_up_bias;
-  // A layer stored in a form ffn does not read yet, with why (empty otherwise).
-  std::string unsupported;
   // Shared experts (all empty when the scheme's names are absent): [S][D], [D][S]; the
   // shared-expert gate [1][D] or [D].
   std::string shared_gate, shared_up, shared_down, shared_expert_gate;

@@ -7,7 +7,7 @@ import struct
 import numpy as np
 import torch
 
-_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.uint8: "U8"}
 
 
 def tensor_bytes(t):
@@ -18,7 +18,7 @@ def tensor_bytes(t):
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """tensors: dict name → torch tensor (F32, F16 or BF16)."""
+    """tensors: dict name → torch tensor (F32, F16, BF16, or U8 as MXFP4 blocks and scales are)."""
     header, blobs, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = metadata

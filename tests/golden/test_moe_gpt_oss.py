@@ -6,7 +6,9 @@ even columns), down_proj [E, H, D]; each expert's clamped activation (gate clamp
 config.json) and in GGUF names (arch gpt-oss, through gguf-py) run through `ffn forward` and
 `ffn.load`; the answer must lie within the f32 bound derived below, the routing must be the
 reference's (inputs drawn away from near-ties), and the outputs bit-identical across
-thread counts and batches.
+thread counts and batches. The release's own MXFP4 form (experts as U8 _blocks and
+_scales) is tested from its section below: repacked into mxfp4, against transformers'
+dequantisation restated, the GGUF of the same blocks and gguf-py.
 
 Bound per token: y = Σ_j w_j·y_j over the k chosen experts. Each expert's f32 error is
 bound.forward_and_bound's (the clamps are 1-Lipschitz, their terms in bound.py). A logit's
@@ -230,7 +232,316 @@ def test_hostile_checkpoints_are_named(case, run_ffn):
     tensors = hf_tensors(w)
     del tensors["model.layers.0.mlp.experts.down_proj_bias"]
     fails(write_hf(tmp / "bias", w, tensors=tensors), "bias")
-    # The MXFP4 blocks of the release are refused by name, not misread.
+    # Dense experts beside the release's MXFP4 blocks: refused by name, neither form chosen.
     tensors = hf_tensors(w)
     tensors["model.layers.0.mlp.experts.gate_up_proj_blocks"] = torch.zeros(E, 2 * H, D // 32, 16)
     fails(write_hf(tmp / "mxfp4", w, tensors=tensors), "MXFP4")
+
+
+# ---- The MXFP4 release: experts as U8 _blocks [E, rows, in/32, 16] and _scales [E, rows, in/32]
+#
+# transformers' convert_moe_packed_tensors (integrations/mxfp4.py), restated from its
+# definition: byte i of a block holds the e2m1 code of element 2i in its low nibble and of
+# element 2i+1 in its high nibble; element = FP4[code]·2^(scale − 127); the [E, rows, in]
+# result is transposed to the [E, in, rows] parameter GptOssExperts multiplies by — so
+# gate_up_proj_blocks [E, 2H, D/32, 16] holds gate (even rows) and up (odd rows) of
+# gate_up_proj [E, D, 2H], and down_proj_blocks [E, D, H/32, 16] holds down_proj [E, H, D].
+# ffn repacks the bytes into ggml's MXFP4 blocks (the scale byte, then byte j = element j |
+# element j+16 << 4) and runs them as mxfp4. That kernel quantises its activations (x, and h
+# before down) to int8 blocks of 32 as ggml's q8 (a weight and an activation code meet in
+# an integer dot product), so against the exact answer of the dequantised weights the f32
+# bound does not hold alone: the MXFP4 runs get the f32 bound plus bound.py's activation
+# quantisation term (the contract of the integer types, test_kquant_files.py), and the sharp
+# check of that file — relative RMS within 3e-3 of the forward with x and h emulated as q8
+# — which a wrong nibble order, scale, interleave or layer misses by orders of magnitude.
+# With --dtype f32 the repacked weights decode exactly to f32 and the run has f32
+# activations: there the plain f32 bound applies, as for an f32 checkpoint of the same values.
+FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+MXFP4_ACTIVATION_BLOCK = 32
+
+
+def hf_codes(blocks):
+    """Codes [..., G, 32] in element order of the release's blocks [..., G, 16]."""
+    return torch.stack((blocks & 0xF, blocks >> 4), dim=-1).reshape(*blocks.shape[:-1], 32)
+
+
+def dequantise_hf(blocks, scales):
+    """The release's pair as transformers dequantises it: [E, in, rows] f32 (exact)."""
+    values = np.asarray(FP4, dtype=np.float64)[hf_codes(blocks).long().numpy()]  # [E, rows, G, 32]
+    exact = np.ldexp(values, scales.numpy().astype(np.int64)[..., None] - 127)
+    E_, rows, G, _ = exact.shape
+    return torch.from_numpy(exact.reshape(E_, rows, G * 32).transpose(0, 2, 1).astype(np.float32).copy())
+
+
+def ggml_mxfp4(blocks, scales):
+    """ggml's block_mxfp4 bytes [..., G·17] of the release's pair [..., G, 16], [..., G]."""
+    c = hf_codes(blocks)
+    qs = c[..., :16] | (c[..., 16:] << 4)
+    return torch.cat((scales.unsqueeze(-1), qs), dim=-1).reshape(*scales.shape[:-1], -1).numpy()
+
+
+def make_mxfp4_layer(seed=0):
+    """Random codes (all 16, −0 included) and e8m0 scales giving magnitudes near make_layer's:
+    gate_up 2^(123 … 127 − 127)·|code| ≤ 6 (the clamps engaged), down ≤ 6·2^−4. Returns the
+    dequantised layer (make_layer's dict) and the release's tensors."""
+    g = torch.Generator().manual_seed(seed + 100)
+
+    def codes(*shape):
+        return torch.randint(0, 256, shape, generator=g, dtype=torch.uint8)
+
+    def scales(lo, hi, *shape):
+        return torch.randint(lo, hi + 1, shape, generator=g, dtype=torch.uint8)
+
+    packed = {"gate_up_blocks": codes(E, 2 * H, D // 32, 16), "gate_up_scales": scales(123, 127, E, 2 * H, D // 32),
+              "down_blocks": codes(E, D, H // 32, 16), "down_scales": scales(119, 123, E, D, H // 32)}
+    w = dict(make_layer(seed), gate_up=dequantise_hf(packed["gate_up_blocks"], packed["gate_up_scales"]),
+             down=dequantise_hf(packed["down_blocks"], packed["down_scales"]))
+    return w, packed
+
+
+def hf_mxfp4_tensors(w, packed):
+    p = "model.layers.0.mlp."
+    return {p + "router.weight": w["router"], p + "router.bias": w["router_bias"],
+            p + "experts.gate_up_proj_blocks": packed["gate_up_blocks"],
+            p + "experts.gate_up_proj_scales": packed["gate_up_scales"],
+            p + "experts.gate_up_proj_bias": w["gate_up_bias"],
+            p + "experts.down_proj_blocks": packed["down_blocks"],
+            p + "experts.down_proj_scales": packed["down_scales"], p + "experts.down_proj_bias": w["down_bias"]}
+
+
+# The release's config.json says how its experts are stored.
+MXFP4_CONFIG = {"quantization_config": {"quant_method": "mxfp4",
+                                        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                                                   "model.embed_tokens", "lm_head"]}}
+
+
+def write_hf_mxfp4(folder, w, packed, config_changes=None, tensors=None):
+    return write_hf(folder, w, {**MXFP4_CONFIG, **(config_changes or {})},
+                    tensors if tensors is not None else hf_mxfp4_tensors(w, packed))
+
+
+def write_gguf_mxfp4(path, w, packed):
+    """The same layer in GGUF names (gguf-py), its experts the repacked MXFP4 blocks."""
+    import gguf
+
+    Q = gguf.GGMLQuantizationType
+    writer = gguf.GGUFWriter(str(path), arch="gpt-oss")
+    writer.add_uint32("gpt-oss.expert_count", E)
+    writer.add_uint32("gpt-oss.expert_used_count", K)
+    writer.add_uint32("gpt-oss.expert_feed_forward_length", H)
+    gub, gus = packed["gate_up_blocks"], packed["gate_up_scales"]
+    b = w["gate_up_bias"].numpy()
+    for name, t in {"blk.0.ffn_gate_exps.weight": ggml_mxfp4(gub[:, 0::2], gus[:, 0::2]),
+                    "blk.0.ffn_up_exps.weight": ggml_mxfp4(gub[:, 1::2], gus[:, 1::2]),
+                    "blk.0.ffn_down_exps.weight": ggml_mxfp4(packed["down_blocks"], packed["down_scales"])}.items():
+        writer.add_tensor(name, np.ascontiguousarray(t), raw_dtype=Q.MXFP4)
+    for name, t in {"blk.0.ffn_gate_inp.weight": w["router"].numpy(), "blk.0.ffn_gate_inp.bias": w["router_bias"].numpy(),
+                    "blk.0.ffn_gate_exps.bias": b[:, 0::2], "blk.0.ffn_up_exps.bias": b[:, 1::2],
+                    "blk.0.ffn_down_exps.bias": w["down_bias"].numpy()}.items():
+        writer.add_tensor(name, np.ascontiguousarray(t, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def reference_q8(w, x):
+    """reference(w, x) with the bound widened by the q8 activation term of each chosen expert."""
+    y, b = reference(w, x)
+    _, chosen, weights = route(w, x)
+    for t in range(x.shape[0]):
+        for j in range(K):
+            state = expert_state(w, chosen[t, j])
+            b[t] += weights[t, j] * bound.quantisation_bound(state, x[t:t + 1], "clamped_swish", True,
+                                                             MXFP4_ACTIVATION_BLOCK, MXFP4_ACTIVATION_BLOCK)[0]
+    return y, b
+
+
+def emulated_q8(w, x):
+    """The layer with x and each expert's h quantised as ggml's q8_0 (float64 otherwise)."""
+    from test_kquant_files import q8_0_values
+
+    _, chosen, weights = route(w, x)
+    y = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        x8 = q8_0_values(x[t:t + 1])
+        for j in range(K):
+            s = expert_state(w, chosen[t, j])
+            gate = np.minimum(x8 @ s["gate.weight"].T + s["gate.bias"], 7.0)
+            up = np.clip(x8 @ s["up.weight"].T + s["up.bias"], -7.0, 7.0)
+            h = (up + 1.0) * gate / (1.0 + np.exp(-1.702 * gate))
+            y[t] += weights[t, j] * (q8_0_values(h) @ s["down.weight"].T + s["down.bias"])[0]
+    return y
+
+
+def relative_rms(y, ref):
+    return float(np.sqrt(np.mean((y - ref) ** 2) / np.mean(ref**2)))
+
+
+EMULATED_ERROR = 3e-3  # as test_kquant_files.py: room for a few boundary codes, far below any mistake
+
+
+@pytest.fixture(scope="module")
+def mxfp4_case(tmp_path_factory):
+    w, packed = make_mxfp4_layer()
+    x = draw_inputs(w, 24, seed=2)
+    tmp = tmp_path_factory.mktemp("gpt_oss_mxfp4")
+    np.save(tmp / "x.npy", x.astype(np.float32))
+    return w, packed, x, tmp
+
+
+def test_mxfp4_layer_engages_the_clamps_and_the_checks_see_mistakes(mxfp4_case):
+    w, packed, x, _ = mxfp4_case
+    xf = x.astype(np.float32).astype(np.float64)
+    state = expert_state(w, 0)
+    gate = xf @ state["gate.weight"].T + state["gate.bias"]
+    assert (gate > 7).mean() > 0.05 and (np.abs(xf @ state["up.weight"].T + state["up.bias"]) > 7).mean() > 0.05
+    y = emulated_q8(w, xf)
+    # Nibbles of a byte swapped, or the scale off by one: far outside the sharp check.
+    swapped = dict(w, gate_up=dequantise_hf((packed["gate_up_blocks"] << 4) | (packed["gate_up_blocks"] >> 4),
+                                            packed["gate_up_scales"]))
+    off_by_one = dict(w, down=dequantise_hf(packed["down_blocks"], packed["down_scales"] + 1))
+    for wrong in (swapped, off_by_one):
+        assert relative_rms(emulated_q8(wrong, xf), y) > 30 * EMULATED_ERROR
+
+
+def test_mxfp4_release_runs_as_mxfp4_within_the_bound(mxfp4_case, run_ffn, ffn_module):
+    w, packed, x, tmp = mxfp4_case
+    folder = write_hf_mxfp4(tmp / "hf", w, packed)
+    info = json.loads(run_ffn("info", "--weights", folder, "--json").stdout)
+    assert [(l["moe"], l["expert_types"], l["experts"], l["expert_hidden"]) for l in info["layers"]] == \
+        [(True, "mxfp4", E, H)]
+    assert "experts (mxfp4)" in run_ffn("info", "--weights", folder).stdout
+    said = run_ffn("forward", "--weights", folder, "--input", tmp / "x.npy", "--output", tmp / "y.npy").stdout
+    assert "weights mxfp4" in said and "mxfp4" in said.split("names")[0], said
+    y = np.load(tmp / "y.npy").astype(np.float64)
+    xf = x.astype(np.float32).astype(np.float64)
+    ref, b = reference_q8(w, xf)
+    ratio = np.max(np.abs(y - ref) / b)
+    assert ratio <= 1.0, f"worst error {ratio:.3g} of the bound"
+    rel = relative_rms(y, emulated_q8(w, xf))
+    assert rel <= EMULATED_ERROR, f"{rel:.3g} off the emulated q8 forward"
+    m = ffn_module.load(str(folder))
+    assert m.experts == E and m.top_k == K and m.variant == "swiglu_oai"
+    assert m.types == {"gate": "mxfp4", "up": "mxfp4", "down": "mxfp4"}
+    assert np.array_equal(m(x.astype(np.float32)), y.astype(np.float32))
+    experts, _ = m.route(x.astype(np.float32))
+    assert np.array_equal(experts, route(w, xf)[1])
+
+
+def test_mxfp4_release_decoded_to_f32_is_within_the_f32_bound(mxfp4_case, run_ffn):
+    """--dtype f32: the repacked blocks decoded (exactly) and run with f32 activations."""
+    w, packed, x, tmp = mxfp4_case
+    folder = write_hf_mxfp4(tmp / "hf_f32", w, packed)
+    said = run_ffn("forward", "--weights", folder, "--input", tmp / "x.npy", "--output", tmp / "y32.npy",
+                   "--dtype", "f32").stdout
+    assert "weights f32 (stored mxfp4)" in said, said
+    y = np.load(tmp / "y32.npy").astype(np.float64)
+    ref, b = reference(w, x.astype(np.float32).astype(np.float64))
+    ratio = np.max(np.abs(y - ref) / b)
+    assert ratio <= 1.0, f"worst error {ratio:.3g} of the f32 bound"
+
+
+def test_mxfp4_release_is_bit_identical_to_the_gguf_of_its_repacked_blocks(mxfp4_case, run_ffn, ffn_module):
+    w, packed, x, tmp = mxfp4_case
+    folder = write_hf_mxfp4(tmp / "hf_vs_gguf", w, packed)
+    path = write_gguf_mxfp4(tmp / "mxfp4.gguf", w, packed)
+    said = run_ffn("forward", "--weights", path, "--input", tmp / "x.npy", "--output", tmp / "y_gguf.npy").stdout
+    assert "weights mxfp4" in said, said
+    y_hf = run_forward(run_ffn, folder, tmp / "x.npy", tmp / "y_hf.npy")
+    y_gguf = np.load(tmp / "y_gguf.npy").astype(np.float64)
+    assert np.array_equal(y_hf, y_gguf)
+    xf = x.astype(np.float32)
+    assert np.array_equal(ffn_module.load(str(path))(xf), ffn_module.load(str(folder))(xf))
+
+
+def test_mxfp4_release_sharded_as_released(mxfp4_case, run_ffn):
+    """The release is sharded (model.safetensors.index.json): each _blocks in one shard and
+    its _scales in another here, and the answer is the single file's, bit for bit."""
+    w, packed, x, tmp = mxfp4_case
+    folder = tmp / "sharded"
+    write_hf_mxfp4(folder, w, packed)
+    (folder / "model.safetensors").unlink()
+    weight_map, shards = {}, ({}, {})
+    for i, (name, t) in enumerate(hf_mxfp4_tensors(w, packed).items()):
+        shards[i % 2][name] = t
+        weight_map[name] = f"model-0000{i % 2}-of-00002.safetensors"
+    for i, shard in enumerate(shards):
+        files.write_safetensors(folder / f"model-0000{i}-of-00002.safetensors", shard)
+    assert weight_map["model.layers.0.mlp.experts.gate_up_proj_blocks"] != \
+        weight_map["model.layers.0.mlp.experts.gate_up_proj_scales"]
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    single = run_forward(run_ffn, write_hf_mxfp4(tmp / "single", w, packed), tmp / "x.npy", tmp / "y_single.npy")
+    assert np.array_equal(run_forward(run_ffn, folder, tmp / "x.npy", tmp / "y_sharded.npy"), single)
+
+
+def test_gguf_py_dequantises_the_repacked_blocks_to_the_release_values(mxfp4_case):
+    """llama.cpp's gguf-py reads ggml's layout of the repack as transformers reads the
+    release: every value equal, for every scale byte 0 … 252 (2^−127 … 2^125; from 253 on,
+    6·2^(s − 127) overflows f32 in both)."""
+    gguf = pytest.importorskip("gguf")
+    g = torch.Generator().manual_seed(5)
+    blocks = torch.randint(0, 256, (2, 253, 3, 16), generator=g, dtype=torch.uint8)
+    scales = torch.arange(253, dtype=torch.uint8).repeat(2, 3, 1).permute(0, 2, 1).contiguous()  # [2, 253, 3]
+    ours = gguf.quants.dequantize(ggml_mxfp4(blocks, scales), gguf.GGMLQuantizationType.MXFP4)  # [2, 253, 96]
+    release = dequantise_hf(blocks, scales).numpy().transpose(0, 2, 1)
+    assert ours.shape == release.shape
+    assert np.array_equal(ours, release)
+    _, packed, _, _ = mxfp4_case
+    ours = gguf.quants.dequantize(ggml_mxfp4(packed["down_blocks"], packed["down_scales"]),
+                                  gguf.GGMLQuantizationType.MXFP4)
+    assert np.array_equal(ours, dequantise_hf(packed["down_blocks"], packed["down_scales"]).numpy().transpose(0, 2, 1))
+
+
+def test_hostile_mxfp4_checkpoints_are_named(mxfp4_case, run_ffn, ffn_module):
+    w, packed, _, tmp = mxfp4_case
+    p = "model.layers.0.mlp.experts."
+
+    def fails(folder, *parts):
+        r = run_ffn("forward", "--weights", folder, "--input", tmp / "x.npy", "--output", tmp / "bad.npy", check=False)
+        assert r.returncode != 0, r.stdout
+        assert "Traceback" not in r.stderr and "terminate" not in r.stderr, r.stderr
+        for part in parts:
+            assert part in r.stderr, r.stderr
+        with pytest.raises(ffn_module.Error):
+            ffn_module.load(str(folder))
+
+    def with_tensors(name, **changes):
+        t = hf_mxfp4_tensors(w, packed)
+        for k, v in changes.items():
+            if v is None:
+                del t[p + k]
+            else:
+                t[p + k] = v
+        return write_hf_mxfp4(tmp / name, w, packed, tensors=t)
+
+    gus, dub = packed["gate_up_scales"], packed["down_blocks"]
+    # Scales and blocks disagree; down disagrees with gate_up.
+    fails(with_tensors("scales_shape", gate_up_proj_scales=gus[:, :, :1].contiguous()),
+          p + "gate_up_proj_scales", "[8, 192, 1]", "[8, 192, 2]")
+    fails(with_tensors("down_shape", down_proj_blocks=dub[:, :, :2].contiguous(),
+                       down_proj_scales=packed["down_scales"][:, :, :2].contiguous()), p + "down_proj_blocks", "[8, 64, 64]")
+    fails(with_tensors("block_bytes", down_proj_blocks=dub[..., :8].contiguous()), p + "down_proj_blocks", "16]")
+    # Missing scales; blocks without their partner.
+    fails(with_tensors("no_scales", down_proj_scales=None), p + "down_proj_scales", "missing")
+    fails(with_tensors("no_down", down_proj_blocks=None, down_proj_scales=None), p + "down_proj_blocks", "missing")
+    # Not U8.
+    fails(with_tensors("f32_blocks", gate_up_proj_blocks=packed["gate_up_blocks"].float()),
+          p + "gate_up_proj_blocks", "dtype F32", "U8")
+    fails(with_tensors("f32_scales", down_proj_scales=packed["down_scales"].float()), p + "down_proj_scales", "F32")
+    # e8m0 0xff (NaN): refused, as in MXFP4 GGUF files (check_block_scales).
+    nan = gus.clone()
+    nan[3, 17, 1] = 0xFF
+    fails(with_tensors("nan_scale", gate_up_proj_scales=nan), p + "gate_up_proj_scales", "expert 3, row 17, block 1",
+          "NaN")
+    # Dense and MXFP4 experts in one layer: refused, not one of them silently chosen.
+    fails(with_tensors("both_forms", gate_up_proj=w["gate_up"]), "MXFP4", "gate_up_proj_blocks", "one form")
+    # Counts disagreeing with config.json.
+    fails(write_hf_mxfp4(tmp / "experts", w, packed, {"num_local_experts": E + 1}), "num_local_experts")
+    fails(write_hf_mxfp4(tmp / "hidden", w, packed, {"intermediate_size": H + 32}), "hidden size")
+    # A truncated file.
+    folder = write_hf_mxfp4(tmp / "truncated", w, packed)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[:len(data) - 1000])
+    fails(folder, "model.safetensors")

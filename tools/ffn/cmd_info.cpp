@@ -48,17 +48,26 @@ void print_checkpoint(const InfoOptions& o) {
     if (ckpt.is_moe(layer)) {
       const MoeConfig m = ckpt.moe_config(lo);
       const auto a = account(m);
-      out.push_back({{"layer", layer}, {"moe", true}, {"experts", m.experts}, {"top_k", m.top_k},
-                     {"d_model", m.d_model()}, {"expert_hidden", m.expert.hidden}, {"shared_hidden", m.shared_hidden},
-                     {"parameters", a.total_parameters}, {"active_parameters", a.active_parameters}});
+      const std::string types = matrix_types_name(ckpt.moe_stored_types(lo), true);  // the routed experts'
+      out.push_back({{"layer", layer},
+                     {"moe", true},
+                     {"experts", m.experts},
+                     {"top_k", m.top_k},
+                     {"d_model", m.d_model()},
+                     {"expert_hidden", m.expert.hidden},
+                     {"shared_hidden", m.shared_hidden},
+                     {"expert_types", types},
+                     {"parameters", a.total_parameters},
+                     {"active_parameters", a.active_parameters}});
       if (!o.json)
-        std::printf("%-6lld %-8s %7lld %7lld   mixture of %lld experts, top %lld, %s, shared hidden %lld; %s "
-                    "parameters, %s active\n",
-                    static_cast<long long>(layer), "moe", static_cast<long long>(m.d_model()),
-                    static_cast<long long>(m.expert.hidden), static_cast<long long>(m.experts),
-                    static_cast<long long>(m.top_k), std::string(router_scoring_name(m.scoring)).c_str(),
-                    static_cast<long long>(m.shared_hidden), grouped(a.total_parameters).c_str(),
-                    grouped(a.active_parameters).c_str());
+        std::printf(
+            "%-6lld %-8s %7lld %7lld   mixture of %lld experts (%s), top %lld, %s, shared hidden %lld; %s "
+            "parameters, %s active\n",
+            static_cast<long long>(layer), "moe", static_cast<long long>(m.d_model()),
+            static_cast<long long>(m.expert.hidden), static_cast<long long>(m.experts), types.c_str(),
+            static_cast<long long>(m.top_k), std::string(router_scoring_name(m.scoring)).c_str(),
+            static_cast<long long>(m.shared_hidden), grouped(a.total_parameters).c_str(),
+            grouped(a.active_parameters).c_str());
       continue;
     }
     const BlockConfig c = ckpt.config(lo);
