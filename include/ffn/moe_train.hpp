@@ -86,6 +86,14 @@ struct MoeCache {
   std::vector<float> shared_gate;         // [T] σ(g·x_t), with the shared gate
   ForwardCache shared_cache;
   double balance_loss = 0;                // loss_b of this forward (always computed)
+  // backward's temporaries, kept here so that a training loop allocates them once:
+  // [T·k][D] upstream gradients and dx of the pairs, [T][E] d logits, [T][D] the router's
+  // and the shared experts' dx and the shared experts' upstream gradient, [T·k] dw, [T] dz.
+  struct Scratch {
+    Matrix dy_pairs, dx_pairs, dlogits, dx_router, dshared, dx_shared;
+    std::vector<double> dw;
+    std::vector<float> dz;
+  } scratch;
 };
 
 // y = block(x) (the same rule and order as MoeBlock::forward; f32 experts computed by
@@ -93,10 +101,10 @@ struct MoeCache {
 double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, MoeCache& cache,
                      ThreadPool* pool = nullptr);
 
-// Given dy [T][D] for the forward_train(x) that filled cache: ACCUMULATES (+=) every
+// Given dy [T][D] for the forward_train(x) that filled cache (whose scratch it uses): ACCUMULATES (+=) every
 // parameter's gradient of (dy·y + balance·loss_b) into grads and WRITES dx [T][D] (skipped
 // when dx.data is null). ffn::Error on shapes that disagree (naming them).
-void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache, ConstMatrixView dy, MatrixView dx,
+void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, ConstMatrixView dy, MatrixView dx,
               MoeGradients& grads, double balance = 0.0, ThreadPool* pool = nullptr);
 
 }  // namespace ffn

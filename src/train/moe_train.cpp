@@ -33,9 +33,6 @@ void shape(Matrix& m, int64_t rows, int64_t cols) {
   if (m.rows() != rows || m.cols() != cols) m = Matrix(rows, cols);
 }
 
-ConstMatrixView rows_of(const Matrix& m, int64_t first, int64_t n) {
-  return {m.data() + first * m.cols(), n, m.cols(), m.cols()};
-}
 MatrixView rows_of(Matrix& m, int64_t first, int64_t n) { return {m.data() + first * m.cols(), n, m.cols(), m.cols()}; }
 
 void require_shape(const Matrix& m, int64_t rows, int64_t cols, const std::string& what) {
@@ -183,7 +180,7 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
   return cache.balance_loss;
 }
 
-void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache, ConstMatrixView dy, MatrixView dx,
+void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, ConstMatrixView dy, MatrixView dx,
               MoeGradients& g, double balance, ThreadPool* pool_arg) {
   const MoeConfig& c = moe.config;
   const int64_t D = c.d_model(), E = c.experts, k = c.top_k, T = x.rows;
@@ -205,8 +202,13 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
   const Routing& r = cache.routing;
 
   // Each pair's upstream gradient w·dy_t, and each weight's gradient dy_t·out (in double).
-  Matrix dy_pairs(T * k, D), dx_pairs(T * k, D), dl(T, E);
-  std::vector<double> dw(static_cast<size_t>(T * k));
+  MoeCache::Scratch& scratch = cache.scratch;  // every element used is written before it is read
+  shape(scratch.dy_pairs, T * k, D);
+  shape(scratch.dx_pairs, T * k, D);
+  shape(scratch.dlogits, T, E);
+  scratch.dw.resize(static_cast<size_t>(T * k));
+  Matrix &dy_pairs = scratch.dy_pairs, &dx_pairs = scratch.dx_pairs, &dl = scratch.dlogits;
+  std::vector<double>& dw = scratch.dw;
   pool.run([&](int ith, int nth) {
     const auto [t0, t1] = split_range(T, ith, nth);
     std::vector<double> dl_t(static_cast<size_t>(E));
@@ -255,7 +257,8 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
   });
 
   // The router: dW += dlᵀ·x, db += Σ_t dl (token order), dx_router = dl·W.
-  Matrix dx_router(dx.data ? T : 0, D);
+  shape(scratch.dx_router, dx.data ? T : 0, D);
+  Matrix& dx_router = scratch.dx_router;
   train_detail::linear_backward(pool, x, moe.router.weight.view(), dl.view(), dx.data ? dx_router.view() : MatrixView{},
                                 g.router.view());
   if (c.router_bias)
@@ -263,11 +266,11 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
       for (int64_t e = 0; e < E; ++e) g.router_bias.data()[e] += dl.row(t)[e];
 
   // The shared experts: upstream σ(z)·dy, and the gate's own gradient.
-  Matrix dx_shared;
-  std::vector<float> dz;
+  Matrix &dx_shared = scratch.dx_shared, &ds = scratch.dshared;
+  std::vector<float>& dz = scratch.dz;
   if (moe.shared) {
-    Matrix ds(T, D);
-    if (c.shared_gate) dz.assign(static_cast<size_t>(T), 0.0f);
+    shape(ds, T, D);
+    if (c.shared_gate) dz.resize(static_cast<size_t>(T));
     pool.run([&](int ith, int nth) {
       const auto [t0, t1] = split_range(T, ith, nth);
       for (int64_t t = t0; t < t1; ++t) {
@@ -282,7 +285,7 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, const MoeCache& cache,
         if (c.shared_gate) dz[t] = static_cast<float>(dot * double(gate) * (1.0 - double(gate)));
       }
     });
-    if (dx.data) dx_shared = Matrix(T, D);
+    if (dx.data) shape(dx_shared, T, D);
     backward(*moe.shared, x, cache.shared_cache, ds.view(), dx.data ? dx_shared.view() : MatrixView{}, *g.shared,
              &pool);
     if (c.shared_gate)
