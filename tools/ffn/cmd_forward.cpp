@@ -6,6 +6,7 @@
 
 #include "across_processes.hpp"
 #include "commands.hpp"
+#include "forward_input.hpp"
 #include "ffn/inference_block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
@@ -29,25 +30,13 @@ struct ForwardOptions {
   bool quiet = false;
 };
 
-// The tokens of --input: [T, D], or a single token [D].
-NpyArray read_tokens(const ForwardOptions& o, int64_t D) {
-  NpyArray x = read_npy(o.input);
-  if (x.shape.size() != 1 && x.shape.size() != 2)
-    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
-                "], got " + std::to_string(x.shape.size()) + " dimensions");
-  if (x.shape.back() != D)
-    throw Error(o.input + ": tokens have " + std::to_string(x.shape.back()) + " features but the block in " +
-                o.weights + " has d_model " + std::to_string(D));
-  return x;
-}
-
 void run_moe_forward(const ForwardOptions& o, const LoadedMoeBlock& loaded, std::optional<WeightType> dtype,
                      ThreadPool& pool) {
   const MoeBlock& block = loaded.block;
   const MoeConfig& c = block.config();
   const int64_t D = c.d_model();
-  const NpyArray x = read_tokens(o, D);
-  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
+  const NpyArray x = read_tokens(o.input, o.weights, D);
+  const int64_t T = token_count(x);
   AlignedFloats y(T * D);
   const auto start = std::chrono::steady_clock::now();
   block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
@@ -86,8 +75,8 @@ void run_forward(const ForwardOptions& o) {
   const Variant variant = block.config().variant;
   const int64_t D = block.config().d_model;
 
-  const NpyArray x = read_tokens(o, D);
-  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
+  const NpyArray x = read_tokens(o.input, o.weights, D);
+  const int64_t T = token_count(x);
   AlignedFloats y(T * D);
   const auto start = std::chrono::steady_clock::now();
   block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);

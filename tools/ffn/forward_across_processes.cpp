@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "across_processes.hpp"
+#include "forward_input.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
@@ -44,14 +45,8 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   const std::string& activation_source = loaded.activation_source;
   const int64_t D = tp.config().d_model;
 
-  NpyArray x = read_npy(o.input);
-  if (x.shape.size() != 1 && x.shape.size() != 2)
-    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
-                "], got " + std::to_string(x.shape.size()) + " dimensions");
-  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
-  if (x.shape.back() != D)
-    throw Error(o.input + ": tokens have " + std::to_string(x.shape.back()) + " features but the block in " +
-                o.weights + " has d_model " + std::to_string(D));
+  const NpyArray x = read_tokens(o.input, o.weights, D);
+  const int64_t T = token_count(x);
 
   Matrix y(T, D);
   TensorParallelTimes times;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "across_processes.hpp"
+#include "forward_input.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
 #include "ffn/expert_parallel.hpp"
@@ -37,14 +38,8 @@ void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoi
   const MoeConfig& c = ep.config();
   const int64_t D = c.d_model();
 
-  NpyArray x = read_npy(o.input);
-  if (x.shape.size() != 1 && x.shape.size() != 2)
-    throw Error(o.input + ": expected an array of shape [T, " + std::to_string(D) + "] or [" + std::to_string(D) +
-                "], got " + std::to_string(x.shape.size()) + " dimensions");
-  const int64_t T = x.shape.size() == 2 ? x.shape[0] : 1;
-  if (x.shape.back() != D)
-    throw Error(o.input + ": tokens have " + std::to_string(x.shape.back()) + " features but the layer in " +
-                o.weights + " has d_model " + std::to_string(D));
+  const NpyArray x = read_tokens(o.input, o.weights, D);
+  const int64_t T = token_count(x);
 
   // This rank's tokens: rows t0 … t1 of the file; y gathers every rank's rows in rank order.
   std::vector<int64_t> rows(static_cast<size_t>(P));
