@@ -1,4 +1,4 @@
-// Argument checks shared by the block quantisers (quant.cpp: Q8_0 / Q4_0, ggml_blocks.cpp:
+// Argument checks shared by the block quantisers (quant.cpp: Q8_0 / Q4_0, ggml_blocks_{32,k}.cpp:
 // the other ggml formats), so that every codec reports bad input in the same words.
 #pragma once
 

@@ -124,7 +124,7 @@ double worst_ratio(WeightType t, int64_t T, int64_t N, int64_t K, const std::vec
 
 // The panels' integers (unpack_superblock) are ggml's values: on random well-formed blocks,
 // dl·(q − offset) − dml with dl = d·sc and dml = dmin·m per sub-block (the arithmetic of
-// ggml's dequantize_row_q*_K, exact products) equals the dequantiser of core/ggml_blocks.cpp
+// ggml's dequantize_row_q*_K, exact products) equals the dequantiser of core/ggml_blocks_{32,k}.cpp
 // (checked against ggml and gguf-py) bit for bit — a wrong nibble, high-bit or scale index
 // in the unpacking changes values.
 TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
