@@ -6,10 +6,12 @@
 // alternating variant and a streaming read panel by panel and judged by median times:
 // q8_0 0.82–0.99 of the read with none, 0.66–0.89 with kQPanelPrefetchBytes-style T0
 // prefetch 2–8 KiB ahead, 0.70–0.81 with T1 16–32 KiB ahead (forward by forward before,
-// docs/performance.md: 1.3–1.6× faster with none than 8 KiB ahead); q4_0 0.64–0.75 with
+// docs/performance.md: 1.3–1.6× faster with none than 8 KiB ahead); q4_0 0.64–0.77 with
 // none against 0.55–0.67 with T0 at 2–16 KiB and 0.63–0.77 with T1 at 4–32 KiB (an earlier
 // measurement, forward by forward, had favoured 8 KiB T0 by its minimum times, not by its
-// medians); with the int16 sums below, against the tile before (8 KiB T0): 1.15–1.16×.
+// medians); with the int16 sums below, against the tile before (8 KiB T0): 1.15–1.16×,
+// and the 7B forward, alternating forward by forward in one process: 1.17–1.25× at T = 1,
+// 1.06–1.22× at T = 4 (q8_0, unchanged, 0.95–1.01× in the same rounds).
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
