@@ -116,6 +116,49 @@ TEST_P(TypedKernels, IntegerPanelEqualsScalarBitForBitAndIsWithinBound) {
           }
 }
 
+// The integer sums at their extremes: activations at ±127 (quantize_row_q8_0's range),
+// q4_0 nibbles all 15 or all 0 and q8_0 weights at −128 and 127, in every sign pattern —
+// where a kernel that adds pairs in int16 or multiplies in bytes would saturate or wrap.
+TEST_P(TypedKernels, IntegerPanelAtExtremeValuesEqualsScalarBitForBit) {
+  const int64_t K = 128, N = 64;
+  for (const auto& q_panel_gemm : test::registered_entries<kernels::QPanelGemm>(GetParam(), kQPanelOps))
+    for (WeightType t : {WeightType::q8_0, WeightType::q4_0}) {
+      const auto& info = weight_type_info(t);
+      const int64_t row_bytes = K / 32 * info.block_bytes;
+      std::vector<std::byte> bytes(size_t(N * row_bytes));
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t b = 0; b < K / 32; ++b) {
+          std::byte* blk = bytes.data() + n * row_bytes + b * info.block_bytes;
+          const uint16_t d = 0x3C00;  // 1.0
+          std::memcpy(blk, &d, 2);
+          // Row n: all at one extreme (n % 4 < 2) or alternating between the two.
+          for (int64_t i = 0; i < info.block_bytes - 2; ++i) {
+            const bool high = n % 4 == 0 || (n % 4 >= 2 && (i + n / 4) % 2 == 0);
+            const uint8_t q4 = high ? 0xFF : 0x00, q8 = high ? 0x7F : 0x80;
+            blk[2 + i] = std::byte(t == WeightType::q4_0 ? q4 : q8);
+          }
+        }
+      for (int pattern = 0; pattern < 3; ++pattern) {
+        const int64_t T = 2;
+        std::vector<float> xs(size_t(T * K));
+        for (int64_t i = 0; i < T * K; ++i)
+          xs[size_t(i)] = pattern == 0 ? 1.0f : pattern == 1 ? -1.0f : (i % 2 ? -1.0f : 1.0f) * (i / K ? -1.0f : 1.0f);
+        const QuantRows x = quantise(t, T, K, xs);
+        const kernels::Q8Rows rows{x.qs.data(), x.d.data(), x.corr.data()};
+        AlignedFloats storage(K / 32 * kernels::q_panel_block_bytes(t) / 4);
+        auto* panel = reinterpret_cast<std::byte*>(storage.data());
+        weight_type_traits(t).rows_into_panel(kernels::kernel_table(GetParam()), bytes.data(), row_bytes, N, K, panel,
+                                              0);
+        std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+        q_panel_gemm(t, T, K, rows, panel, c.data(), 64);
+        kernels::q_panel_gemm_scalar(t, T, K, rows, panel, ref.data(), 64);
+        for (int64_t i = 0; i < T * 64; ++i)
+          ASSERT_EQ(c[size_t(i)], ref[size_t(i)]) << q_panel_gemm.name << " " << info.name << " pattern " << pattern
+                                                  << " element " << i;
+      }
+    }
+}
+
 // The bound above is tight enough to see a wrong nibble order or a lost block scale.
 TEST(TypedKernels, IntegerBoundCatchesNibbleOrderAndScale) {
   const int64_t T = 3, N = 5, K = 96;

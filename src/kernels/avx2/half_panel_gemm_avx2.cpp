@@ -38,12 +38,58 @@ struct PairedBf16Panel {
   }
 };
 
+// R ≤ 2 tokens × a bf16 pair panel's 64 columns over kc rows, one pass, each 32-byte load
+// (rows k and k + 1 of 8 columns) read once and widened twice — row k by a shift, row k + 1
+// by a mask — where PairedBf16Panel reads it at k and again at k + 1. Every element is the
+// same chain acc ← fma(A[t][k], P[k][j], acc) over k in order, so the bits are the 2×64
+// tile's. Used only for token blocks that stream the panel (pf carries no share then).
+// Against the 2×64 tile through PairedBf16Panel, 2 threads over 516 bf16 panels of
+// K = 4096 (the 7B block's bytes), the two alternating with a streaming read panel by
+// panel (medians): T = 1 0.73–0.85 → 0.87–0.94 of the read (1.11–1.19×), T = 2
+// 0.74–0.75 → 0.86–0.88 (1.15–1.20×), the same bits; the 7B forward, alternating forward
+// by forward in one process, 1.00–1.14× at T = 1 (median 1.03), 1.25–1.31× at T = 2.
+template <int R, bool Resume>
+void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc) {
+  __m256 acc[R][8];
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < 8; ++v) acc[i][v] = Resume ? _mm256_loadu_ps(C + i * ldc + 8 * v) : _mm256_setzero_ps();
+  const __m256i high = _mm256_set1_epi32(int32_t(0xFFFF0000u));
+  int64_t k = 0;
+  for (; k + 2 <= kc; k += 2) {
+    const uint16_t* pair = P + bf16_panel_index(k, 0);
+    __m256 a0[R], a1[R];
+    for (int i = 0; i < R; ++i) {
+      a0[i] = _mm256_set1_ps(A[i * lda + k]);
+      a1[i] = _mm256_set1_ps(A[i * lda + k + 1]);
+    }
+    for (int v = 0; v < 8; ++v) {
+      const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 16 * v));
+      const __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+      const __m256 w1 = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
+      for (int i = 0; i < R; ++i) {
+        acc[i][v] = _mm256_fmadd_ps(a0[i], w0, acc[i][v]);
+        acc[i][v] = _mm256_fmadd_ps(a1[i], w1, acc[i][v]);
+      }
+    }
+  }
+  if (k < kc) {  // an odd last row: the low halves of its pair
+    const uint16_t* pair = P + bf16_panel_index(k, 0);
+    for (int v = 0; v < 8; ++v) {
+      const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(pair + 16 * v));
+      const __m256 w0 = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+      for (int i = 0; i < R; ++i) acc[i][v] = _mm256_fmadd_ps(_mm256_set1_ps(A[i * lda + k]), w0, acc[i][v]);
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + i * ldc + 8 * v, acc[i][v]);
+}
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
 // out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
 // each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
-// tokens, bf16 (whose pair layout the tile reads at k and again at k + 1) up to 2 — and
+// tokens, bf16 up to 2 (as bf16_pair_tile, which widens both rows of a pair load) — and
 // the rest the four-pass 6×16 tile. Measured on the 7B shape, alternating in one process:
 // one token × 64 columns against 6×16 at T = 1, f16 1.81×, bf16 1.78×; 2×64 against the
 // tiles before it, f16 1.35× at T = 2, 1.06× at 3, 1.04× at 4, 0.91× at 5; bf16 1.53× at
@@ -52,7 +98,11 @@ void half_panel_gemm_avx2_2x64_6x16(bool bf16, int64_t T, int64_t K, const float
                                     float* C, int64_t ldc) {
   if (bf16) {
     if (T <= 2)
-      f32_panel_gemm_tiled<Avx2Store, 2, 8, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
+      panel_gemm_blocked<2, 2, StreamAhead{}>(
+          T, K, A, lda, P, C, ldc,
+          [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare) {
+            bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc);
+          });
     else
       f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
   } else {

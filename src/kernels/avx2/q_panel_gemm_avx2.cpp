@@ -1,21 +1,29 @@
 // AVX2 integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic in
 // kernels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, block after block in one pass, so
-// the panel streams from memory as the linear array it is. For q4_0 the first token's pass
-// prefetches it kQPanelPrefetchBytes ahead into L1 (T0): measured on this AVX-512 machine
-// with FFN_ISA=avx2, 7B shape, alternating in one process against the hardware prefetcher
-// alone, q4_0 1.10–1.26× faster at T = 1 and 1.10× at 4, level at 16 (flat from 6 to 12 KiB;
-// 8 blocks ahead into L2 had been 0.89–0.94× at T = 1). q8_0 (34 lines a block, twice
-// q4_0's) streams faster without it: alternating forward by forward in one process, T = 1
-// ran 1.3–1.6× faster (medians of 40) with none than 8 KiB ahead, 1.16–1.18× than 2 or 4 KiB
-// (docs/performance.md, AVX2), level at 16.
+// the panel streams from memory as the linear array it is, with no software prefetch: the
+// hardware prefetcher alone streams it fastest. Measured on the Zen 4 (AVX-512 capable)
+// with FFN_ISA's kernels, 2 threads over 516 panels of K = 4096 (the 7B block's bytes),
+// alternating variant and a streaming read panel by panel and judged by median times:
+// q8_0 0.82–0.99 of the read with none, 0.66–0.89 with kQPanelPrefetchBytes-style T0
+// prefetch 2–8 KiB ahead, 0.70–0.81 with T1 16–32 KiB ahead (forward by forward before,
+// docs/performance.md: 1.3–1.6× faster with none than 8 KiB ahead); q4_0 0.64–0.77 with
+// none against 0.55–0.67 with T0 at 2–16 KiB and 0.63–0.77 with T1 at 4–32 KiB (an earlier
+// measurement, forward by forward, had favoured 8 KiB T0 by its minimum times, not by its
+// medians); with the int16 sums below, against the tile before (8 KiB T0): 1.15–1.16×,
+// and the 7B forward, alternating forward by forward in one process: 1.17–1.25× at T = 1,
+// 1.06–1.22× at T = 4 (q8_0, unchanged, 0.95–1.01× in the same rounds).
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
 // A group's 4 weights of 8 rows are one vector: vpmaddubsw multiplies unsigned by signed
 // bytes into pairs of int16, vpmaddwd adds the pairs into int32 lanes — each lane the exact
 // Σ of its row's 4 products. q4_0's nibbles (w + 8, at most 15) stay unsigned and the sum
-// starts from the activations' −8·Σx; q8_0 multiplies |w| by x carrying w's sign, so no
-// pair can saturate int16 (2·128·127 < 2¹⁵), and needs no correction.
+// starts from the activations' −8·Σx; its pairs (|·| ≤ 2·15·127 = 3810, activations being
+// in [−127, 127]) are added as int16 over the whole block — 8 of them, |·| ≤ 30480 < 2¹⁵,
+// so exact — and widened by one vpmaddwd a block instead of one a vector (q4_0 decode,
+// the same alternation as above: 1.03–1.05× faster). q8_0 multiplies |w| by x carrying
+// w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no correction (two
+// such pairs could: its pairs are widened one vector at a time).
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
 #include <immintrin.h>
 
@@ -33,21 +41,16 @@ inline __m256i pair_sums(__m256i u8, __m256i s8) {
 }
 
 // One token × the panel's 64 rows over blocks [b0, b1); the chains start from C when
-// resume; with prefetch (the first token) of q4_0, the blocks kQPanelPrefetchBytes ahead are
-// pulled into L1. 8 integer sums and 8 float accumulators: the accumulators, touched once a
-// block, are what the compiler may keep in memory.
+// resume. 8 integer sums and 8 float accumulators: the accumulators, touched once a block,
+// are what the compiler may keep in memory.
 template <WeightType Type>
-void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
-  constexpr int64_t block_bytes = q_panel_block_bytes(Type), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
-  prefetch = prefetch && Type == WeightType::q4_0;
+void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C) {
+  constexpr int64_t block_bytes = q_panel_block_bytes(Type);
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* blk = P + b * block_bytes;
-    if (prefetch)
-      for (int64_t line = 0; line < block_bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
     const std::byte* q = blk + kQPanelScaleBytes;
     // Rows 8v … 8v + 7 of group g (4 weights each).
     auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
@@ -57,9 +60,8 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
       return _mm256_set1_epi32(bytes);
     };
     __m256i sum[8];
-    for (int v = 0; v < 8; ++v)
-      sum[v] = Type == WeightType::q8_0 ? _mm256_setzero_si256() : _mm256_set1_epi32(q8_block_corr(A.corr + 8 * b));
     if constexpr (Type == WeightType::q8_0) {
+      for (int v = 0; v < 8; ++v) sum[v] = _mm256_setzero_si256();
       for (int g = 0; g < 8; ++g) {
         const __m256i x = x_group(g);
         for (int v = 0; v < 8; ++v) {
@@ -68,15 +70,20 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
         }
       }
     } else {
+      __m256i pairs[8];  // int16 pair sums of the block, exact (above)
+      for (int v = 0; v < 8; ++v) pairs[v] = _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {
         const __m256i x_lo = x_group(g), x_hi = x_group(g + 4);
         for (int v = 0; v < 8; ++v) {
           const __m256i raw = w_vec(g, v);
           const __m256i lo = _mm256_and_si256(raw, nibble);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-          sum[v] = _mm256_add_epi32(sum[v], _mm256_add_epi32(pair_sums(lo, x_lo), pair_sums(hi, x_hi)));
+          pairs[v] = _mm256_add_epi16(
+              pairs[v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi)));
         }
       }
+      const __m256i corr = _mm256_set1_epi32(q8_block_corr(A.corr + 8 * b));
+      for (int v = 0; v < 8; ++v) sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs[v], _mm256_set1_epi16(1)), corr);
     }
     const __m256 dx = _mm256_set1_ps(A.d[b]);
     for (int v = 0; v < 8; ++v) {
@@ -95,7 +102,7 @@ void panel(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, 
     const int64_t b1 = std::min(blocks, b0 + kKBlocks);
     for (int64_t t = 0; t < T; ++t) {
       const Q8Rows row{A.qs + t * K, A.d + t * blocks, A.corr + t * (K / 4)};
-      tile<Type>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+      tile<Type>(row, P, b0, b1, b0 > 0, C + t * ldc);
     }
   }
 }
