@@ -43,11 +43,7 @@ struct PairedBf16Panel {
 // by a mask — where PairedBf16Panel reads it at k and again at k + 1. Every element is the
 // same chain acc ← fma(A[t][k], P[k][j], acc) over k in order, so the bits are the 2×64
 // tile's. Used only for token blocks that stream the panel (pf carries no share then).
-// Against the 2×64 tile through PairedBf16Panel, 2 threads over 516 bf16 panels of
-// K = 4096 (the 7B block's bytes), the two alternating with a streaming read panel by
-// panel (medians): T = 1 0.73–0.85 → 0.87–0.94 of the read (1.11–1.19×), T = 2
-// 0.74–0.75 → 0.86–0.88 (1.15–1.20×), the same bits; the 7B forward, alternating forward
-// by forward in one process, 1.00–1.14× at T = 1 (median 1.03), 1.25–1.31× at T = 2.
+// Measured against the 2×64 tile through PairedBf16Panel in docs/performance.md (AVX2).
 template <int R, bool Resume>
 void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc) {
   __m256 acc[R][8];

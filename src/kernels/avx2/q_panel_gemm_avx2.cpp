@@ -1,17 +1,8 @@
 // AVX2 integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic in
 // kernels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, block after block in one pass, so
 // the panel streams from memory as the linear array it is, with no software prefetch: the
-// hardware prefetcher alone streams it fastest. Measured on the Zen 4 (AVX-512 capable)
-// with FFN_ISA's kernels, 2 threads over 516 panels of K = 4096 (the 7B block's bytes),
-// alternating variant and a streaming read panel by panel and judged by median times:
-// q8_0 0.82–0.99 of the read with none, 0.66–0.89 with kQPanelPrefetchBytes-style T0
-// prefetch 2–8 KiB ahead, 0.70–0.81 with T1 16–32 KiB ahead (forward by forward before,
-// docs/performance.md: 1.3–1.6× faster with none than 8 KiB ahead); q4_0 0.64–0.77 with
-// none against 0.55–0.67 with T0 at 2–16 KiB and 0.63–0.77 with T1 at 4–32 KiB (an earlier
-// measurement, forward by forward, had favoured 8 KiB T0 by its minimum times, not by its
-// medians); with the int16 sums below, against the tile before (8 KiB T0): 1.15–1.16×,
-// and the 7B forward, alternating forward by forward in one process: 1.17–1.25× at T = 1,
-// 1.06–1.22× at T = 4 (q8_0, unchanged, 0.95–1.01× in the same rounds).
+// hardware prefetcher alone streams it fastest, for q8_0 and q4_0 alike (T0 2–16 KiB and T1
+// 4–32 KiB ahead were measured slower; docs/performance.md, AVX2).
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
@@ -20,10 +11,9 @@
 // Σ of its row's 4 products. q4_0's nibbles (w + 8, at most 15) stay unsigned and the sum
 // starts from the activations' −8·Σx; its pairs (|·| ≤ 2·15·127 = 3810, activations being
 // in [−127, 127]) are added as int16 over the whole block — 8 of them, |·| ≤ 30480 < 2¹⁵,
-// so exact — and widened by one vpmaddwd a block instead of one a vector (q4_0 decode,
-// the same alternation as above: 1.03–1.05× faster). q8_0 multiplies |w| by x carrying
-// w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no correction (two
-// such pairs could: its pairs are widened one vector at a time).
+// so exact — and widened by one vpmaddwd a block instead of one a vector. q8_0 multiplies
+// |w| by x carrying w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no
+// correction (two such pairs could: its pairs are widened one vector at a time).
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
 #include <immintrin.h>
 
