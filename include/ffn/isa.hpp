@@ -1,9 +1,13 @@
 // Runtime choice of instruction set. One binary runs on any x86-64: kernels for wider ISAs
 // are compiled per file and the widest the CPU supports is used, unless FFN_ISA
-// (scalar|avx2|avx512|avx512_vnni|avx512_bf16) or set_isa() asks for another. Every ISA
-// computes the same results within the tested error bounds; the scalar kernels are the
-// plain-C++ reference. Each level is the one before it plus what it names:
+// (scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16) or set_isa() asks for another.
+// Every ISA computes the same results within the tested error bounds; the scalar kernels
+// are the plain-C++ reference. Each level is the one before it plus what it names, except
+// that avx512 builds on avx2, not on avx2_vnni (Zen 4 and Skylake-X have AVX-512 without
+// AVX-VNNI; Alder Lake has AVX-VNNI without AVX-512):
 //   avx2:        AVX2 + FMA (+ F16C);
+//   avx2_vnni:   + AVX-VNNI: integer dot products by the 256-bit vpdpbusd, the same bits
+//                as AVX2's integer kernels;
 //   avx512:      AVX-512F; the integer (q8_0 / q4_0) kernels stay AVX2's;
 //   avx512_vnni: + AVX512_VNNI (with BW and VL): integer dot products by vpdpbusd, the same
 //                bits as AVX2's integer kernels;
@@ -18,7 +22,7 @@
 
 namespace ffn {
 
-enum class Isa { scalar, avx2, avx512, avx512_vnni, avx512_bf16 };
+enum class Isa { scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16 };
 
 std::string_view isa_name(Isa isa);
 Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names

@@ -31,8 +31,8 @@ def __getattr__(name):
 
 
 def active_isa():
-    """The instruction set the kernels use: scalar, avx2, avx512, avx512_vnni or avx512_bf16 (the widest
-    this CPU supports unless FFN_ISA names another). On avx512_bf16 bf16 inference blocks round
+    """The instruction set the kernels use: scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16
+    (the widest this CPU supports unless FFN_ISA names another). On avx512_bf16 bf16 inference blocks round
     their activations to bf16 for the dot products (see the README's accuracy table)."""
     return _core.active_isa()
 

@@ -16,6 +16,8 @@ const KernelTable& table_of(Isa isa) {
       break;
     case Isa::avx2:
       return table_avx2();
+    case Isa::avx2_vnni:
+      return table_avx2_vnni();
     case Isa::avx512:
       return table_avx512();
     case Isa::avx512_vnni:

@@ -17,7 +17,9 @@ namespace ffn {
 namespace {
 
 constexpr int kUnset = -1;
-constexpr std::array kAllIsas = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16};
+// Narrowest first: the widest supported is the last of these the CPU has.
+constexpr std::array kAllIsas = {Isa::scalar,      Isa::avx2,        Isa::avx2_vnni,
+                                 Isa::avx512,      Isa::avx512_vnni, Isa::avx512_bf16};
 
 // F16C (CPUID leaf 1, ECX bit 29), read directly: clang's __builtin_cpu_supports has no
 // "f16c". Its registers are AVX's, whose OS support the AVX2 check already covers.
@@ -32,7 +34,15 @@ bool cpu_has_avx512_bf16() {
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
 }
 
-// Each level requires the one before it, so supported_isas() is a prefix of kAllIsas.
+// AVX-VNNI, the VEX-coded vpdpbusd (CPUID leaf 7 sub-leaf 1, EAX bit 4), read directly as
+// AVX512_BF16 is; its registers are AVX's.
+bool cpu_has_avx_vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 4)) != 0;
+}
+
+// Each level requires the one it builds on (isa.hpp): avx2_vnni and avx512 both build on
+// avx2, so a CPU may have either without the other.
 bool cpu_supports(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
@@ -41,6 +51,8 @@ bool cpu_supports(Isa isa) {
     // F16C (vcvtph2ps, the f16 weights' widening) came before AVX2 on every x86 CPU.
     case Isa::avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+    case Isa::avx2_vnni:
+      return cpu_supports(Isa::avx2) && cpu_has_avx_vnni();
     case Isa::avx512:
       return cpu_supports(Isa::avx2) && __builtin_cpu_supports("avx512f");
     // The VNNI files also use AVX-512BW/VL (byte shuffles, masked stores).
@@ -71,6 +83,8 @@ std::string_view isa_name(Isa isa) {
       return "scalar";
     case Isa::avx2:
       return "avx2";
+    case Isa::avx2_vnni:
+      return "avx2_vnni";
     case Isa::avx512:
       return "avx512";
     case Isa::avx512_vnni:
@@ -84,7 +98,7 @@ std::string_view isa_name(Isa isa) {
 Isa parse_isa(std::string_view name) {
   for (Isa i : kAllIsas)
     if (isa_name(i) == name) return i;
-  throw Error("ISA '" + std::string(name) + "' is unknown; accepted: scalar, avx2, avx512, avx512_vnni, avx512_bf16");
+  throw Error("ISA '" + std::string(name) + "' is unknown; accepted: scalar, avx2, avx2_vnni, avx512, avx512_vnni, avx512_bf16");
 }
 
 // Asked once: in a virtual machine cpuid traps to the hypervisor (microseconds), and the

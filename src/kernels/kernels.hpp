@@ -216,6 +216,8 @@ inline constexpr int64_t q_panel_block_bytes(WeightType type) {
 using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
 void q_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
 void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
+void q_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+                                int64_t ldc);
 void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                                   int64_t ldc);
 
@@ -236,6 +238,8 @@ using KQPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8KRows A, c
 void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc);
 void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                              int64_t ldc);
+void kq_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
+                                 int64_t ldc);
 void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
                                    int64_t ldc);
 

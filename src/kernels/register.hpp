@@ -1,5 +1,5 @@
 // How each ISA folder registers its kernel table (scalar/register_scalar.cpp,
-// avx2/register_avx2.cpp, avx512/register_avx512*.cpp): with designated initialisers, each
+// avx2/register_avx2*.cpp, avx512/register_avx512*.cpp): with designated initialisers, each
 // entry FFN_KERNEL(function), a wider ISA's table over the narrower one's (inherit). The
 // register files take only the kernels' addresses, so they are compiled for baseline
 // x86-64 like dispatch.cpp; no table is built before some kernel_table() call needs it.
@@ -32,6 +32,7 @@ inline KernelTable inherit(const KernelTable& narrower, KernelTable own) {
 // Each ISA's table, built on first call (by its register_<isa>.cpp).
 const KernelTable& table_scalar();
 const KernelTable& table_avx2();
+const KernelTable& table_avx2_vnni();
 const KernelTable& table_avx512();
 const KernelTable& table_avx512_vnni();
 const KernelTable& table_avx512_bf16();

@@ -76,11 +76,11 @@ def test_forward_matches_module(tmp_path, run_ffn, variant, d, hidden, tokens, b
     check_against_module(tmp_path, run_ffn, module, gated, variant, x)
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512", "avx512_vnni", "avx512_bf16"])
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16"])
 def test_every_isa_matches_module(tmp_path, run_ffn, isa):
     cpu = open("/proc/cpuinfo").read()
-    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"], "avx512_vnni": ["avx512_vnni"],
-             "avx512_bf16": ["avx512_bf16"]}[isa]
+    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx2_vnni": ["avx2", "fma", "avx_vnni"], "avx512": ["avx512f"],
+             "avx512_vnni": ["avx512_vnni"], "avx512_bf16": ["avx512_bf16"]}[isa]
     if any(f" {flag}" not in cpu for flag in needs):
         pytest.skip(f"this CPU lacks {isa}")
     for variant in ["swiglu", "gelu", "geglu"]:

@@ -365,14 +365,14 @@ def test_an_exact_tie_goes_to_the_lower_index(tmp_path, ffn_module):
 
 
 def skip_unless_cpu_has(isa):
-    needs = {"default": [], "scalar": [], "avx2": ["avx2", "fma"], "avx512": ["avx512f"],
-             "avx512_vnni": ["avx512_vnni"]}[isa]
+    needs = {"default": [], "scalar": [], "avx2": ["avx2", "fma"], "avx2_vnni": ["avx2", "fma", "avx_vnni"],
+             "avx512": ["avx512f"], "avx512_vnni": ["avx512_vnni"]}[isa]
     if any(f" {flag}" not in open("/proc/cpuinfo").read() for flag in needs):
         pytest.skip(f"this CPU lacks {isa}")
     return {} if isa == "default" else {"FFN_ISA": isa}
 
 
-@pytest.mark.parametrize("isa", ["default", "scalar", "avx2", "avx512_vnni"])
+@pytest.mark.parametrize("isa", ["default", "scalar", "avx2", "avx2_vnni", "avx512_vnni"])
 def test_q8_0_gguf(tmp_path_factory, tmp_path, run_ffn, isa):
     """Mixtral's experts in q8_0 (gguf.quantize; the router f32 as llama.cpp keeps it), on
     each integer kernel the CPU has: the worst-case bound with the q8_0 activation term, and

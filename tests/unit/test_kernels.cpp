@@ -5,11 +5,13 @@
 // some table registers has a checker here or in another kernel test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ffn/error.hpp"
@@ -145,10 +147,14 @@ TEST_P(RoofLoop, ComputeRoofRunsItsChainsOfLanes) {
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);
 
+// Every level of the enum, whether this CPU has it or not.
+constexpr Isa kEveryIsa[] = {Isa::scalar, Isa::avx2, Isa::avx2_vnni, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16};
+
 TEST(Isa, DispatchAndNames) {
   EXPECT_TRUE(isa_supported(Isa::scalar));
   EXPECT_EQ(supported_isas().front(), Isa::scalar);
   EXPECT_EQ(parse_isa("avx2"), Isa::avx2);
+  EXPECT_EQ(parse_isa("avx2_vnni"), Isa::avx2_vnni);
   EXPECT_EQ(parse_isa("avx512_vnni"), Isa::avx512_vnni);
   EXPECT_THROW(parse_isa("sse9"), Error);
   for (Isa isa : supported_isas()) {
@@ -159,19 +165,24 @@ TEST(Isa, DispatchAndNames) {
   }
 }
 
-// Each level needs the one before it (AVX512_BF16 implies VNNI on every CPU), so the
-// supported ISAs are the first levels of the enum.
+// Each level needs the one it builds on (AVX512_BF16 implies VNNI on every CPU; avx2_vnni and
+// avx512 both build on avx2), and supported_isas() lists them narrowest first.
 TEST(Isa, LevelsAreNested) {
   const std::vector<Isa> supported = supported_isas();
-  for (size_t i = 0; i < supported.size(); ++i) EXPECT_EQ(static_cast<size_t>(supported[i]), i);
+  for (size_t i = 1; i < supported.size(); ++i) EXPECT_LT(supported[i - 1], supported[i]);
+  const std::pair<Isa, Isa> builds_on[] = {{Isa::avx2, Isa::scalar},         {Isa::avx2_vnni, Isa::avx2},
+                                           {Isa::avx512, Isa::avx2},         {Isa::avx512_vnni, Isa::avx512},
+                                           {Isa::avx512_bf16, Isa::avx512_vnni}};
+  for (const auto& [level, base] : builds_on)
+    EXPECT_TRUE(!isa_supported(level) || isa_supported(base)) << isa_name(level) << " without " << isa_name(base);
   EXPECT_EQ(avx512_vnni_supported(), isa_supported(Isa::avx512_vnni));
-  EXPECT_TRUE(!isa_supported(Isa::avx512_bf16) || isa_supported(Isa::avx512_vnni));
+  for (Isa isa : kEveryIsa) EXPECT_EQ(std::count(supported.begin(), supported.end(), isa), isa_supported(isa) ? 1 : 0);
 }
 
 // Every op registered on any ISA — the CPU's or not: listing runs no kernel — is checked
 // by some kernel test (test::checks_ops), so a new kernel cannot go untested.
 TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16})
+  for (Isa isa : kEveryIsa)
     for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
       EXPECT_EQ(r.isa, isa);
       EXPECT_TRUE(test::ops_with_checkers().count(r.op))
@@ -184,7 +195,7 @@ TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
 // packed form too), and a level's entries are the ones its ISA adds or inherits.
 TEST(KernelRegistry, EveryTableHasEveryOpNamedForIt) {
   const std::set<Op> bf16_only = {Op::bf16_dot_panel_gemm, Op::f32_to_bf16_rows, Op::bf16_dot_roof};
-  for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16}) {
+  for (Isa isa : kEveryIsa) {
     std::set<Op> present;
     for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
       present.insert(r.op);

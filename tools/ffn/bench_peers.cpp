@@ -206,6 +206,8 @@ const char* onednn_isa_ceiling() {
     case Isa::scalar:  // the peers have no scalar path: AVX2 is the narrowest they get
     case Isa::avx2:
       return "AVX2";
+    case Isa::avx2_vnni:
+      return "AVX2_VNNI";
     case Isa::avx512:
       return "AVX512_CORE";
     case Isa::avx512_vnni:
@@ -216,7 +218,10 @@ const char* onednn_isa_ceiling() {
   return nullptr;
 }
 
-bool avx2_or_less() { return active_isa() == Isa::scalar || active_isa() == Isa::avx2; }
+bool avx2_or_less() {
+  const Isa isa = active_isa();
+  return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx2_vnni;
+}
 
 // The environment that keeps the oneDNN peer within ffn's ISA (FFN_ISA narrows ffn's own
 // kernels only; oneDNN dispatches on the CPU itself).

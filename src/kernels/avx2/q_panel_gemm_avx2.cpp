@@ -1,8 +1,5 @@
 // AVX2 integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic in
-// kernels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, block after block in one pass, so
-// the panel streams from memory as the linear array it is, with no software prefetch: the
-// hardware prefetcher alone streams it fastest, for q8_0 and q4_0 alike (T0 2–16 KiB and T1
-// 4–32 KiB ahead were measured slower; docs/performance.md, AVX2).
+// kernels.hpp), the 1×64 tile of q_panel_tile_avx2.hpp.
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
@@ -15,42 +12,21 @@
 // |w| by x carrying w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no
 // correction (two such pairs could: its pairs are widened one vector at a time).
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
-#include <immintrin.h>
-
-#include <algorithm>
-
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/q_panel_tile_avx2.hpp"
 
 namespace ffn::kernels {
 namespace {
-
-constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block
 
 inline __m256i pair_sums(__m256i u8, __m256i s8) {
   return _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1));
 }
 
-// One token × the panel's 64 rows over blocks [b0, b1); the chains start from C when
-// resume. 8 integer sums and 8 float accumulators: the accumulators, touched once a block,
-// are what the compiler may keep in memory.
-template <WeightType Type>
-void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C) {
-  constexpr int64_t block_bytes = q_panel_block_bytes(Type);
-  __m256 acc[8];
-  for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
-  const __m256i nibble = _mm256_set1_epi8(0x0F), bias = _mm256_set1_epi8(static_cast<char>(0x80));
-  for (int64_t b = b0; b < b1; ++b) {
-    const std::byte* blk = P + b * block_bytes;
-    const std::byte* q = blk + kQPanelScaleBytes;
-    // Rows 8v … 8v + 7 of group g (4 weights each).
+struct MaddubsSums {
+  template <WeightType Type, class XGroup>
+  static void sums(const std::byte* q, const XGroup& x_group, const int32_t* corr, __m256i sum[8]) {
     auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
-    auto x_group = [&](int g) {
-      int32_t bytes;
-      __builtin_memcpy(&bytes, A.qs + 32 * b + 4 * g, 4);
-      return _mm256_set1_epi32(bytes);
-    };
-    __m256i sum[8];
     if constexpr (Type == WeightType::q8_0) {
+      const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
       for (int v = 0; v < 8; ++v) sum[v] = _mm256_setzero_si256();
       for (int g = 0; g < 8; ++g) {
         const __m256i x = x_group(g);
@@ -60,6 +36,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
         }
       }
     } else {
+      const __m256i nibble = _mm256_set1_epi8(0x0F);
       __m256i pairs[8];  // int16 pair sums of the block, exact (above)
       for (int v = 0; v < 8; ++v) pairs[v] = _mm256_setzero_si256();
       for (int g = 0; g < 4; ++g) {
@@ -72,39 +49,17 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
               pairs[v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi)));
         }
       }
-      const __m256i corr = _mm256_set1_epi32(q8_block_corr(A.corr + 8 * b));
-      for (int v = 0; v < 8; ++v) sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs[v], _mm256_set1_epi16(1)), corr);
-    }
-    const __m256 dx = _mm256_set1_ps(A.d[b]);
-    for (int v = 0; v < 8; ++v) {
-      const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 2 * 8 * v));
-      const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(h), dx);
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[v]), s, acc[v]);
+      const __m256i c = _mm256_set1_epi32(q8_block_corr(corr));
+      for (int v = 0; v < 8; ++v) sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs[v], _mm256_set1_epi16(1)), c);
     }
   }
-  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
-}
-
-template <WeightType Type>
-void panel(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / 32;
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
-    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
-    for (int64_t t = 0; t < T; ++t) {
-      const Q8Rows row{A.qs + t * K, A.d + t * blocks, A.corr + t * (K / 4)};
-      tile<Type>(row, P, b0, b1, b0 > 0, C + t * ldc);
-    }
-  }
-}
+};
 
 }  // namespace
 
 void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
                             int64_t ldc) {
-  if (type == WeightType::q8_0)
-    panel<WeightType::q8_0>(T, K, A, P, C, ldc);
-  else
-    panel<WeightType::q4_0>(T, K, A, P, C, ldc);
+  avx2_q_panel::q_panel_gemm<MaddubsSums>(type, T, K, A, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

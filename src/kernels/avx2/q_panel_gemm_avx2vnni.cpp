@@ -1,0 +1,51 @@
+// AVX-VNNI integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic
+// in kernels.hpp), the 1×64 tile of q_panel_tile_avx2.hpp: the AVX-512 VNNI kernel's
+// arithmetic on 256-bit vectors, for the CPUs that have VEX-coded vpdpbusd without AVX-512
+// (Intel's client cores from Alder Lake on, and Zen 5 beside its AVX-512).
+// Each group of 4 weights of 8 rows is one vector, dotted by one vpdpbusd with the token's
+// 4 activation bytes broadcast: the weights enter as the panel stores them, unsigned
+// (q8_0 + 128, q4_0 nibbles + 8), and each block sum starts from the activations'
+// −offset·Σx, which makes it exact — vpdpbusd adds its four products in int32, so nothing
+// saturates. Against AVX2's vpmaddubsw form that is 1 instruction a q8_0 vector instead of
+// 5 (xor, abs, sign, vpmaddubsw, vpmaddwd and the add) and 2 dot products a q4_0 vector
+// instead of 3 operations and a share of the widening.
+// Compiled with -mavx2 -mfma -mf16c -mavxvnni (this file only); called only when the CPU
+// has them.
+#include "kernels/avx2/q_panel_tile_avx2.hpp"
+
+namespace ffn::kernels {
+namespace {
+
+struct DpbusdSums {
+  template <WeightType Type, class XGroup>
+  static void sums(const std::byte* q, const XGroup& x_group, const int32_t* corr, __m256i sum[8]) {
+    auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
+    const __m256i c = _mm256_set1_epi32(q8_block_corr(corr));
+    for (int v = 0; v < 8; ++v) sum[v] = c;
+    if constexpr (Type == WeightType::q8_0) {
+      for (int g = 0; g < 8; ++g) {
+        const __m256i x = x_group(g);
+        for (int v = 0; v < 8; ++v) sum[v] = _mm256_dpbusd_avx_epi32(sum[v], w_vec(g, v), x);
+      }
+    } else {
+      const __m256i nibble = _mm256_set1_epi8(0x0F);
+      for (int g = 0; g < 4; ++g) {
+        const __m256i x_lo = x_group(g), x_hi = x_group(g + 4);
+        for (int v = 0; v < 8; ++v) {
+          const __m256i raw = w_vec(g, v);
+          sum[v] = _mm256_dpbusd_avx_epi32(sum[v], _mm256_and_si256(raw, nibble), x_lo);
+          sum[v] = _mm256_dpbusd_avx_epi32(sum[v], _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble), x_hi);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void q_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
+                                int64_t ldc) {
+  avx2_q_panel::q_panel_gemm<DpbusdSums>(type, T, K, A, P, C, ldc);
+}
+
+}  // namespace ffn::kernels
