@@ -142,9 +142,10 @@ TEST(BackwardGemmKernel, NamesCarryTheTile) {
   for (Isa isa : supported_isas()) {
     const auto& k = kernel_table(isa);
     const std::string nn = k.f32_gemm_nn.name, tn = k.f32_gemm_tn_add.name;
-    // avx512_vnni and avx512_bf16 differ from avx512 only in integer and bf16 dot products.
+    // avx512_vnni and avx512_bf16 differ from avx512, and avx2_vnni from avx2, only in
+    // integer and bf16 dot products.
     const bool avx512 = isa == Isa::avx512_vnni || isa == Isa::avx512_bf16;
-    const std::string family = avx512 ? "avx512" : std::string(isa_name(isa));
+    const std::string family = avx512 ? "avx512" : isa == Isa::avx2_vnni ? "avx2" : std::string(isa_name(isa));
     EXPECT_EQ(nn.rfind("f32_gemm_nn_" + family, 0), 0u) << nn;
     EXPECT_EQ(tn.rfind("f32_gemm_tn_add_" + family, 0), 0u) << tn;
   }
