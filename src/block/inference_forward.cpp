@@ -1,8 +1,9 @@
 // InferenceBlock::forward: two stages, each a sweep over panels laid out at construction
-// (inference_panels.hpp), each panel multiplied by its weight type's panel kernel on the
-// activations in the format that kernel takes (core/weight_type_table.hpp): f32; bf16
-// rounded (AVX512_BF16); or q8_0 blocks (integer panels) — x for the first stage, h for
-// the down projection.
+// (inference_panels.hpp), each panel multiplied by its weight type's panel kernel (one
+// indirect call: the active ISA's KernelTable::panel_gemm) on the activations in the format
+// that kernel takes (core/activation_formats.hpp: f32 as they are; bf16 rounded on
+// AVX512_BF16; q8_0 or q8_K blocks for the integer panels), kept in the calling thread's
+// scratch — x for the first stage, h for the down projection.
 //   stage 1 (first-stage panels split across threads): one panel product gives a tile of
 //     [T][64] values — fused gated blocks: the gate and up values of the same 32 hidden
 //     units; gated blocks whose gate and up differ in type: two products into a [T][128]
@@ -18,12 +19,10 @@
 #include <algorithm>
 #include <string>
 
-#include "block/bf16_activations.hpp"
 #include "block/bias_rows.hpp"
 #include "block/inference_panels.hpp"
-#include "block/q8_buffer.hpp"
 #include "block/view_checks.hpp"
-#include "core/weight_type_table.hpp"
+#include "core/activation_formats.hpp"
 #include "kernels/kernels.hpp"
 #include "parallel/guided_chunks.hpp"
 #include "parallel/scratch.hpp"
@@ -36,8 +35,7 @@ constexpr int64_t kTokenBlock = kernels::kPanelTokenBlock;
 
 // A chunk holds at least this many bytes of panels, so that a thread's stream of small
 // panels (q4_0: 147 KB at K = 4096) is not cut into pieces the hardware prefetcher must
-// start again: measured at T = 1 on the 7B shape, alternating in one process, q4_0 ran
-// 1.02–1.05× and q8_0 1.05–1.08× faster than with chunks of one panel.
+// start again (docs/performance.md, the inference forward's chunks).
 constexpr int64_t kMinChunkBytes = int64_t(1) << 20;
 
 // Runs body(t0, n, p0, p1) on the pool's threads for every chunk of a stage: panels
@@ -56,94 +54,31 @@ void sweep_panels(ThreadPool& p, int64_t T, int64_t panels, int64_t panel_bytes,
   });
 }
 
-// One stage's input in the format of one weight type's kernel: x prepared whole, or h
-// filled chunk by chunk during stage 1 (fill_hidden).
+// One stage's input: the panel kernel of its weight type on this ISA and the activations in
+// the format that kernel takes.
 struct StageInput {
-  PanelKernel kernel;
-  WeightType type;
-  Q8Buffer q8;
-  Q8KBuffer q8k;
-  uint16_t* bf16 = nullptr;
-  ActivationRows rows;
+  const kernels::PanelKernel* kernel = nullptr;
+  kernels::ActivationRows rows;
 };
 
-// a ([T][K]) quantised into in.q8k, the threads taking whole blocks of every row.
-void quantize_q8k(StageInput& in, ConstMatrixView a, ThreadPool& p) {
-  const int64_t T = a.rows, K = a.cols, block = in.rows.q8k_block;
+// Every row of a ([T][K]) into `rows`, the threads taking whole units (activation_block) of
+// every row.
+void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, ThreadPool& p) {
+  if (rows.format == WeightType::f32) return;
+  const int64_t block = activation_block(rows.format);
   p.run([&](int ith, int nth) {
-    const auto [c0, c1] = split_range(K, ith, nth, block);
-    if (c1 > c0)
-      kernels::quantize_q8k_rows(block, T, K, c0, c1, a.data, a.stride, in.q8k.qs.data(), in.q8k.d.data(),
-                                 in.q8k.bsums.data());
+    const auto [c0, c1] = split_range(a.cols, ith, nth, block);
+    quantize_activations(k, rows, a.cols, 0, a.rows, c0, c1, a.data, a.stride);
   });
 }
 
-// `in` for activations a ([T][K]) in the format of type t's kernel on table k: f32 rows as
-// they are; bf16 rows in `bf16_slot` (filled now when fill, else by the caller);
-// q8_0 blocks (quantised now when fill).
-void set_up_input(StageInput& in, const kernels::KernelTable& k, WeightType t, ConstMatrixView a, Scratch bf16_slot,
-                  bool fill, ThreadPool& p) {
-  in.kernel = weight_type_traits(t).kernel(k);
-  in.type = t;
-  const int64_t T = a.rows, K = a.cols;
-  switch (in.kernel.activations) {
-    case ActivationFormat::f32:
-      in.rows.f32 = a.data;
-      in.rows.f32_stride = a.stride;
-      return;
-    case ActivationFormat::bf16: {
-      in.bf16 = bf16_activation_rows(bf16_slot, T, K);
-      if (fill) round_rows_to_bf16(k, a, in.bf16, p);
-      in.rows.bf16 = in.bf16;
-      in.rows.bf16_stride = kernels::bf16_panel_rows(K);
-      return;
-    }
-    case ActivationFormat::q8_0:
-      in.q8 = Q8Buffer(T, K);
-      if (fill)
-        p.run([&](int ith, int nth) {
-          const auto [c0, c1] = split_range(K, ith, nth, kQuantBlock);
-          if (c1 > c0)
-            kernels::quantize_q8_rows(t, T, K, c0, c1, a.data, a.stride, in.q8.qs.data(), in.q8.d.data(),
-                                      in.q8.corr.data());
-        });
-      in.rows.q8 = in.q8.rows();
-      return;
-    case ActivationFormat::q8_K:
-    case ActivationFormat::q8_1:
-      in.rows.q8k_block = kernels::kq_format(t).block;
-      in.q8k = Q8KBuffer(T, K, in.rows.q8k_block);
-      if (fill) quantize_q8k(in, a, p);
-      in.rows.q8k = in.q8k.rows();
-      return;
-  }
-}
-
-// Hidden units [u0, u1) of tokens [t0, t0 + n) of h, complete, written into the down
-// stage's input (q8_0 blocks or bf16; f32 reads h itself). u0 and u1 are whole q8_0 blocks
-// and whole bf16 pairs (panels of 32 or 64 units); the chunk that ends at an odd H writes
-// the bf16 row's padding. q8_K's super-blocks of 256 units may span chunks, so they are
-// quantised after stage 1 (quantize_q8k), not here.
-void fill_hidden(StageInput& in, MatrixView h, int64_t t0, int64_t n, int64_t u0, int64_t u1,
-                 const kernels::KernelTable& k) {
-  const int64_t H = h.cols;
-  switch (in.kernel.activations) {
-    case ActivationFormat::f32:
-    case ActivationFormat::q8_K:
-    case ActivationFormat::q8_1:
-      return;
-    case ActivationFormat::bf16: {
-      const int64_t ld = in.rows.bf16_stride;
-      k.f32_to_bf16_rows(n, u1 - u0, h.row(t0) + u0, h.stride, in.bf16 + t0 * ld + u0, ld);
-      return;
-    }
-    case ActivationFormat::q8_0: {
-      Q8Buffer& q = in.q8;
-      kernels::quantize_q8_rows(in.type, n, H, u0, u1, h.row(t0), h.stride, q.qs.data() + t0 * H,
-                                q.d.data() + t0 * H / kQuantBlock, q.corr.data() + t0 * H / 4);
-      return;
-    }
-  }
+// The input of a stage whose weights are of type t, for activations a ([T][K]): f32 rows
+// as they are, any other format in the calling thread's scratch `slot` (filled by the caller).
+StageInput stage_input(const kernels::KernelTable& k, WeightType t, ConstMatrixView a, Scratch slot) {
+  const kernels::PanelKernel& kernel = k.panel(t);
+  const WeightType f = kernel.activations;
+  std::byte* buffer = f == WeightType::f32 ? nullptr : scratch_bytes(slot, activation_bytes(f, a.rows, a.cols));
+  return {&kernel, activation_rows(f, buffer, a.rows, a.cols, a.data, a.stride)};
 }
 
 }  // namespace
@@ -159,21 +94,30 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
   const Activation act = c.variant.activation;
   const bool gated = c.variant.gated, split = gated && !w.fused;
 
-  StageInput x_up, x_gate, h_down;
-  set_up_input(x_up, k, w.first.type, x, Scratch::x_bf16, true, p);
+  const StageInput x_up = stage_input(k, w.first.type, x, Scratch::x_activations);
+  fill_rows(k, x_up.rows, x, p);
+  StageInput x_gate;
   if (split) {
-    set_up_input(x_gate, k, w.gate.type, x, Scratch::x_bf16, true, p);
+    // A gate of another type whose kernel takes the same activations reads up's.
+    x_gate = k.panel(w.gate.type).activations == x_up.rows.format
+                 ? StageInput{&k.panel(w.gate.type), x_up.rows}
+                 : stage_input(k, w.gate.type, x, Scratch::gate_activations);
+    if (x_gate.rows.values != x_up.rows.values) fill_rows(k, x_gate.rows, x, p);
   }
   const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
-  set_up_input(h_down, k, w.down.type, h, Scratch::hidden_bf16, false, p);
+  const StageInput h_down = stage_input(k, w.down.type, h, Scratch::hidden_activations);
+  // h's units come complete a first-stage panel at a time; a format whose blocks fit in a
+  // panel's units is filled there, while the panel is hot, and q8_K's 256-value blocks after.
+  const bool fill_in_stage_1 = w.units_per_panel % activation_block(h_down.rows.format) == 0;
 
   // Stage 1. A chunk's h columns of its token block are complete when its panels are, so
   // the chunk also writes them into the down stage's input.
   const int64_t tile_cols = split ? 2 * kW : kW;
   const int64_t first_bytes = w.first.panel_bytes + (split ? w.gate.panel_bytes : 0);
+  const kernels::PanelGemm up_gemm = x_up.kernel->fn, gate_gemm = split ? x_gate.kernel->fn : nullptr;
   sweep_panels(p, T, w.first.count, first_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {
     const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), tile_cols);
-    const ActivationRows xu = x_up.rows.from_token(t0, D);
+    const kernels::ActivationRows xu = x_up.rows.from_token(t0);
     for (int64_t panel = p0; panel < p1; ++panel) {
       const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
       // Fused: columns 0–31 are the gate's, 32–63 the up projection's. Split: 0–63 the
@@ -181,8 +125,8 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
       // from it in one call for the tile.
       float* const g = tile.data;
       float* const u = split ? tile.data + kW : w.fused ? tile.data + kW / 2 : tile.data;
-      x_up.kernel.product(k, n, D, xu, w.first.panel(panel), tile.data + (split ? kW : 0), tile_cols);
-      if (split) x_gate.kernel.product(k, n, D, x_gate.rows.from_token(t0, D), w.gate.panel(panel), g, tile_cols);
+      up_gemm(n, D, xu, w.first.panel(panel), tile.data + (split ? kW : 0), tile_cols);
+      if (split) gate_gemm(n, D, x_gate.rows.from_token(t0), w.gate.panel(panel), g, tile_cols);
       if (c.bias) {
         add_bias_rows(u, tile_cols, n, w.up_bias.data() + u0, nu);
         if (gated) add_bias_rows(g, tile_cols, n, w.gate_bias.data() + u0, nu);
@@ -192,18 +136,19 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
       else
         kernels::f32_activation_rows(act, n, nu, u, tile_cols, h.row(t0) + u0, h.stride);
     }
-    fill_hidden(h_down, h, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel), k);
+    if (fill_in_stage_1)
+      quantize_activations(k, h_down.rows, H, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel),
+                           h.row(t0), h.stride);
   });
-
-  if (h_down.kernel.activations == ActivationFormat::q8_K || h_down.kernel.activations == ActivationFormat::q8_1)
-    quantize_q8k(h_down, h, p);
+  if (!fill_in_stage_1) fill_rows(k, h_down.rows, h, p);
 
   // Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel.
+  const kernels::PanelGemm down_gemm = h_down.kernel->fn;
   sweep_panels(p, T, w.down.count, w.down.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {
     const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);
-    const ActivationRows hr = h_down.rows.from_token(t0, H);
+    const kernels::ActivationRows hr = h_down.rows.from_token(t0);
     for (int64_t panel = p0; panel < p1; ++panel) {
-      h_down.kernel.product(k, n, H, hr, w.down.panel(panel), tile.data, kW);
+      down_gemm(n, H, hr, w.down.panel(panel), tile.data, kW);
       const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
       for (int64_t t = 0; t < n; ++t) {
         const float* ct = tile.row(t);

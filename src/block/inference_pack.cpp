@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "block/inference_panels.hpp"
+#include "core/activation_formats.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
@@ -170,9 +171,9 @@ std::string InferenceBlock::describe() const {
   const auto& k = kernels::active_kernels();
   const Panels& p = *panels_;
   auto stage = [&](const char* what, WeightType t) {
-    const PanelKernel kern = weight_type_traits(t).kernel(k);
+    const kernels::PanelKernel& kern = k.panel(t);
     return std::string(what) + " " + std::string(weight_type_name(t)) + " panels: " + kern.name + ", " +
-           kern.arithmetic + " on " + std::string(activation_format_name(kern.activations)) + " activations";
+           std::string(kern.arithmetic) + " on " + std::string(weight_type_name(kern.activations)) + " activations";
   };
   std::string first;
   if (!p.config.variant.gated)
@@ -189,21 +190,8 @@ int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
   const int64_t D = p.config.d_model, H = p.config.hidden;
   const bool split = p.config.variant.gated && !p.fused;
   const auto& k = kernels::active_kernels();
-  // Bytes a value of activations takes in a format beyond f32 rows the forward already has.
-  auto format_bytes = [&](WeightType t, int64_t K) -> int64_t {
-    switch (weight_type_traits(t).kernel(k).activations) {
-      case ActivationFormat::f32:
-        return 0;
-      case ActivationFormat::bf16:
-        return T * kernels::bf16_panel_rows(K) * 2;
-      case ActivationFormat::q8_0:
-        return T * K + T * K / kQuantBlock * 4 + T * K / 4 * 4;
-      case ActivationFormat::q8_K:
-      case ActivationFormat::q8_1:
-        return T * K + T * K / kernels::kq_format(t).block * 4 + T * K / 16 * 2;
-    }
-    return 0;
-  };
+  // The activations' buffers beyond the f32 rows the forward already has (core/activation_formats.hpp).
+  auto format_bytes = [&](WeightType t, int64_t K) { return activation_bytes(k.panel(t).activations, T, K); };
   const int64_t tile = std::min<int64_t>(T, kernels::kPanelTokenBlock) * (split ? 2 * kW : kW) * 4;
   return 4 * T * H + tile * threads + format_bytes(p.types.up, D) + (split ? format_bytes(p.types.gate, D) : 0) +
          format_bytes(p.types.down, H);

@@ -1,7 +1,7 @@
 // ggml's block formats beyond Q8_0 / Q4_0 (those are in ffn/quant.hpp), byte for byte as
 // ggml lays them out (ggml-common.h), with ggml's dequantisation and its reference
-// quantisers (quantize_row_*_ref, no importance matrix). The weight-type table
-// (weight_type_table.cpp) is their only user; the kernels read the panels it makes of them.
+// quantisers (quantize_row_*_ref, no importance matrix): the typed form of their codecs
+// (codecs.hpp), which the weight-type table points at; the kernels read the panels made of them.
 //
 // Super-block types cover 256 consecutive values of one row (kSuperBlock); the 32-value types
 // kQuantBlock (ffn/quant.hpp). Every `d`/`dmin`/`m` is IEEE binary16 bits (MXFP4's scale: an
@@ -115,6 +115,26 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
+// TQ1_0 (BitNet b1.58's ternary weights): value = d·(t − 1), t in {0, 1, 2}. The first 240
+// values are 5 base-3 digits a byte of qs (qs[0 … 31]: values m + 32n of the first 160, n = 0 …
+// 4; qs[32 … 47]: values 160 + m + 16n), the last 16 are 4 digits a byte of qh (value 240 + j
+// + 4n: digit n of qh[j]); a byte holds its digits scaled into 0 … 255 (byte = ⌈digits·256/243⌉
+// with the first digit most significant), read back as digit n = ((byte·3ⁿ mod 256)·3) >> 8.
+struct BlockTQ1_0 {
+  uint8_t qs[48];
+  uint8_t qh[4];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ1_0) == 54);
+
+// TQ2_0: value = d·(t − 1), t the 2-bit code: value 128h + 32l + m is bits 2l … 2l + 1 of
+// qs[32h + m] (h < 2, l < 4, m < 32).
+struct BlockTQ2_0 {
+  uint8_t qs[64];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ2_0) == 66);
+
 // The 6-bit scale and min of sub-block j < 8 of Q4_K / Q5_K's 12 packed bytes.
 inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) {
   if (j < 4) {
@@ -148,7 +168,9 @@ inline void k4_scale_min(int j, const uint8_t* q, uint8_t& scale, uint8_t& min) 
   X(q5_K, BlockQ5_K)            \
   X(q6_K, BlockQ6_K)            \
   X(iq4_xs, BlockIQ4_XS)        \
-  X(mxfp4, BlockMXFP4)
+  X(mxfp4, BlockMXFP4)          \
+  X(tq1_0, BlockTQ1_0)          \
+  X(tq2_0, BlockTQ2_0)
 
 #define FFN_DECLARE_GGML_BLOCK(name, Block)                        \
   void dequantize_row_##name(const Block* x, float* y, int64_t n); \
@@ -166,5 +188,7 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n);
+// Value j = d·qs[j], as ggml's dequantize_row_q8_K.
+void dequantize_row_q8_K(const BlockQ8_K* x, float* y, int64_t n);
 
 }  // namespace ffn

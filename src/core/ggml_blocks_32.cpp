@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/codecs.hpp"
 #include "core/ggml_blocks.hpp"
 #include "core/ggml_blocks_shared.hpp"
 
@@ -228,5 +229,11 @@ void quantize_row_mxfp4(const float* x, BlockMXFP4* y, int64_t n) {
 // the super-block scale d = −max_scale/32 (max_scale: the sub-block scale of largest
 // magnitude, sign kept), each sub-block's 6-bit code round(scale/d), and every value
 // re-coded against d·code.
+
+FFN_BLOCK_CODEC(q4_1, BlockQ4_1, kQuantBlock)
+FFN_BLOCK_CODEC(q5_0, BlockQ5_0, kQuantBlock)
+FFN_BLOCK_CODEC(q5_1, BlockQ5_1, kQuantBlock)
+FFN_BLOCK_CODEC(iq4_nl, BlockIQ4_NL, kQuantBlock)
+FFN_BLOCK_CODEC(mxfp4, BlockMXFP4, kQuantBlock)
 
 }  // namespace ffn

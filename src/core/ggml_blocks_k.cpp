@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "core/codecs.hpp"
 #include "core/ggml_blocks.hpp"
 #include "core/ggml_blocks_shared.hpp"
 
@@ -619,5 +620,19 @@ void quantize_row_q8_K(const float* x, BlockQ8_K* y, int64_t n) {
     y[b].d = 1 / iscale;
   }
 }
+
+void dequantize_row_q8_K(const BlockQ8_K* x, float* y, int64_t n) {
+  const int64_t blocks = block_count(n, kSuperBlock, "dequantize_row_q8_K");
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int j = 0; j < 256; ++j) y[b * kSuperBlock + j] = x[b].d * static_cast<float>(x[b].qs[j]);
+}
+
+FFN_BLOCK_CODEC(q6_K, BlockQ6_K, kSuperBlock)
+FFN_BLOCK_CODEC(q5_K, BlockQ5_K, kSuperBlock)
+FFN_BLOCK_CODEC(q4_K, BlockQ4_K, kSuperBlock)
+FFN_BLOCK_CODEC(q3_K, BlockQ3_K, kSuperBlock)
+FFN_BLOCK_CODEC(q2_K, BlockQ2_K, kSuperBlock)
+FFN_BLOCK_CODEC(iq4_xs, BlockIQ4_XS, kSuperBlock)
+FFN_BLOCK_CODEC(q8_K, BlockQ8_K, kSuperBlock)
 
 }  // namespace ffn

@@ -4,6 +4,8 @@
 // quantised here is byte-identical to one quantised by ggml built without FMA contraction.
 #include "ffn/quant.hpp"
 
+#include "core/codecs.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -189,5 +191,8 @@ void bf16_bytes_to_f32(const std::byte* src, float* out, int64_t n) {
     out[i] = bf16_to_f32(h);
   }
 }
+
+FFN_BLOCK_CODEC(q8_0, BlockQ8_0, kQuantBlock)
+FFN_BLOCK_CODEC(q4_0, BlockQ4_0, kQuantBlock)
 
 }  // namespace ffn

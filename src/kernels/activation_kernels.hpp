@@ -38,15 +38,4 @@ using F32GatedActivationBackward = void (*)(Activation a, const float* g, const 
                                             float* du, float* dg, int64_t n);
 using F32Erfc = void (*)(const float* z, float* out, int64_t n);
 
-// Each ISA's instances of the loops (activation_<isa>.cpp), as constants so that one
-// template is written once for all of them.
-extern const F32ActivationRows f32_activation_rows_scalar, f32_activation_rows_avx2, f32_activation_rows_avx512;
-extern const F32GatedActivationRows f32_gated_activation_rows_scalar, f32_gated_activation_rows_avx2,
-    f32_gated_activation_rows_avx512;
-extern const F32ActivationBackward f32_activation_backward_scalar, f32_activation_backward_avx2,
-    f32_activation_backward_avx512;
-extern const F32GatedActivationBackward f32_gated_activation_backward_scalar, f32_gated_activation_backward_avx2,
-    f32_gated_activation_backward_avx512;
-extern const F32Erfc f32_erfc_scalar, f32_erfc_avx2, f32_erfc_avx512;
-
 }  // namespace ffn::kernels

@@ -1,5 +1,6 @@
-// The kernel table of each ISA (registered by its folder, kernels/register.hpp), the
-// active one, and the listing of a table's entries that the tests iterate.
+// The kernel table of each level (registered by its folder, kernels/register.hpp), the
+// active one, the listing of a table's entries that the tests iterate, and the registration
+// of panel kernels by weight type (panel_kernels.hpp).
 #include <string>
 
 #include "ffn/error.hpp"
@@ -12,18 +13,11 @@ namespace {
 
 const KernelTable& table_of(Isa isa) {
   switch (isa) {
-    case Isa::scalar:
-      break;
-    case Isa::avx2:
-      return table_avx2();
-    case Isa::avx2_vnni:
-      return table_avx2_vnni();
-    case Isa::avx512:
-      return table_avx512();
-    case Isa::avx512_vnni:
-      return table_avx512_vnni();
-    case Isa::avx512_bf16:
-      return table_avx512_bf16();
+#define FFN_TABLE_CASE(name, ...) \
+  case Isa::name:                 \
+    return table_##name();
+    FFN_ISA_LEVELS(FFN_TABLE_CASE)
+#undef FFN_TABLE_CASE
   }
   return table_scalar();
 }
@@ -37,6 +31,8 @@ std::string_view op_name(Op op) {
     return #field;
     FFN_KERNEL_OPS(FFN_KERNEL_OP_NAME)
 #undef FFN_KERNEL_OP_NAME
+    case Op::panel_gemm:
+      return "panel_gemm";
   }
   return "?";
 }
@@ -55,11 +51,39 @@ std::vector<RegisteredKernel> registered_kernels(Isa isa) {
   if (k.field) out.push_back({Op::field, k.field.name, isa});
   FFN_KERNEL_OPS(FFN_KERNEL_LIST_ENTRY)
 #undef FFN_KERNEL_LIST_ENTRY
+  for (int t = 0; t < kWeightTypeCount; ++t)
+    if (k.panel_gemm[size_t(t)]) out.push_back({Op::panel_gemm, k.panel_gemm[size_t(t)].name, isa, WeightType(t)});
   return out;
+}
+
+void add_panel_kernel(KernelTable& table, WeightType t, PanelGemm fn, std::string_view name, WeightType activations,
+                      std::string_view arithmetic) {
+  table.panel_gemm[static_cast<size_t>(t)] = {std::string(name), arithmetic, activations, fn};
+}
+
+void add_panel_kernels(KernelTable& table, const PanelGemmSet& set, std::string_view suffix) {
+  for (int i = 0; i < kWeightTypeCount; ++i) {
+    const auto t = static_cast<WeightType>(i);
+    if (set[size_t(i)])
+      add_panel_kernel(table, t, set[size_t(i)], std::string(type_name(t)) + "_" + std::string(suffix),
+                       q_activations(t), q_arithmetic(t));
+  }
+}
+
+std::string_view q_arithmetic(WeightType t) {
+  const QFormat f = q_format(t);
+  if (panel_family(t) == PanelFamily::qblock) return "exact integer dot products per block";
+  const bool super = f.block == 256;
+  if (f.has_codebook())
+    return super ? "nibbles through a 16-entry codebook, exact integer sums per super-block"
+                 : "nibbles through a 16-entry codebook, exact integer sums per block";
+  return super ? "exact integer sums per super-block" : "exact integer sums per block (a scale and a min each)";
 }
 
 }  // namespace kernels
 
-bool bf16_dot_products_active() { return static_cast<bool>(kernels::active_kernels().bf16_dot_panel_gemm); }
+bool bf16_dot_products_active() {
+  return kernels::active_kernels().panel(WeightType::bf16).activations == WeightType::bf16;
+}
 
 }  // namespace ffn

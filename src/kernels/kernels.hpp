@@ -1,18 +1,23 @@
-// Internal kernel interface: single-thread kernels with written contracts, one per ISA,
-// and the table of each ISA (registered by its folder: scalar/register_scalar.cpp, …)
-// that runtime dispatch picks from once. Threaded drivers live in src/block/.
+// Internal kernel interface: the contracts of the single-thread kernels, and the table of each
+// ISA level (ffn/isa_list.hpp) that runtime dispatch picks from once. A level's folder
+// (src/kernels/<level>/) holds its kernels, the header declaring them (<level>_kernels.hpp)
+// and the file registering its table (register_<level>.cpp, kernels/register.hpp). A kernel's
+// name carries its contract: <what>_<op>_<level>_<tile>, e.g. f32_gemm_nt_avx2_3x3 or
+// q4_K_panel_gemm_avx512_vnni_2x64. Threaded drivers live in src/block/.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "ffn/accounting.hpp"
 #include "ffn/config.hpp"
 #include "ffn/isa.hpp"
+#include "ffn/weight_type.hpp"
 #include "kernels/activation_kernels.hpp"
-#include "kernels/kq_panels.hpp"
+#include "kernels/activation_rows.hpp"
 #include "kernels/named.hpp"
 
 namespace ffn::kernels {
@@ -25,35 +30,29 @@ namespace ffn::kernels {
 //   T and N are and wherever the element falls in a tile (edge tiles use masked loads, not
 //   a different loop), so splitting T or N across threads never changes a result bit.
 //   Accuracy: each element is a sum of K products in f32 with error ≤ K·u·Σ|A·B|.
+// f32_gemm_nt_packed_<isa>_<tile>: the same product and contract, computed as the panel
+// kernel does (f32_panel_tiles.hpp): B's rows are transposed, 256 values of k at a time, into
+// a 64-column panel on the stack and every element is one FMA chain over k in order — no lane
+// reduction, and a panel in cache reused by every strip of tokens. Faster than f32_gemm_nt
+// once there are enough tokens to pay for the transposition; the forward picks one by T
+// alone, so the choice never depends on the thread count. (The scalar table uses
+// f32_gemm_nt_scalar for both.)
 using F32GemmNt = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                            float* C, int64_t ldc);
 
-void f32_gemm_nt_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                        float* C, int64_t ldc);
-void f32_gemm_nt_avx2_3x3(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                          float* C, int64_t ldc);
-void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                            float* C, int64_t ldc);
-
-// f32_gemm_nt_packed_<isa>_<tile>: the same product and contract as f32_gemm_nt, computed
-// as the panel kernel does (f32_panel_tiles.hpp): B's rows are transposed, 256 values of k
-// at a time, into a 64-column panel on the stack and every element is one FMA chain over k
-// in order — no lane reduction, and a panel in cache reused by every strip of tokens.
-// Faster than f32_gemm_nt once there are enough tokens to pay for the transposition; the
-// forward picks one by T alone, so the choice never depends on the thread count. (The
-// scalar table uses f32_gemm_nt_scalar for both.)
-void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                                  int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                                    int64_t ldb, float* C, int64_t ldc);
-
 // Weights packed at load for the forward (InferenceBlock, src/block/inference_pack.cpp):
-// each panel holds the k-th values of kPanelWidth weight rows side by side, [K][64] floats,
-// 64-byte aligned, panels consecutive in memory.
+// each panel holds the k-th values of kPanelWidth weight rows side by side in the layout of
+// the matrix's type (f32 and f16: [K][64] values; bf16 below; qblock_panels.hpp,
+// qsub_panels.hpp), 64-byte aligned, panels consecutive in memory.
 inline constexpr int64_t kPanelWidth = 64;
 // The panel kernels take tokens in blocks of this many (each block's activations stay in
 // cache while the panel's rows stream); the forward sweeps its panels block by block too.
 inline constexpr int64_t kPanelTokenBlock = 256;
+
+// bf16 panels: k in pairs, the layout of AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold
+// weights k and k + 1 of one row — element (k, j) at bf16_panel_index(k, j); K is padded to
+// even with zero weights, so a bf16 panel over K holds bf16_panel_rows(K) · 64 values.
+inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) { return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1); }
 
 // f32_panel_gemm_<isa>_<tile>: C[t][j] = Σ_k A[t][k] · P[k][j]   for t < T, j < 64.
 //   A: [T][K], row stride lda (activations);  P: one panel, [K][64] contiguous, 64-byte
@@ -64,61 +63,45 @@ inline constexpr int64_t kPanelTokenBlock = 256;
 //   token falls in a tile (f32_panel_tiles.hpp): a token's result is the same alone or in
 //   any batch, for any split of tokens or panels across threads.
 //   Accuracy: error ≤ K·u·Σ|A·P|.
+// (The forward's f32 panel kernel, and the backward's products of f32 operands laid out as
+// panels, block/panels.hpp.)
 using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
-void f32_panel_gemm_scalar(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C, int64_t ldc);
-void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                                        int64_t ldc);
-void f32_panel_gemm_avx512_8x64_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                                     int64_t ldc);
 
-// 16-bit panels. f16: [K][64] values, as f32 panels. bf16: k in pairs, the layout of
-// AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold weights k and k + 1 of one row —
-// element (k, j) at bf16_panel_index(k, j); K is padded to even with zero weights, so a
-// bf16 panel over K holds bf16_panel_rows(K) · 64 values.
-inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) { return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1); }
-inline constexpr int64_t bf16_panel_rows(int64_t K) { return (K + 1) / 2 * 2; }
+// <type>_panel_gemm_<isa>_<tile>: C[t][j] = Σ_k A[t][k] · W[j][k] for t < T, j < 64 — one
+// panel P of 64 rows of K weights of the type, laid out as its family's panels are — on
+// activations A in the format the kernel takes (PanelKernel::activations; activation_rows.hpp).
+// C: [T][64], row stride ldc; T, K ≥ 0 (K a multiple of the type's block); C must not
+// overlap A or P. The arithmetic of each family, the same whatever T is and wherever a token
+// falls in a tile, so that a token's result is the same alone or in any batch:
+//   f32:  f32_panel_gemm's contract;
+//   f16, bf16 widened: the same chains with each weight widened exactly to f32 in registers
+//         (only the panel's loads differ);
+//   bf16 dotted (AVX512_BF16): A rounded to bf16 once per forward; vdpbf16ps adds two exact
+//         bf16 products per 32-bit lane to an f32 accumulator, one chain over the pairs of k
+//         in order. Error ≤ K·u·Σ|Ã·P| against the exact sum of the rounded operands Ã; bf16
+//         and f32 denormals are read as zero (DAZ/FTZ, as the instruction defines them);
+//   qblock: qblock_panels.hpp;  qsub: qsub_panels.hpp — exact integer sums a block, then one
+//         f32 chain over the blocks, the same bits on every ISA.
+using PanelGemm = void (*)(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc);
 
-// half_panel_gemm_<isa>_<tile>: C = A·widen(P), the contract of f32_panel_gemm (the same
-// tiles and chains, only the panel's loads differ) for a panel of binary16 (bf16 = false)
-// or bfloat16 (bf16 = true) weights in the layouts above, each widened exactly to f32.
-using HalfPanelGemm = void (*)(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
-                               float* C, int64_t ldc);
-void half_panel_gemm_scalar(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
-                            int64_t ldc);
-void half_panel_gemm_avx2_2x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
-                                    float* C, int64_t ldc);
-void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
-                                 float* C, int64_t ldc);
+// A weight type's panel kernel in one ISA's table: the forward's one indirect call a panel.
+struct PanelKernel {
+  std::string name;                           // its contract: "q4_K_panel_gemm_avx512_vnni_2x64"
+  std::string_view arithmetic;                // how it multiplies, for people: "vdpbf16ps", "f32 FMA", …
+  WeightType activations = WeightType::f32;   // the activation format it takes
+  PanelGemm fn = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+};
 
-// bf16_dot_panel_gemm_<isa>_<tile> (AVX512_BF16 only): C[t][j] = Σ_k A[t][k] · P[k][j]
-// with A in bf16 too — the activations rounded to bf16 once per forward
-// (f32_to_bf16_rows) — by vdpbf16ps, which adds two exact bf16 products per 32-bit lane
-// to an f32 accumulator: twice the products per instruction of an f32 FMA.
-//   A: [T][bf16_panel_rows(K)] bf16 values, row stride lda (even), each row's padding value
-//   (odd K) zero;  P: one bf16 panel (layout above);  C: [T][64], row stride ldc.
-//   Determinism: every element is one chain over the pairs of k in order from 0, the same
-//   for any T and wherever a token falls in a tile (as f32_panel_gemm).
-//   Accuracy: error ≤ K·u·Σ|Ã·P| against the exact sum of the rounded operands Ã; bf16
-//   and f32 denormals are read as zero (DAZ/FTZ, as the instruction defines them).
-using Bf16DotPanelGemm = void (*)(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P, float* C,
-                                  int64_t ldc);
-void bf16_dot_panel_gemm_avx512bf16_6x64(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P,
-                                         float* C, int64_t ldc);
 // f32_to_bf16_rows_<isa>: out[t][k] = x[t][k] rounded to the nearest bf16 (ties to even;
 // denormals to zero), t < T, k < K; out rows ldo values apart (ldo ≥ bf16_panel_rows(K))
 // with out[t][K] = 0 where K is odd, the padding a bf16 panel's last pair reads.
 using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
-void f32_to_bf16_rows_avx512bf16(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
-// bf16_dot_roof_<isa>: the bf16 compute roof's loop, as f32_fma_roof with vdpbf16ps:
-// executes iterations · f32_roof_chains · f32_lanes · 4 FLOPs.
-float bf16_dot_roof_avx512bf16(int64_t iterations);
 
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
-// iterations · f32_roof_chains · f32_lanes · 2 FLOPs.
+// iterations · f32_roof_chains · f32_lanes · 2 FLOPs. bf16_dot_roof_<isa>: the bf16 compute
+// roof's loop, as f32_fma_roof with vdpbf16ps: iterations · f32_roof_chains · f32_lanes · 4.
 using F32FmaRoof = float (*)(int64_t iterations);
-float f32_fma_roof_scalar(int64_t iterations);
-float f32_fma_roof_avx2(int64_t iterations);
-float f32_fma_roof_avx512(int64_t iterations);
 
 // stream_read_<isa>: the memory roof's loops (stream_read.hpp): reads the `floats` floats
 // at p, any alignment, in read pattern `pattern` < kReadPatterns (4 streams × 4 lines a
@@ -126,9 +109,6 @@ float f32_fma_roof_avx512(int64_t iterations);
 // depending on all of them.
 inline constexpr int kReadPatterns = 3;
 using StreamRead = float (*)(const float* p, int64_t floats, int pattern);
-float stream_read_scalar(const float* p, int64_t floats, int pattern);
-float stream_read_avx2(const float* p, int64_t floats, int pattern);
-float stream_read_avx512(const float* p, int64_t floats, int pattern);
 
 // f32_gemm_nn_<isa>_<tile>: C[t][n] = C₀ + Σ_k A[t][k] · B[k][n]   for t < T, n < N,
 //   C₀ = C[t][n] if accumulate, else 0.
@@ -143,12 +123,6 @@ float stream_read_avx512(const float* p, int64_t floats, int pattern);
 //   Accuracy: error ≤ K·u·(|C₀| + Σ|A·B|).
 using F32GemmNn = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                            float* C, int64_t ldc, bool accumulate);
-void f32_gemm_nn_scalar(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                        float* C, int64_t ldc, bool accumulate);
-void f32_gemm_nn_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                           float* C, int64_t ldc, bool accumulate);
-void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                             float* C, int64_t ldc, bool accumulate);
 
 // f32_gemm_tn_add_<isa>_<tile>: C[m][n] += S[m][n],  S[m][n] = Σ_k A[k][m] · B[k][n]
 //   for m < M, n < N. K is the token count: dW_down += dYᵀ·H, dW_up += dUᵀ·X.
@@ -160,128 +134,30 @@ void f32_gemm_nn_avx512_8x32(int64_t T, int64_t N, int64_t K, const float* A, in
 //   Accuracy: |S − exact| ≤ K·u·Σ|A·B|.
 using F32GemmTnAdd = void (*)(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                               float* C, int64_t ldc);
-void f32_gemm_tn_add_scalar(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                            float* C, int64_t ldc);
-void f32_gemm_tn_add_avx2_6x16(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                               int64_t ldb, float* C, int64_t ldc);
-void f32_gemm_tn_add_avx512_8x32(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-                                 int64_t ldb, float* C, int64_t ldc);
-
-// Activations quantised to q8_0 blocks for the integer kernels, rows of K values (K a
-// multiple of 32), stored apart so that the kernels load whole vectors:
-//   qs   [T][K]     int8, the blocks' values, in order;
-//   d    [T][K/32]  each block's scale (a binary16 value, widened);
-//   corr [T][K/4]   −offset · (sum of each group of 4 consecutive values): offset 128 for
-//                   q8_0 weights (stored as w + 128 for an unsigned×signed dot product),
-//                   8 for q4_0 (whose nibbles are w + 8). Kernels without that need ignore it.
-// Block b of row t is byte for byte what quantize_row_q8_0 makes of x[t][32b .. 32b+31].
-struct Q8Rows {
-  const int8_t* qs;
-  const float* d;
-  const int32_t* corr;
-};
-
-// Integer weights packed at load (an InferenceBlock's q8_0 / q4_0 matrices): a panel holds 64
-// weight rows, block after block of 32 weights along K. Block b of a panel is
-// q_panel_block_bytes(type) bytes:
-//   128 bytes  the 64 rows' scales, binary16 bits, row order;
-//   then groups of 4 consecutive weights: byte 4r + i of group g is weight 4g + i of the
-//   block in row r, as an unsigned byte —
-//     q8_0: 8 groups × 256 bytes, the weight + 128;
-//     q4_0: 4 groups × 256 bytes, the low nibble weight 4g + i + 8 and the high nibble
-//           weight 4(g + 4) + i + 8 (ggml's nibbles, regrouped).
-// So a vector of the group holds 16 rows × 4 weights, the operand of one vpdpbusd against
-// 4 activation bytes broadcast.
-inline constexpr int64_t kQPanelScaleBytes = 128;
-// How far ahead the integer panel kernels' first strip of tokens prefetches the panel into
-// L1: about this many bytes, in whole blocks (measured in q_panel_gemm_<isa>.cpp).
-inline constexpr int64_t kQPanelPrefetchBytes = 8192;
-
-// The −offset·Σx of a whole q8_0 activation block: the sum of its 8 groups' corr values.
-inline int32_t q8_block_corr(const int32_t* corr) {
-  int32_t s = 0;
-  for (int g = 0; g < 8; ++g) s += corr[g];
-  return s;
-}
-inline constexpr int64_t q_panel_block_bytes(WeightType type) {
-  return kQPanelScaleBytes + (type == WeightType::q8_0 ? 8 : 4) * 256;
-}
-
-// q_panel_gemm_<isa>: C[t][j] = Σ_b d_w[j][b]·d_x[t][b] · S_b[t][j],  S_b the exact integer
-//   Σ_{i<32} w[j][32b+i]·x[t][32b+i], for j < 64 rows of one panel (layout above, K/32
-//   blocks), activations A quantised as below (Q8Rows, corr with the weights' offset).
-//   Arithmetic, the same on every ISA (so results agree bit for bit): per element one chain
-//   acc ← fma(float(S_b), d_w·d_x, acc) over b in order from 0 (d_w·d_x is exact: two
-//   binary16 values). C: [T][64], row stride ldc. K a multiple of 32; T ≥ 0.
-using QPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
-void q_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
-void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C, int64_t ldc);
-void q_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                                int64_t ldc);
-void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                                  int64_t ldc);
-
-// Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
-// multiples of 32) into the Q8Rows arrays of row length K, for weights of type wtype
-// (q8_0 or q4_0, which sets corr's offset). Blocks are byte for byte quantize_row_q8_0's;
-// a non-finite value is an ffn::Error. Portable code (O(T·K), against the kernels' O(T·N·K)).
-void quantize_q8_rows(WeightType wtype, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
-                      int8_t* qs, float* d, int32_t* corr);
-
-// kq_panel_gemm_<isa>: C[t][j] = Σ_b d_x[t][b]·(d[j][b]·I_b[t][j] − dmin[j][b]·M_b[t][j]) for
-//   j < 64 rows of one K-quant panel of type `type` (kq_panels.hpp: layout, the integers
-//   I and M, and the arithmetic, one f32 chain an element, the same on every ISA), K/256
-//   super-blocks, activations A in q8_K (Q8KRows). C: [T][64], row stride ldc. K a
-//   multiple of 256; T ≥ 0.
-using KQPanelGemm = void (*)(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                             int64_t ldc);
-void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc);
-void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                             int64_t ldc);
-void kq_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                                 int64_t ldc);
-void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                                   int64_t ldc);
-
-// Quantises blocks [c0, c1) of rows t < T of x (x[t][k] at x + t·ldx + k; c0, c1 and K
-// multiples of `block`) into the Q8KRows arrays of row length K: block for block ggml's
-// quantize_row_q8_K (block 256) or quantize_row_q8_0 (block 32), with the sums of 16. A
-// non-finite value is an ffn::Error. Portable code.
-void quantize_q8k_rows(int64_t block, int64_t T, int64_t K, int64_t c0, int64_t c1, const float* x, int64_t ldx,
-                       int8_t* qs, float* d, int16_t* bsums);
 
 // rows_to_panel32_<isa>: panel[k·64 + j0 + r] = value k of row r, for r < rows ≤ 64 − j0
 // and k < n: rows of 32-bit values — f32 weights, or bf16 weights read in pairs (value k
 // holding weights 2k and 2k + 1, as a bf16 pair panel does: bf16_panel_index) — row r at
 // src + r·ld_bytes, any alignment. The panel's other columns are untouched. Every ISA
-// copies the same bits. (Packing at load, and the stored blocks' panel path per call.)
+// copies the same bits. (Packing at load.)
 using RowsToPanel32 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
                                int64_t j0);
-void rows_to_panel32_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel,
-                            int64_t j0);
-void rows_to_panel32_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint32_t* panel, int64_t j0);
 // rows_to_panel16_<isa>: the same for rows of 16-bit values (f16 weights into a [K][64]
 // panel of them).
 using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                                int64_t j0);
-void rows_to_panel16_scalar(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
-                            int64_t j0);
-void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel, int64_t j0);
 
-// Every entry of a kernel table, X(type, field), in the table's order: the one list that
+// Every op of a kernel table, X(type, field), in the table's order: the one list that
 // KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all
-// made from, so that no entry can be left out of the enumeration the tests iterate.
+// made from, so that no entry can be left out of the enumeration the tests iterate. (The
+// panel kernels, one a weight type, are KernelTable::panel_gemm.)
 #define FFN_KERNEL_OPS(X)                                      \
   X(F32GemmNt, f32_gemm_nt)                                    \
   X(F32GemmNt, f32_gemm_nt_packed)                             \
   X(F32PanelGemm, f32_panel_gemm)                              \
-  X(HalfPanelGemm, half_panel_gemm)                            \
-  X(Bf16DotPanelGemm, bf16_dot_panel_gemm)                     \
   X(F32ToBf16Rows, f32_to_bf16_rows)                           \
   X(F32GemmNn, f32_gemm_nn)                                    \
   X(F32GemmTnAdd, f32_gemm_tn_add)                             \
-  X(QPanelGemm, q_panel_gemm)                                  \
-  X(KQPanelGemm, kq_panel_gemm)                                \
   X(RowsToPanel32, rows_to_panel32)                            \
   X(RowsToPanel16, rows_to_panel16)                            \
   X(F32ActivationRows, f32_activation_rows)                    \
@@ -294,9 +170,8 @@ void rows_to_panel16_avx2(int64_t rows, int64_t n, const std::byte* src, int64_t
   X(StreamRead, stream_read)
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
-// table has every entry except the AVX512_BF16 ones (bf16_dot_panel_gemm,
-// f32_to_bf16_rows, bf16_dot_roof), which are empty elsewhere: packed bf16 blocks dot bf16
-// activations with them.
+// table has every op except the AVX512_BF16 ones (f32_to_bf16_rows, bf16_dot_roof), empty
+// elsewhere, and a panel kernel for every weight type (none for the activation-only formats).
 struct KernelTable {
   Isa isa = Isa::scalar;
   int64_t f32_lanes = 0;        // floats per vector register
@@ -304,19 +179,24 @@ struct KernelTable {
 #define FFN_KERNEL_TABLE_FIELD(type, field) Named<type> field;
   FFN_KERNEL_OPS(FFN_KERNEL_TABLE_FIELD)
 #undef FFN_KERNEL_TABLE_FIELD
+  // Indexed by WeightType: the kernel multiplying that type's panels.
+  std::array<PanelKernel, kWeightTypeCount> panel_gemm;
+  const PanelKernel& panel(WeightType t) const { return panel_gemm[static_cast<size_t>(t)]; }
 };
 
-// The ops of a table, one per entry (its field's name).
+// The ops of a table, one per entry (its field's name); panel_gemm stands for the panel
+// kernels of every weight type.
 enum class Op {
 #define FFN_KERNEL_OP_ENUMERATOR(type, field) field,
   FFN_KERNEL_OPS(FFN_KERNEL_OP_ENUMERATOR)
 #undef FFN_KERNEL_OP_ENUMERATOR
+      panel_gemm
 };
 inline constexpr Op kAllOps[] = {
 #define FFN_KERNEL_OP_ELEMENT(type, field) Op::field,
     FFN_KERNEL_OPS(FFN_KERNEL_OP_ELEMENT)
 #undef FFN_KERNEL_OP_ELEMENT
-};
+        Op::panel_gemm};
 std::string_view op_name(Op op);
 
 // The kernel for the forward's products x·Wᵀ at T tokens: f32_gemm_nt while the weights
@@ -336,12 +216,14 @@ const KernelTable& kernel_table(Isa isa);
 const KernelTable& active_kernels();
 
 // The entries of one ISA's table (any ISA, supported or not: listing runs no kernel), in
-// the table's order, empty entries left out — what the tests iterate, so that every
-// kernel registered on every ISA is checked against its reference.
+// the table's order, empty entries left out, the panel kernels last in the weight types'
+// order — what the tests iterate, so that every kernel registered on every ISA is checked
+// against its reference.
 struct RegisteredKernel {
   Op op;
-  std::string_view name;  // the kernel's function, e.g. "q_panel_gemm_avx2_1x64" in the avx512 table
+  std::string_view name;  // the kernel's function, e.g. "f32_gemm_nt_avx2_3x3" in the avx512_vnni table
   Isa isa;                // the table's ISA
+  WeightType type = WeightType::f32;  // Op::panel_gemm: the weight type it multiplies
 };
 std::vector<RegisteredKernel> registered_kernels(Isa isa);
 

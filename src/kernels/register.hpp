@@ -1,11 +1,13 @@
-// How each ISA folder registers its kernel table (scalar/register_scalar.cpp,
-// avx2/register_avx2*.cpp, avx512/register_avx512*.cpp): with designated initialisers, each
-// entry FFN_KERNEL(function), a wider ISA's table over the narrower one's (inherit). The
-// register files take only the kernels' addresses, so they are compiled for baseline
-// x86-64 like dispatch.cpp; no table is built before some kernel_table() call needs it.
+// How each level's folder registers its kernel table (register_<level>.cpp): with designated
+// initialisers, each op FFN_KERNEL(function), then its panel kernels (panel_kernels.hpp), a
+// wider level's table over the one it extends (inherit). The register files take only the
+// kernels' addresses, so they are compiled for the baseline of the architecture like
+// dispatch.cpp; no table is built before some kernel_table() call needs it.
 #pragma once
 
+#include "ffn/isa_list.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/panel_kernels.hpp"
 
 // The table entry of a kernel function (or constant function pointer), named by its own
 // identifier: FFN_KERNEL(f32_gemm_nt_avx2_3x3) is {"f32_gemm_nt_avx2_3x3",
@@ -26,15 +28,14 @@ inline KernelTable inherit(const KernelTable& narrower, KernelTable own) {
   if (!own.field) own.field = narrower.field;
   FFN_KERNEL_OPS(FFN_KERNEL_INHERIT)
 #undef FFN_KERNEL_INHERIT
+  for (size_t t = 0; t < own.panel_gemm.size(); ++t)
+    if (!own.panel_gemm[t]) own.panel_gemm[t] = narrower.panel_gemm[t];
   return own;
 }
 
-// Each ISA's table, built on first call (by its register_<isa>.cpp).
-const KernelTable& table_scalar();
-const KernelTable& table_avx2();
-const KernelTable& table_avx2_vnni();
-const KernelTable& table_avx512();
-const KernelTable& table_avx512_vnni();
-const KernelTable& table_avx512_bf16();
+// Each level's table, built on first call (by its register_<level>.cpp).
+#define FFN_DECLARE_TABLE(name, ...) const KernelTable& table_##name();
+FFN_ISA_LEVELS(FFN_DECLARE_TABLE)
+#undef FFN_DECLARE_TABLE
 
 }  // namespace ffn::kernels

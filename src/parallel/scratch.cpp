@@ -21,6 +21,10 @@ MatrixView scratch_matrix(Scratch slot, int64_t rows, int64_t cols) {
   return {buffer.data(), rows, cols, cols};
 }
 
+std::byte* scratch_bytes(Scratch slot, int64_t bytes) {
+  return reinterpret_cast<std::byte*>(scratch_matrix(slot, 1, (bytes + 3) / 4).data);
+}
+
 void release_scratch() {
   for (auto& b : t_buffers) b = AlignedFloats();
 }

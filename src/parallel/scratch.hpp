@@ -15,6 +15,7 @@
 // calling thread's now.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ffn/tensor.hpp"
@@ -26,8 +27,9 @@ enum class Scratch : int {
   hidden_grads,   // [T][2H] du, dg of a backward
   dy_transposed,  // [D][T]
   x_panels,       // x in 64-column panels
-  x_bf16,         // x rounded to bf16 (packed bf16 blocks on AVX512_BF16)
-  hidden_bf16,    // h rounded to bf16 (likewise)
+  x_activations,       // x in the format of the up (first-stage) panels' kernel
+  gate_activations,    // x in the format of the gate panels' kernel, where it is another
+  hidden_activations,  // h in the format of the down panels' kernel
   moe_logits,     // [T][E] router logits of a MoE forward
   moe_tokens,     // [n][D] one expert's tokens, gathered
   moe_outputs,    // [n][D] that expert's outputs
@@ -45,5 +47,7 @@ enum class Scratch : int {
 
 // A rows × cols row-major view (stride cols) of the calling thread's buffer for `slot`.
 MatrixView scratch_matrix(Scratch slot, int64_t rows, int64_t cols);
+// `bytes` bytes (64-byte aligned) of the calling thread's buffer for `slot`.
+std::byte* scratch_bytes(Scratch slot, int64_t bytes);
 
 }  // namespace ffn

@@ -132,7 +132,7 @@ void add_forward_command(CLI::App& app) {
       "A mixture-of-experts layer (Mixtral block_sparse_moe.*, Hugging Face mlp.gate + mlp.experts.* or the fused "
       "3-D experts.gate_up_proj, GGUF ffn_gate_inp + ffn_*_exps) runs as one: the routing rule from config.json "
       "beside the weights or the GGUF metadata, only the chosen experts read per token.\n"
-      "The instruction set is chosen at run time; FFN_ISA=scalar|avx2|avx2_vnni|avx512|avx512_vnni|avx512_bf16 forces one.");
+      "The instruction set is chosen at run time; FFN_ISA=" + isa_names("|") + " forces one.");
   cmd->callback([o] { run_forward(*o); });
 }
 

@@ -22,7 +22,7 @@ void run_types(bool json) {
         const WeightTypeKernel k = weight_type_kernel(t.type, isa);
         kernels[std::string(isa_name(isa))] = {{"kernel", std::string(k.kernel)},
                                                {"arithmetic", std::string(k.arithmetic)},
-                                               {"activations", std::string(activation_format_name(k.activations))}};
+                                               {"activations", std::string(weight_type_name(k.activations))}};
       }
       out.push_back({{"name", std::string(t.name)},
                      {"gguf_type", t.gguf_type},
@@ -48,7 +48,7 @@ void run_types(bool json) {
       const WeightTypeKernel k = weight_type_kernel(t.type, isa);
       std::printf("  %-12s %s: %s on %s activations\n", std::string(isa_name(isa)).c_str(),
                   std::string(k.kernel).c_str(), std::string(k.arithmetic).c_str(),
-                  std::string(activation_format_name(k.activations)).c_str());
+                  std::string(weight_type_name(k.activations)).c_str());
     }
   }
 }
@@ -59,7 +59,7 @@ void add_types_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("types", "The weight types: storage, GGUF number, and the kernels each runs");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "print the table as JSON");
-  cmd->footer("Every type is one entry of the library's weight-type table (src/core/weight_type_table.cpp).");
+  cmd->footer("Every type is one entry of the library's list of types (include/ffn/weight_type_list.hpp).");
   cmd->callback([json] { run_types(*json); });
 }
 

@@ -3,7 +3,7 @@
 // Compiled with -mavx2 -mfma.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_fma_roof.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/stream_read.hpp"
 
 namespace ffn::kernels {

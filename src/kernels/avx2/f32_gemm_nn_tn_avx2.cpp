@@ -8,7 +8,7 @@
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx2/transpose_avx2.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {

@@ -4,7 +4,7 @@
 // Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
 #include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 

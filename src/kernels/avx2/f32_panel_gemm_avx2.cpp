@@ -19,6 +19,7 @@
 // Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 

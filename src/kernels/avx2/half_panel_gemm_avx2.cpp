@@ -6,7 +6,7 @@
 
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -90,23 +90,27 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
 // one token × 64 columns against 6×16 at T = 1, f16 1.81×, bf16 1.78×; 2×64 against the
 // tiles before it, f16 1.35× at T = 2, 1.06× at 3, 1.04× at 4, 0.91× at 5; bf16 1.53× at
 // T = 2, 0.90–0.95× at 3 and 4. Either tile gives every element the same bits.
-void half_panel_gemm_avx2_2x64_6x16(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P,
-                                    float* C, int64_t ldc) {
-  if (bf16) {
-    if (T <= 2)
-      panel_gemm_blocked<2, 2, StreamAhead{}>(
-          T, K, A, lda, P, C, ldc,
-          [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare) {
-            bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc);
-          });
-    else
-      f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A, lda, P, C, ldc);
-  } else {
-    if (T <= 4)
-      f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
-    else
-      f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<LoadF16>>(T, K, A, lda, P, C, ldc);
-  }
+void f16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
+                                   int64_t ldc) {
+  const auto* P = reinterpret_cast<const uint16_t*>(panel);
+  if (T <= 4)
+    f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<LoadF16>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  else
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<LoadF16>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+}
+
+void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
+                                    int64_t ldc) {
+  const auto* P = reinterpret_cast<const uint16_t*>(panel);
+  const int64_t lda = A.f32_stride();
+  if (T <= 2)
+    panel_gemm_blocked<2, 2, StreamAhead{}>(
+        T, K, A.f32(), lda, P, C, ldc,
+        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare) {
+          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc);
+        });
+  else
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A.f32(), lda, P, C, ldc);
 }
 
 }  // namespace ffn::kernels

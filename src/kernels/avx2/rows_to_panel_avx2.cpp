@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "kernels/avx2/transpose_avx2.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 

@@ -3,7 +3,7 @@
 // Compiled with -mavx512f -mfma.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_fma_roof.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx512/avx512_kernels.hpp"
 #include "kernels/stream_read.hpp"
 
 namespace ffn::kernels {

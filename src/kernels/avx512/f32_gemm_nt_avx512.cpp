@@ -4,7 +4,7 @@
 // Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
 #include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/avx512/vec_avx512.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx512/avx512_kernels.hpp"
 
 namespace ffn::kernels {
 

@@ -11,6 +11,7 @@
 // Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_panel_tiles.hpp"
+#include "kernels/avx512/avx512_kernels.hpp"
 
 namespace ffn::kernels {
 

@@ -6,7 +6,7 @@
 
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx512/avx512_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -38,18 +38,23 @@ struct PairedBf16Panel {
   }
 };
 
+// One strip streams a block (the default StreamedTokens), prefetching 16 KiB ahead.
+constexpr StreamAhead kAhead{16384};
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with widening loads: 16-bit panels laid out at
 // load (InferenceBlock).
-void half_panel_gemm_avx512_6x64(bool bf16, int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C,
+void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
+                                int64_t ldc) {
+  const auto* P = reinterpret_cast<const uint16_t*>(panel);
+  f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<LoadF16>, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+}
+
+void bf16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                  int64_t ldc) {
-  // One strip streams a block (the default StreamedTokens), prefetching 16 KiB ahead.
-  constexpr StreamAhead kAhead{16384};
-  if (bf16)
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel, 6, kAhead>(T, K, A, lda, P, C, ldc);
-  else
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<LoadF16>, 6, kAhead>(T, K, A, lda, P, C, ldc);
+  const auto* P = reinterpret_cast<const uint16_t*>(panel);
+  f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
 }
 
 }  // namespace ffn::kernels

@@ -1,5 +1,6 @@
 // Scalar activations: the loops of activation_tiles.hpp over libm (math_scalar.hpp).
 #include "kernels/activation_tiles.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 #include "kernels/scalar/math_scalar.hpp"
 
 namespace ffn::kernels {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/f32_fma_roof.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {

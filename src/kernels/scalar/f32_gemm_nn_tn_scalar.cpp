@@ -3,7 +3,7 @@
 // per step. Compiled for baseline x86-64 with FMA contraction off.
 #include <algorithm>
 
-#include "kernels/kernels.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {
 

@@ -1,6 +1,6 @@
 // Plain C++ f32 GEMM (C = A·Bᵀ), the scalar reference among the kernels: one accumulator,
 // k in order. Compiled for baseline x86-64 with FMA contraction off.
-#include "kernels/kernels.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {
 

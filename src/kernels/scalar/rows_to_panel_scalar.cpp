@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/kernels.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {
 

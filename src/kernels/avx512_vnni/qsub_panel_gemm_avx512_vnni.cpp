@@ -1,5 +1,5 @@
-// AVX-512 VNNI product with a K-quant panel packed at load (layout, integers and arithmetic
-// in kq_panels.hpp), 2×64 tile: 2 tokens × 4 zmm of 16 rows. Each group of 4 values of 16
+// AVX-512 VNNI product with a qsub panel packed at load (layout, integers and arithmetic
+// in qsub_panels.hpp), 2×64 tile: 2 tokens × 4 zmm of 16 rows. Each group of 4 values of 16
 // rows is one vector, dotted by one vpdpbusd with the token's 4 activation bytes broadcast
 // into the sub-block's sum, which starts from −offset·B_u; the sum times the sub-block's
 // 16 scales (vpmulld) goes into I. M = Σ_u m_u·B_u takes one vpmulld a sub-block and row
@@ -15,7 +15,8 @@
 
 #include <algorithm>
 
-#include "kernels/kernels.hpp"
+#include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/qsub_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -27,13 +28,13 @@ inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? b
 
 // MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume; the
 // first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L1.
-template <WeightType Type, int MT>
-void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
+template <WeightType W, int MT>
+void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
           int64_t ldc) {
-  constexpr KQFormat f = kq_format(Type);
-  constexpr KQLayout L = kq_layout(f);
+  constexpr QFormat f = q_format(W);
+  constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
-  const int64_t blocks = K / kq_format(Type).block;
+  const int64_t blocks = K / q_format(W).block;
   __m512 acc[MT][4];
   for (int t = 0; t < MT; ++t)
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
@@ -62,8 +63,8 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     const int8_t* x[MT];
     const int16_t* bs[MT];
     for (int t = 0; t < MT; ++t) {
-      x[t] = A.qs + t * K + b * f.block;
-      bs[t] = A.bsums + t * (K / 16) + b * (f.block / 16);
+      x[t] = A.codes + t * K + b * f.block;
+      bs[t] = A.sums + t * (K / 16) + b * (f.block / 16);
     }
     auto x_group = [&](int t, int i) {  // activation bytes i … i+3 of the super-block
       int32_t bytes;
@@ -141,7 +142,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     __m512 d[4];
     for (int v = 0; v < 4; ++v) d[v] = scale_d(blk, v);
     for (int t = 0; t < MT; ++t) {
-      const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
+      const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
       for (int v = 0; v < 4; ++v)
         acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t][v]), _mm512_mul_ps(d[v], dx), acc[t][v]);
     }
@@ -160,7 +161,7 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
       }
       const auto* dmin16 = reinterpret_cast<const __m256i*>(blk + L.dmin);
       for (int t = 0; t < MT; ++t) {
-        const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
+        const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
         for (int v = 0; v < 4; ++v) {
           const __m512 ms = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(dmin16 + v)), dx);
           acc[t][v] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M[t][v]), ms, acc[t][v]);  // fma(M, −ms, acc)
@@ -172,24 +173,26 @@ void tile(int64_t K, const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
-template <WeightType Type>
-void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / kq_format(Type).block;
-  auto rows = [&](int64_t t) { return Q8KRows{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)}; };
+template <WeightType W>
+void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / q_format(W).block;
+  auto rows = [&](int64_t t) { return Q8Rows{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
   // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / kq_format(Type).block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / kq_format(Type).block);
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
     int64_t t = 0;
-    for (; t + 2 <= T; t += 2) tile<Type, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    if (t < T) tile<Type, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    for (; t + 2 <= T; t += 2) tile<W, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    if (t < T) tile<W, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }
+}
+
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  panel_rows<W>(T, K, Q8Rows{A.codes(), A.scales, A.sums}, P, C, ldc);
 }
 
 }  // namespace
 
-void kq_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                                   int64_t ldc) {
-  with_kq_type(type, [&]<WeightType Type>() { panel<Type>(T, K, A, P, C, ldc); });
-}
+FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx512_vnni_2x64, panel);
 
 }  // namespace ffn::kernels

@@ -1,16 +1,16 @@
-// The AVX-512 VNNI table: the avx512 table with integer dot products by vpdpbusd, which
+// The avx512_vnni table: the avx512 table with integer dot products by vpdpbusd, which
 // compute the same bits as the AVX2 integer kernels they replace.
+#include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
 #include "kernels/register.hpp"
 
 namespace ffn::kernels {
 namespace {
 
 KernelTable avx512_vnni_entries() {
-  return {
-      .isa = Isa::avx512_vnni,
-      .q_panel_gemm = FFN_KERNEL(q_panel_gemm_avx512vnni_2x64),
-      .kq_panel_gemm = FFN_KERNEL(kq_panel_gemm_avx512vnni_2x64),
-  };
+  KernelTable t{.isa = Isa::avx512_vnni};
+  FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx512_vnni_2x64);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx512_vnni_2x64);
+  return t;
 }
 
 }  // namespace

@@ -1,16 +1,16 @@
-// The AVX-VNNI table: the avx2 table with integer dot products by the 256-bit vpdpbusd,
+// The avx2_vnni table: the avx2 table with integer dot products by the 256-bit vpdpbusd,
 // which compute the same bits as the AVX2 integer kernels they replace.
+#include "kernels/avx2_vnni/avx2_vnni_kernels.hpp"
 #include "kernels/register.hpp"
 
 namespace ffn::kernels {
 namespace {
 
 KernelTable avx2_vnni_entries() {
-  return {
-      .isa = Isa::avx2_vnni,
-      .q_panel_gemm = FFN_KERNEL(q_panel_gemm_avx2vnni_1x64),
-      .kq_panel_gemm = FFN_KERNEL(kq_panel_gemm_avx2vnni_1x64),
-  };
+  KernelTable t{.isa = Isa::avx2_vnni};
+  FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx2_vnni_1x64);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_vnni_1x64);
+  return t;
 }
 
 }  // namespace

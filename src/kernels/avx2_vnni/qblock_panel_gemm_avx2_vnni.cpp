@@ -1,5 +1,5 @@
-// AVX-VNNI integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic
-// in kernels.hpp), the 1×64 tile of q_panel_tile_avx2.hpp: the AVX-512 VNNI kernel's
+// AVX-VNNI integer product with a qblock panel (Q8_0, Q4_0) packed at load (layout and
+// arithmetic in qblock_panels.hpp), the 1×64 tile of avx2/qblock_tile_avx2.hpp: the AVX-512 VNNI kernel's
 // arithmetic on 256-bit vectors, for the CPUs that have VEX-coded vpdpbusd without AVX-512
 // (Intel's client cores from Alder Lake on, and Zen 5 beside its AVX-512).
 // Each group of 4 weights of 8 rows is one vector, dotted by one vpdpbusd with the token's
@@ -11,18 +11,20 @@
 // instead of 3 operations and a share of the widening.
 // Compiled with -mavx2 -mfma -mf16c -mavxvnni (this file only); called only when the CPU
 // has them.
-#include "kernels/avx2/q_panel_tile_avx2.hpp"
+#include "kernels/avx2/qblock_tile_avx2.hpp"
+#include "kernels/avx2_vnni/avx2_vnni_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
 
 struct DpbusdSums {
-  template <WeightType Type, class XGroup>
-  static void sums(const std::byte* q, const XGroup& x_group, const int32_t* corr, __m256i sum[8]) {
+  template <WeightType W, class XGroup, class XSum>
+  static void sums(const std::byte* q, const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) {
+    constexpr QFormat f = q_format(W);
     auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
-    const __m256i c = _mm256_set1_epi32(q8_block_corr(corr));
+    const __m256i c = _mm256_set1_epi32(-f.offset * x_sum());
     for (int v = 0; v < 8; ++v) sum[v] = c;
-    if constexpr (Type == WeightType::q8_0) {
+    if constexpr (!f.nibbles) {
       for (int g = 0; g < 8; ++g) {
         const __m256i x = x_group(g);
         for (int v = 0; v < 8; ++v) sum[v] = _mm256_dpbusd_avx_epi32(sum[v], w_vec(g, v), x);
@@ -41,11 +43,13 @@ struct DpbusdSums {
   }
 };
 
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  avx2_qblock::panel<W, DpbusdSums>(T, K, A, P, C, ldc);
+}
+
 }  // namespace
 
-void q_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                                int64_t ldc) {
-  avx2_q_panel::q_panel_gemm<DpbusdSums>(type, T, K, A, P, C, ldc);
-}
+FFN_PANEL_KERNEL_SET(qblock, panel_gemm_avx2_vnni_1x64, panel);
 
 }  // namespace ffn::kernels

@@ -1,28 +1,25 @@
-// Decoding ggml's K-quant super-blocks (the layouts of core/ggml_blocks.hpp, as ggml's
-// dequantize_row_q*_K reads them) into integers, and laying them into panels.
-#include "core/kq_pack.hpp"
+// Laying the qsub types' rows into their panels (kernels/qsub_panels.hpp), and the unpacking
+// of ggml's K-quants, older 32-blocks and codebook types (the layouts of core/ggml_blocks.hpp,
+// as ggml's dequantize_row_* reads them) into the panels' integers (codecs.hpp, unpack<W>).
+#include "core/qsub_pack.hpp"
 
+#include <array>
 #include <cstring>
 
 #include "core/ggml_blocks.hpp"
-#include "ffn/error.hpp"
-#include "kernels/kq_panels.hpp"
+#include "kernels/panel_family.hpp"
+#include "kernels/qsub_panels.hpp"
 
 namespace ffn {
 namespace {
 
-template <class Block>
-Block read_block(const std::byte* p) {
-  Block b;
-  std::memcpy(&b, p, sizeof b);
-  return b;
-}
+using codec_detail::read_block;
 
 // Q4_K and Q5_K: 8 sub-blocks of 32; sub-blocks 2i and 2i+1 are the low and high nibbles of
 // qs[32i … 32i+31]; Q5_K's fifth bits: bit 2i (2i+1) of qh[l] for value l of sub-block 2i
 // (2i+1).
 template <class Block>
-void unpack_k4(const Block& b, SuperBlockInts& out, const uint8_t* qh) {
+void unpack_k4(const Block& b, SubBlockInts& out, const uint8_t* qh) {
   out.d = b.d;
   out.dmin = b.dmin;
   for (int u = 0; u < 8; ++u) {
@@ -46,7 +43,7 @@ void unpack_k4(const Block& b, SuperBlockInts& out, const uint8_t* qh) {
 // Q6_K: in each half of 128 values, value l (l < 32) is ql[l]'s low nibble with qh[l]'s bits
 // 0–1 above it, value 32 + l ql[32 + l]'s low with bits 2–3, 64 + l ql[l]'s high with bits
 // 4–5, 96 + l ql[32 + l]'s high with bits 6–7; q − 32 is the signed value.
-void unpack_q6(const BlockQ6_K& b, SuperBlockInts& out) {
+void unpack_q6(const BlockQ6_K& b, SubBlockInts& out) {
   out.d = b.d;
   for (int u = 0; u < 16; ++u) out.sc[u] = b.scales[u];
   for (int half = 0; half < 2; ++half) {
@@ -67,7 +64,7 @@ void unpack_q6(const BlockQ6_K& b, SuperBlockInts& out) {
 // 4·half + j of hmask[l] (hmask[16 + l]); its value is q − 4. Q3_K's 16 scales are 6 bits
 // (offset 32): the low nibble of byte u (u < 8) or the high nibble of byte u − 8, the high
 // two bits bits 2(u/4)… of byte 8 + u%4. Q2_K's scales byte is scale | min << 4.
-void unpack_low2(const uint8_t* qs, const uint8_t* hmask, SuperBlockInts& out) {
+void unpack_low2(const uint8_t* qs, const uint8_t* hmask, SubBlockInts& out) {
   for (int half = 0; half < 2; ++half)
     for (int j = 0; j < 4; ++j)
       for (int l = 0; l < 32; ++l) {
@@ -77,7 +74,7 @@ void unpack_low2(const uint8_t* qs, const uint8_t* hmask, SuperBlockInts& out) {
       }
 }
 
-void unpack_q3(const BlockQ3_K& b, SuperBlockInts& out) {
+void unpack_q3(const BlockQ3_K& b, SubBlockInts& out) {
   out.d = b.d;
   for (int u = 0; u < 16; ++u) {
     const int low = u < 8 ? b.scales[u] & 0x0F : b.scales[u - 8] >> 4;
@@ -87,7 +84,7 @@ void unpack_q3(const BlockQ3_K& b, SuperBlockInts& out) {
   unpack_low2(b.qs, b.hmask, out);
 }
 
-void unpack_q2(const BlockQ2_K& b, SuperBlockInts& out) {
+void unpack_q2(const BlockQ2_K& b, SubBlockInts& out) {
   out.d = b.d;
   out.dmin = b.dmin;
   for (int u = 0; u < 16; ++u) {
@@ -102,7 +99,7 @@ void unpack_q2(const BlockQ2_K& b, SuperBlockInts& out) {
 // little-endian u32). Q4_1 / Q5_1's additive min m becomes dmin = −m (the sign bit
 // flipped: exact) with m_u = 1.
 template <class Block>
-void unpack_32(const Block& b, SuperBlockInts& out, const uint8_t* qh, bool has_min) {
+void unpack_32(const Block& b, SubBlockInts& out, const uint8_t* qh, bool has_min) {
   out.d = b.d;
   out.sc[0] = 1;
   uint32_t high = 0;
@@ -130,7 +127,7 @@ void unpack_nibbles_32(const uint8_t* qs, uint8_t* q) {
   }
 }
 
-void unpack_iq4_xs(const BlockIQ4_XS& b, SuperBlockInts& out) {
+void unpack_iq4_xs(const BlockIQ4_XS& b, SubBlockInts& out) {
   out.d = b.d;
   for (int u = 0; u < 8; ++u) {
     const int low = (b.scales_l[u / 2] >> (4 * (u % 2))) & 0x0F, high = (b.scales_h >> (2 * u)) & 3;
@@ -141,60 +138,85 @@ void unpack_iq4_xs(const BlockIQ4_XS& b, SuperBlockInts& out) {
 
 }  // namespace
 
-void unpack_superblock(WeightType t, const std::byte* block, SuperBlockInts& out) {
-  out = SuperBlockInts{};
-  switch (t) {
-    case WeightType::q4_K:
-      return unpack_k4(read_block<BlockQ4_K>(block), out, nullptr);
-    case WeightType::q5_K: {
-      const auto b = read_block<BlockQ5_K>(block);
-      return unpack_k4(b, out, b.qh);
-    }
-    case WeightType::q6_K:
-      return unpack_q6(read_block<BlockQ6_K>(block), out);
-    case WeightType::q3_K:
-      return unpack_q3(read_block<BlockQ3_K>(block), out);
-    case WeightType::q2_K:
-      return unpack_q2(read_block<BlockQ2_K>(block), out);
-    case WeightType::q5_0: {
-      const auto b = read_block<BlockQ5_0>(block);
-      return unpack_32(b, out, b.qh, false);
-    }
-    case WeightType::q4_1:
-      return unpack_32(read_block<BlockQ4_1>(block), out, nullptr, true);
-    case WeightType::q5_1: {
-      const auto b = read_block<BlockQ5_1>(block);
-      return unpack_32(b, out, b.qh, true);
-    }
-    case WeightType::iq4_nl: {
-      const auto b = read_block<BlockIQ4_NL>(block);
-      out.d = b.d;
-      out.sc[0] = 1;
-      return unpack_nibbles_32(b.qs, out.q);
-    }
-    case WeightType::iq4_xs:
-      return unpack_iq4_xs(read_block<BlockIQ4_XS>(block), out);
-    case WeightType::mxfp4: {
-      const auto b = read_block<BlockMXFP4>(block);
-      out.d = b.e;
-      out.sc[0] = 1;
-      return unpack_nibbles_32(b.qs, out.q);
-    }
-    default:
-      throw Error("unpack_superblock: " + std::string(weight_type_name(t)) + " has no K-panel form");
-  }
+template <>
+void unpack<WeightType::q4_K>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_k4(read_block<BlockQ4_K>(block), out, nullptr);
+}
+template <>
+void unpack<WeightType::q5_K>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  const auto b = read_block<BlockQ5_K>(block);
+  unpack_k4(b, out, b.qh);
+}
+template <>
+void unpack<WeightType::q6_K>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_q6(read_block<BlockQ6_K>(block), out);
+}
+template <>
+void unpack<WeightType::q3_K>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_q3(read_block<BlockQ3_K>(block), out);
+}
+template <>
+void unpack<WeightType::q2_K>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_q2(read_block<BlockQ2_K>(block), out);
+}
+template <>
+void unpack<WeightType::q5_0>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  const auto b = read_block<BlockQ5_0>(block);
+  unpack_32(b, out, b.qh, false);
+}
+template <>
+void unpack<WeightType::q4_1>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_32(read_block<BlockQ4_1>(block), out, nullptr, true);
+}
+template <>
+void unpack<WeightType::q5_1>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  const auto b = read_block<BlockQ5_1>(block);
+  unpack_32(b, out, b.qh, true);
+}
+template <>
+void unpack<WeightType::iq4_nl>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  const auto b = read_block<BlockIQ4_NL>(block);
+  out.d = b.d;
+  out.sc[0] = 1;
+  unpack_nibbles_32(b.qs, out.q);
+}
+template <>
+void unpack<WeightType::iq4_xs>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  unpack_iq4_xs(read_block<BlockIQ4_XS>(block), out);
+}
+template <>
+void unpack<WeightType::mxfp4>(const std::byte* block, SubBlockInts& out) {
+  out = {};
+  const auto b = read_block<BlockMXFP4>(block);
+  out.d = b.e;
+  out.sc[0] = 1;
+  unpack_nibbles_32(b.qs, out.q);
 }
 
-void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, int64_t rows, int64_t K,
-                        std::byte* panel, int64_t j0) {
-  const kernels::KQFormat f = kernels::kq_format(t);
-  const kernels::KQLayout L = kernels::kq_layout(f);
-  const int64_t block_bytes = weight_type_info(t).block_bytes;
-  SuperBlockInts s;
+namespace {
+
+// Rows ≤ 64 − j0 of K values of qsub type W (row r at src + r·row_bytes, ggml's layout) into
+// columns j0 … of a panel of K / block blocks (kernels/qsub_panels.hpp).
+template <WeightType W>
+void rows_into_panel(const std::byte* src, int64_t row_bytes, int64_t rows, int64_t K, std::byte* panel, int64_t j0) {
+  constexpr kernels::QFormat f = kernels::q_format(W);
+  constexpr kernels::QSubLayout L = kernels::qsub_layout(f);
+  constexpr int64_t block_bytes = kernels::type_block_bytes(W);
+  SubBlockInts s;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t j = j0 + r;
     for (int64_t b = 0; b < K / f.block; ++b) {
-      unpack_superblock(t, src + r * row_bytes + b * block_bytes, s);
+      unpack<W>(src + r * row_bytes + b * block_bytes, s);
       auto* out = reinterpret_cast<uint8_t*>(panel + b * L.bytes);
       if (f.e8m0)
         out[j] = static_cast<uint8_t>(s.d);
@@ -225,6 +247,18 @@ void kq_rows_into_panel(WeightType t, const std::byte* src, int64_t row_bytes, i
       }
     }
   }
+}
+
+}  // namespace
+
+QSubRowsIntoPanel qsub_rows_into_panel(WeightType t) {
+  static constexpr auto table = [] {
+    std::array<QSubRowsIntoPanel, kWeightTypeCount> a{};
+    kernels::for_each_type_of<kernels::PanelFamily::qsub>(
+        [&]<WeightType W>() { a[static_cast<size_t>(W)] = &rows_into_panel<W>; });
+    return a;
+  }();
+  return table[static_cast<size_t>(t)];
 }
 
 }  // namespace ffn

@@ -1,5 +1,5 @@
-// AVX2 integer product with a q8_0 / q4_0 panel packed at load (layout and arithmetic in
-// kernels.hpp), the 1×64 tile of q_panel_tile_avx2.hpp.
+// AVX2 integer product with a qblock panel (Q8_0, Q4_0) packed at load (layout and arithmetic
+// in qblock_panels.hpp), the 1×64 tile of qblock_tile_avx2.hpp.
 // Against a 1×32 tile that read each block's two halves in two passes over a K block, on
 // the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
 // 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
@@ -12,7 +12,8 @@
 // |w| by x carrying w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no
 // correction (two such pairs could: its pairs are widened one vector at a time).
 // Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
-#include "kernels/avx2/q_panel_tile_avx2.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/avx2/qblock_tile_avx2.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -22,10 +23,12 @@ inline __m256i pair_sums(__m256i u8, __m256i s8) {
 }
 
 struct MaddubsSums {
-  template <WeightType Type, class XGroup>
-  static void sums(const std::byte* q, const XGroup& x_group, const int32_t* corr, __m256i sum[8]) {
+  template <WeightType W, class XGroup, class XSum>
+  static void sums(const std::byte* q, const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) {
+    constexpr QFormat f = q_format(W);
     auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
-    if constexpr (Type == WeightType::q8_0) {
+    if constexpr (!f.nibbles) {
+      static_assert(f.offset == 128, "byte codes are read back as signed weights by flipping their top bit");
       const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
       for (int v = 0; v < 8; ++v) sum[v] = _mm256_setzero_si256();
       for (int g = 0; g < 8; ++g) {
@@ -49,17 +52,19 @@ struct MaddubsSums {
               pairs[v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi)));
         }
       }
-      const __m256i c = _mm256_set1_epi32(q8_block_corr(corr));
+      const __m256i c = _mm256_set1_epi32(-f.offset * x_sum());
       for (int v = 0; v < 8; ++v) sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs[v], _mm256_set1_epi16(1)), c);
     }
   }
 };
 
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  avx2_qblock::panel<W, MaddubsSums>(T, K, A, P, C, ldc);
+}
+
 }  // namespace
 
-void q_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                            int64_t ldc) {
-  avx2_q_panel::q_panel_gemm<MaddubsSums>(type, T, K, A, P, C, ldc);
-}
+FFN_PANEL_KERNEL_SET(qblock, panel_gemm_avx2_1x64, panel);
 
 }  // namespace ffn::kernels

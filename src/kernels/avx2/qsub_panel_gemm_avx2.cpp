@@ -1,5 +1,5 @@
-// AVX2 product with a K-quant panel packed at load (layout, integers and arithmetic in
-// kq_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block.
+// AVX2 product with a qsub panel packed at load (layout, integers and arithmetic in
+// qsub_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block.
 // A group's 4 values of 8 rows are one vector: vpmaddubsw multiplies the unsigned values by
 // the signed activation bytes into pairs of int16 (at most 2·63·127 < 2¹⁵: no saturation
 // for any K-quant), and vpmaddwd against the sub-block's scales (each row's scale in both
@@ -20,7 +20,8 @@
 
 #include <algorithm>
 
-#include "kernels/kernels.hpp"
+#include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/qsub_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -38,10 +39,10 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when
 // resume; with prefetch (the first token) the panel kQPanelPrefetchBytes ahead is pulled
 // into L1.
-template <WeightType Type>
-void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
-  constexpr KQFormat f = kq_format(Type);
-  constexpr KQLayout L = kq_layout(f);
+template <WeightType W>
+void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
+  constexpr QFormat f = q_format(W);
+  constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
@@ -50,7 +51,7 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   // biased (no vpsignb), the bias subtracted with the offset.
   constexpr bool biased = f.has_codebook() && 2 * (2 * f.max_abs_q()) * 127 < 32768;
   constexpr int bias = biased ? f.max_abs_q() : 0, offset = f.offset + bias;
-  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (kq_panels.hpp)
+  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
   __m256i codebook = _mm256_setzero_si256();
   if constexpr (f.has_codebook())
     codebook =
@@ -73,8 +74,8 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   };
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
-    const int8_t* x = A.qs + b * f.block;
-    const int16_t* bs = A.bsums + b * (f.block / 16);
+    const int8_t* x = A.codes + b * f.block;
+    const int16_t* bs = A.sums + b * (f.block / 16);
     auto x_group = [&](int i) {
       int32_t bytes;
       __builtin_memcpy(&bytes, x + i, 4);
@@ -160,7 +161,7 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
       }
       for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
     }
-    const __m256 dx = _mm256_set1_ps(A.d[b]);
+    const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v) {
       acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d(blk, v), dx), acc[v]);
     }
@@ -184,23 +185,25 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
-template <WeightType Type>
-void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / kq_format(Type).block;
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / kq_format(Type).block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / kq_format(Type).block);
+template <WeightType W>
+void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / q_format(W).block;
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
     for (int64_t t = 0; t < T; ++t) {
-      const Q8KRows row{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)};
-      tile<Type>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+      const Q8Rows row{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
+      tile<W>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
     }
   }
 }
 
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  panel_rows<W>(T, K, Q8Rows{A.codes(), A.scales, A.sums}, P, C, ldc);
+}
+
 }  // namespace
 
-void kq_panel_gemm_avx2_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                             int64_t ldc) {
-  with_kq_type(type, [&]<WeightType Type>() { panel<Type>(T, K, A, P, C, ldc); });
-}
+FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_1x64, panel);
 
 }  // namespace ffn::kernels

@@ -14,7 +14,7 @@
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/avx512_bf16/avx512_bf16_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -76,18 +76,20 @@ struct Bf16DotChains {
 
 }  // namespace
 
-void bf16_dot_panel_gemm_avx512bf16_6x64(int64_t T, int64_t K, const uint16_t* A, int64_t lda, const uint16_t* P,
-                                         float* C, int64_t ldc) {
+void bf16_panel_gemm_avx512_bf16_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
+                                      int64_t ldc) {
+  const auto* P = reinterpret_cast<const uint16_t*>(panel);
+  const int64_t lda = A.bf16_stride();
   // Streamed blocks of two strips prefetch 8 KiB ahead (f32_panel_tiles.hpp, StreamAhead).
   constexpr StreamAhead kAhead{8192, kTileTokens + 1};
-  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp, kAhead>(T, K, A, lda, P, C, ldc,
+  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp, kAhead>(T, K, A.bf16(), lda, P, C, ldc,
                                   [&]<int R, bool Resume>(int64_t kc, const uint16_t* a, const uint16_t* block,
                                                           float* c, PrefetchShare pf) {
                                     dot_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
                                   });
 }
 
-void f32_to_bf16_rows_avx512bf16(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo) {
+void f32_to_bf16_rows_avx512_bf16(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo) {
   for (int64_t t = 0; t < T; ++t) {
     const float* s = x + t * ldx;
     uint16_t* d = out + t * ldo;
@@ -105,6 +107,6 @@ void f32_to_bf16_rows_avx512bf16(int64_t T, int64_t K, const float* x, int64_t l
   }
 }
 
-float bf16_dot_roof_avx512bf16(int64_t iterations) { return f32_fma_roof<Bf16DotChains, 24>(iterations); }
+float bf16_dot_roof_avx512_bf16(int64_t iterations) { return f32_fma_roof<Bf16DotChains, 24>(iterations); }
 
 }  // namespace ffn::kernels

@@ -1,19 +1,22 @@
-// Plain C++ product with a K-quant panel packed at load, the reference of kq_panel_gemm
-// (layout, integers and arithmetic in kq_panels.hpp): the exact integers I and M of each
-// super-block, then std::fma (rounded once, as vfmadd), super-blocks in order. Each row's
-// super-block is read out of the panel once and dotted with every token.
+// Plain C++ product with a qsub panel packed at load, the reference of the qsub panel kernels
+// (layout, integers and arithmetic in qsub_panels.hpp): the exact integers I and M of each
+// block, then std::fma (rounded once, as vfmadd), blocks in order. Each row's block is read
+// out of the panel once and dotted with every token.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "ffn/quant.hpp"
-#include "kernels/kernels.hpp"
+#include "kernels/qsub_panels.hpp"
+#include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {
+namespace {
 
-void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C, int64_t ldc) {
-  const KQFormat f = kq_format(type);
-  const KQLayout L = kq_layout(f);
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  constexpr QFormat f = q_format(W);
+  constexpr QSubLayout L = qsub_layout(f);
   const int64_t blocks = K / f.block;
   auto half = [](const uint8_t* p, int64_t j) {
     uint16_t h;
@@ -33,14 +36,14 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
         for (int i = 0; i < f.sub; ++i) {
           const int g = i / 4;
           const int64_t at = 4 * j + i % 4;
-          q[u * f.sub + i] =
-              f.nibbles ? kq_value(f, g, v[(g % (f.sub / 8)) * 256 + at], f.high_bits ? hv[at] : 0) : v[g * 256 + at];
+          q[u * f.sub + i] = f.nibbles ? qsub_value(f, g, v[(g % (f.sub / 8)) * 256 + at], f.high_bits ? hv[at] : 0)
+                                       : v[g * 256 + at];
         }
       }
       const float d = f.e8m0 ? e8m0_half_to_f32(blk[j]) : half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
       for (int64_t t = 0; t < T; ++t) {
-        const int8_t* x = A.qs + t * K + b * f.block;
-        const int16_t* bs = A.bsums + t * (K / 16) + b * (f.block / 16);
+        const int8_t* x = A.codes() + t * K + b * f.block;
+        const int16_t* bs = A.sums + t * (K / 16) + b * (f.block / 16);
         int32_t I = 0, M = 0;
         for (int u = 0; u < f.subs(); ++u) {
           int32_t B = 0;
@@ -50,7 +53,7 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
           I += int32_t(reinterpret_cast<const int8_t*>(blk + L.sc)[u * 64 + j]) * S;
           if (f.has_min) M += int32_t(blk[L.m + u * 64 + j]) * B;
         }
-        const float dx = A.d[t * blocks + b];
+        const float dx = A.scales[t * blocks + b];
         float a = std::fma(static_cast<float>(I), d * dx, acc[size_t(t)]);
         if (f.has_min) a = std::fma(static_cast<float>(M), -(dmin * dx), a);
         acc[size_t(t)] = a;
@@ -59,5 +62,9 @@ void kq_panel_gemm_scalar(WeightType type, int64_t T, int64_t K, Q8KRows A, cons
     for (int64_t t = 0; t < T; ++t) C[t * ldc + j] = acc[size_t(t)];
   }
 }
+
+}  // namespace
+
+FFN_PANEL_KERNEL_SET(qsub, panel_gemm_scalar, panel);
 
 }  // namespace ffn::kernels

@@ -1,5 +1,5 @@
-// AVX-512 VNNI integer product with a q8_0 / q4_0 panel packed at load (layout and
-// arithmetic in kernels.hpp), 2×64 tile: 2 tokens × 4 zmm of 16 rows, 8 float accumulators
+// AVX-512 VNNI integer product with a qblock panel (Q8_0, Q4_0) packed at load (layout and
+// arithmetic in qblock_panels.hpp), 2×64 tile: 2 tokens × 4 zmm of 16 rows, 8 float accumulators
 // and 8 integer block sums. Each group of 4 weights of 16 rows is one vector, dotted by one
 // vpdpbusd with the token's 4 activation bytes broadcast — no lane reduction, a 16-row
 // scale vector per block — and the panel streams as one linear array, its next blocks
@@ -11,7 +11,8 @@
 
 #include <algorithm>
 
-#include "kernels/kernels.hpp"
+#include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/qblock_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -28,10 +29,11 @@ constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 p
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled
 // into L1.
-template <WeightType Type, int MT>
-void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch,
+template <WeightType W, int MT>
+void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch,
           float* C, int64_t ldc) {
-  constexpr int64_t block_bytes = q_panel_block_bytes(Type), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
+  constexpr QFormat f = q_format(W);
+  constexpr int64_t block_bytes = qblock_bytes(f), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const int64_t blocks = K / 32;
   __m512 acc[MT][4];
   for (int t = 0; t < MT; ++t)
@@ -42,19 +44,19 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     if (prefetch)
       for (int64_t line = 0; line < block_bytes; line += 64)
         _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
-    const auto* q = reinterpret_cast<const __m512i*>(blk + kQPanelScaleBytes);
+    const auto* q = reinterpret_cast<const __m512i*>(blk + kQBlockScaleBytes);
     __m512i sum[MT][4];
     for (int t = 0; t < MT; ++t) {
-      const __m512i c = _mm512_set1_epi32(q8_block_corr(A.corr + t * (K / 4) + 8 * b));
+      const __m512i c = _mm512_set1_epi32(-f.offset * q8_block_sum(A.sums + t * (K / 16), b));
       for (int v = 0; v < 4; ++v) sum[t][v] = c;
     }
     // The 4 activation bytes of group g of token t, broadcast to every lane.
     auto x_group = [&](int t, int g) {
       int32_t bytes;
-      __builtin_memcpy(&bytes, A.qs + t * K + 32 * b + 4 * g, 4);
+      __builtin_memcpy(&bytes, A.codes() + t * K + 32 * b + 4 * g, 4);
       return _mm512_set1_epi32(bytes);
     };
-    if constexpr (Type == WeightType::q8_0) {
+    if constexpr (!f.nibbles) {
       for (int g = 0; g < 8; ++g) {
         __m512i xg[MT];
         for (int t = 0; t < MT; ++t) xg[t] = x_group(t, g);
@@ -85,7 +87,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     __m512 dw[4];
     for (int v = 0; v < 4; ++v) dw[v] = _mm512_cvtph_ps(_mm256_load_si256(scales + v));
     for (int t = 0; t < MT; ++t) {
-      const __m512 dx = _mm512_set1_ps(A.d[t * blocks + b]);
+      const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
       for (int v = 0; v < 4; ++v)
         acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t][v]), _mm512_mul_ps(dw[v], dx), acc[t][v]);
     }
@@ -94,27 +96,20 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
-template <WeightType Type>
-void panel(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / 32;
-  auto rows = [&](int64_t t) { return Q8Rows{A.qs + t * K, A.d + t * blocks, A.corr + t * (K / 4)}; };
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kKBlocks);
     int64_t t = 0;
-    for (; t + 2 <= T; t += 2) tile<Type, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    if (t < T) tile<Type, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    for (; t + 2 <= T; t += 2) tile<W, 2>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    if (t < T) tile<W, 1>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }
 }
 
 }  // namespace
 
-void q_panel_gemm_avx512vnni_2x64(WeightType type, int64_t T, int64_t K, Q8Rows A, const std::byte* P, float* C,
-                                  int64_t ldc) {
-  if (type == WeightType::q8_0)
-    panel<WeightType::q8_0>(T, K, A, P, C, ldc);
-  else
-    panel<WeightType::q4_0>(T, K, A, P, C, ldc);
-}
+FFN_PANEL_KERNEL_SET(qblock, panel_gemm_avx512_vnni_2x64, panel);
 
 }  // namespace ffn::kernels

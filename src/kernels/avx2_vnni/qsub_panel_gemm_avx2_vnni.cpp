@@ -1,5 +1,5 @@
-// AVX-VNNI product with a K-quant panel packed at load (layout, integers and arithmetic in
-// kq_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block —
+// AVX-VNNI product with a qsub panel packed at load (layout, integers and arithmetic in
+// qsub_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block —
 // the AVX-512 VNNI kernel's arithmetic on 256-bit vectors, for the CPUs that have VEX-coded
 // vpdpbusd without AVX-512 (Intel's client cores from Alder Lake on; Zen 5 beside its
 // AVX-512). Each group of 4 values of 8 rows is one vector, dotted by one vpdpbusd with the
@@ -20,7 +20,8 @@
 
 #include <algorithm>
 
-#include "kernels/kernels.hpp"
+#include "kernels/avx2_vnni/avx2_vnni_kernels.hpp"
+#include "kernels/qsub_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -35,10 +36,10 @@ inline __m256i i8x8(const uint8_t* p) { return _mm256_cvtepi8_epi32(_mm_loadl_ep
 inline __m256i u8x8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
 
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when resume.
-template <WeightType Type>
-void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
-  constexpr KQFormat f = kq_format(Type);
-  constexpr KQLayout L = kq_layout(f);
+template <WeightType W>
+void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
+  constexpr QFormat f = q_format(W);
+  constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
   __m256 acc[8];
   for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
@@ -63,8 +64,8 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   };
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
-    const int8_t* x = A.qs + b * f.block;
-    const int16_t* bs = A.bsums + b * (f.block / 16);
+    const int8_t* x = A.codes + b * f.block;
+    const int16_t* bs = A.sums + b * (f.block / 16);
     auto x_group = [&](int i) {  // activation bytes i … i+3 of the super-block
       int32_t bytes;
       __builtin_memcpy(&bytes, x + i, 4);
@@ -116,11 +117,11 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
           for (int v = 0; v < 8; ++v) s[v] = _mm256_dpbusd_avx_epi32(s[v], w_vec(g, v), xg);
         }
       }
-      // The 32-blocks' one scale is 1 (kq_panels.hpp): no multiply.
+      // The 32-blocks' one scale is 1 (qsub_panels.hpp): no multiply.
       for (int v = 0; v < 8; ++v)
         I[v] = f.subs() == 1 ? s[v] : _mm256_add_epi32(I[v], _mm256_mullo_epi32(s[v], i8x8(blk + L.sc + u * 64 + 8 * v)));
     }
-    const __m256 dx = _mm256_set1_ps(A.d[b]);
+    const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v)
       acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d(blk, v), dx), acc[v]);
     if constexpr (f.has_min) {
@@ -139,24 +140,26 @@ void tile(const Q8KRows& A, const std::byte* P, int64_t b0, int64_t b1, bool res
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
-template <WeightType Type>
-void panel(int64_t T, int64_t K, const Q8KRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / kq_format(Type).block;
+template <WeightType W>
+void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / q_format(W).block;
   // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / kq_format(Type).block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / kq_format(Type).block);
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
     for (int64_t t = 0; t < T; ++t) {
-      const Q8KRows row{A.qs + t * K, A.d + t * blocks, A.bsums + t * (K / 16)};
-      tile<Type>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+      const Q8Rows row{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
+      tile<W>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
     }
   }
 }
 
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  panel_rows<W>(T, K, Q8Rows{A.codes(), A.scales, A.sums}, P, C, ldc);
+}
+
 }  // namespace
 
-void kq_panel_gemm_avx2vnni_1x64(WeightType type, int64_t T, int64_t K, Q8KRows A, const std::byte* P, float* C,
-                                 int64_t ldc) {
-  with_kq_type(type, [&]<WeightType Type>() { panel<Type>(T, K, A, P, C, ldc); });
-}
+FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_vnni_1x64, panel);
 
 }  // namespace ffn::kernels

@@ -1,0 +1,71 @@
+// The 1×64 tile of the 256-bit qblock panel kernels (avx2/qblock_panel_gemm_avx2.cpp,
+// vpmaddubsw; avx2_vnni/qblock_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): one token × 8
+// ymm of 8 rows, block after block in one pass, so the panel streams from memory as the
+// linear array it is, with no software prefetch (the hardware prefetcher alone streams it
+// fastest: docs/performance.md, AVX2). The two differ only in how a block's exact integer
+// sums S_b are formed, which each file gives as BlockSums::sums<W>(q, x_group, x_sum, sum):
+//   q        the block's groups (qblock_panels.hpp: group g's 4 weights of rows 8v … 8v + 7
+//            are the 32 bytes at q + 256g + 32v, unsigned codes);
+//   x_group  x_group(g): the token's 4 activation bytes of group g broadcast to every lane;
+//   x_sum    the activations' Σx of the block, for the sums that start from −offset·Σx;
+//   sum[v]   out: S_b of rows 8v … 8v + 7, int32.
+// The float arithmetic after S_b is the contract's (qblock_panels.hpp), so both agree with
+// the scalar reference bit for bit.
+// Included only by files compiled with at least -mavx2 -mfma -mf16c.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/kernels.hpp"
+#include "kernels/panel_family.hpp"
+#include "kernels/qblock_panels.hpp"
+
+namespace ffn::kernels::avx2_qblock {
+
+inline constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block
+
+// One token × the panel's 64 rows over blocks [b0, b1); the chains start from C when
+// resume. 8 integer sums and 8 float accumulators: the accumulators, touched once a block,
+// are what the compiler may keep in memory.
+template <WeightType W, class BlockSums>
+inline void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C) {
+  constexpr int64_t block_bytes = qblock_bytes(q_format(W));
+  __m256 acc[8];
+  for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
+  for (int64_t b = b0; b < b1; ++b) {
+    const std::byte* blk = P + b * block_bytes;
+    auto x_group = [&](int g) {
+      int32_t bytes;
+      __builtin_memcpy(&bytes, A.codes + 32 * b + 4 * g, 4);
+      return _mm256_set1_epi32(bytes);
+    };
+    __m256i sum[8];
+    BlockSums::template sums<W>(blk + kQBlockScaleBytes, x_group, [&] { return q8_block_sum(A.sums, b); }, sum);
+    const __m256 dx = _mm256_set1_ps(A.scales[b]);
+    for (int v = 0; v < 8; ++v) {
+      const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 2 * 8 * v));
+      const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(h), dx);
+      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[v]), s, acc[v]);
+    }
+  }
+  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
+}
+
+// C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp), K in blocks
+// of kKBlocks so that a token's pass re-reads the panel block from L2.
+template <WeightType W, class BlockSums>
+inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / 32;
+  // K = 0 still visits one (empty) range, so that C is written (zeros).
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
+    const int64_t b1 = std::min(blocks, b0 + kKBlocks);
+    for (int64_t t = 0; t < T; ++t) {
+      const Q8Rows row{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
+      tile<W, BlockSums>(row, P, b0, b1, b0 > 0, C + t * ldc);
+    }
+  }
+}
+
+}  // namespace ffn::kernels::avx2_qblock

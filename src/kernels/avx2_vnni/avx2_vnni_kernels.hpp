@@ -1,0 +1,12 @@
+// The avx2_vnni level's kernels (contracts in kernels.hpp, qblock_panels.hpp,
+// qsub_panels.hpp): integer dot products by the 256-bit vpdpbusd, the same bits as avx2's.
+#pragma once
+
+#include "kernels/panel_kernels.hpp"
+
+namespace ffn::kernels {
+
+extern const PanelGemmSet qblock_panel_gemm_avx2_vnni_1x64;
+extern const PanelGemmSet qsub_panel_gemm_avx2_vnni_1x64;
+
+}  // namespace ffn::kernels

@@ -1,0 +1,65 @@
+// The integer form of a quantised weight type's values, as the integer panels hold them
+// (qblock_panels.hpp, qsub_panels.hpp) and the kernels dot them: each type's line of
+// ffn/weight_type_list.hpp gives the fields that differ from the defaults below.
+//
+// Every weight of block b (`block` values along K) of row j is, for the value i of sub-block u
+// (`sub` consecutive values), an integer expression
+//     w_i = d·sc_u·(q_i − offset) − dmin·m_u
+// with q_i unsigned (0 … 2^bits − 1), sc_u a signed integer scale (1 where the type has none),
+// m_u an unsigned integer min (zero for the types without mins) and d, dmin binary16. The
+// codebook types (IQ4_NL, IQ4_XS, MXFP4) store a nibble n_i and have q_i = codebook[n_i], a
+// signed int8 (|q| ≤ 127), offset 0 and no mins; MXFP4's d is 2^(e − 128) from an e8m0 byte
+// (codebooks.hpp) instead of binary16, exact in f32.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/codebooks.hpp"
+
+namespace ffn::kernels {
+
+// The 16 signed values a codebook type's nibbles index (none: the nibble is the code).
+enum class Codebook { none, iq4, mxfp4 };
+
+struct QFormat {
+  int sub = 32;                         // values a sub-block: 16 or 32 (qblock: 32, its block)
+  int offset = 0;                       // subtracted from q (Q8_0 128, Q4_0 8, Q6_K 32, …)
+  bool nibbles = false;                 // q's low 4 bits, two values a byte (else q a byte a value)
+  bool has_min = false;                 // dmin and m present
+  int high_bits = 0;                    // bits of q above the nibble, in the h section (nibble types only)
+  Codebook codebook = Codebook::none;   // the nibbles are looked up (vpshufb) rather than used
+  bool e8m0 = false;                    // d is an e8m0 exponent byte (MXFP4), not binary16
+  int block = 0;                        // values a block: the list's block column (set from it)
+
+  constexpr int subs() const { return block / sub; }
+  constexpr bool has_codebook() const { return codebook != Codebook::none; }
+  // The codebook's 16 signed values (codebook types only).
+  constexpr const int8_t* codebook_values() const { return codebook == Codebook::iq4 ? kIq4Values : kMxfp4Values; }
+  // The largest |q| a panel value takes (the unsigned code, or the codebook entry): bounds the
+  // AVX2 kernels' int16 pair sums.
+  constexpr int max_abs_q() const {
+    int m = (nibbles ? 16 << high_bits : 256) - 1;
+    if (has_codebook()) {
+      m = 0;
+      for (int i = 0; i < 16; ++i) {
+        const int v = codebook_values()[i];
+        m = v > m ? v : (-v > m ? -v : m);
+      }
+    }
+    return m;
+  }
+};
+
+// How far ahead the integer panel kernels' first strip of tokens prefetches the panel into
+// L1: about this many bytes, in whole blocks (docs/performance.md, the integer kernels).
+inline constexpr int64_t kQPanelPrefetchBytes = 8192;
+
+// Rows of q8 activations (activation_rows.hpp) as the integer kernels index them: the codes
+// [T][K], the block scales [T][K/block] and the sums of 16 [T][K/16] from token 0 of a tile.
+struct Q8Rows {
+  const int8_t* codes;
+  const float* scales;
+  const int16_t* sums;
+};
+
+}  // namespace ffn::kernels

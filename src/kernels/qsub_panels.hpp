@@ -1,0 +1,74 @@
+// The qsub panels (ffn/weight_type_list.hpp): the types whose blocks are sub-blocks with
+// integer scales and mins — ggml's K-quants Q2_K … Q6_K, and in the same form its older Q4_1,
+// Q5_0, Q5_1, its codebook types IQ4_NL, IQ4_XS and MXFP4, and the ternary TQ1_0 and TQ2_0 —
+// packed at load for the integer panel kernels, and the activations they are dotted with.
+//
+// The values are the integer form of q_format.hpp. Against activations quantised to int8
+// blocks of the same length (x_i in −127 … 127, one scale d_x a block: q8_K's f32 for blocks of
+// 256, q8_0's binary16 for blocks of 32; B_u = Σ_{i∈u} x_i):
+//     Σ_i w_i·d_x·x_i = d_x·(d·I − dmin·M),
+//     I = Σ_u sc_u·(Σ_{i∈u} q_i·x_i − offset·B_u),   M = Σ_u m_u·B_u,
+// I and M exact int32 (|I| < 2^28). The kernels compute exactly that, per element one f32
+// chain over the blocks in order: acc ← fma(float(I), d·d_x, acc), then, with mins,
+// acc ← fma(float(M), −(dmin·d_x), acc) — the same bits on every ISA.
+//
+// Panel layout, per block of the 64 rows (qsub_layout(format).bytes bytes, every section a
+// multiple of 64 bytes):
+//   d      [64]    binary16 bits, row order                               128 bytes
+//                  (MXFP4: the e8m0 byte e of each row                     64 bytes)
+//   dmin   [64]    binary16 bits (types with mins only)                   128 bytes
+//   sc     [U][64] int8, sub-block u of row r at u·64 + r                 U·64 bytes
+//                  (1 for the formats of one sub-block a block: the vector kernels may
+//                  skip it)
+//   m      [U][64] uint8 (types with mins only)                           U·64 bytes
+//   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
+//          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
+//            nibbles (the low 4 bits of q): sub / 8 group pairs, each byte two values, the
+//              low nibble value 4g + l and the high nibble value 4(g + sub/8) + l of the
+//              sub-block (for sub = 32 as q4_0's panels);
+//            bytes: sub / 4 groups, one unsigned byte a value;
+//          (codebook types: the nibbles n, to be mapped through the codebook);
+//   h      (nibble types with more than 4 bits: Q5_K 1, Q6_K 2) per sub-block 256 bytes,
+//          byte 4r + l holding the high bits of value 4g + l of row r for every group g of
+//          the sub-block, group g at bits high_bits·g … (sub/4 · high_bits = 8 bits).
+// So one vector of a group holds 16 (zmm) or 8 (ymm) rows × 4 values, the operand of one
+// unsigned × signed dot product against 4 activation bytes broadcast, and the panel holds
+// the stored bits and no more where the codes fill their nibbles (Q6_K: exactly its 6.5625
+// bits a weight); the 2- and 3-bit codes (Q2_K, Q3_K, TQ1_0, TQ2_0) take a nibble each.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/q_format.hpp"
+
+namespace ffn::kernels {
+
+inline constexpr int64_t kSuperBlockValues = 256;
+
+// Byte offsets of the sections of one block of a panel (layout above).
+struct QSubLayout {
+  int64_t dmin, sc, m, q, h, bytes;
+  // The first byte of sub-block u's high bits (formats with high_bits).
+  int64_t h_of(int u) const { return h + int64_t(u) * 256; }
+  // The first byte of sub-block u's values.
+  int64_t q_of(const QFormat& f, int u) const { return q + int64_t(u) * (f.nibbles ? f.sub / 8 : f.sub / 4) * 256; }
+};
+constexpr QSubLayout qsub_layout(const QFormat& f) {
+  const int64_t U = f.subs();
+  const int64_t dmin = f.e8m0 ? 64 : 128, sc = f.has_min ? dmin + 128 : dmin;
+  const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
+  const int64_t q_bytes = int64_t(f.block) * 64 / (f.nibbles ? 2 : 1);
+  const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
+  return {dmin, sc, m, q, h, h + h_bytes};
+}
+
+// The value q of group g of a sub-block (g < sub/4) from its nibble-pair byte and its
+// high-bits byte (both at the same place 4r + l): the portable form of what the vector
+// kernels do a vector at a time.
+constexpr int qsub_value(const QFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
+  const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
+  if (f.has_codebook()) return f.codebook_values()[low];
+  return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
+}
+
+}  // namespace ffn::kernels
