@@ -13,6 +13,7 @@
 
 #include "ffn/isa.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/panel_family.hpp"
 
 namespace ffn::test {
 
@@ -44,6 +45,35 @@ struct CheckedOps {
 inline CheckedOps checks_ops(std::initializer_list<kernels::Op> ops) {
   ops_with_checkers().insert(ops.begin(), ops.end());
   return {ops};
+}
+
+// The panel families some kernel test checks (checks_panels, as checks_ops):
+// KernelRegistry.EveryRegisteredOpHasAChecker fails for a panel kernel whose type's family
+// no test noted.
+inline std::set<kernels::PanelFamily>& panel_families_with_checkers() {
+  static std::set<kernels::PanelFamily> families;
+  return families;
+}
+inline std::vector<kernels::PanelFamily> checks_panels(std::initializer_list<kernels::PanelFamily> families) {
+  panel_families_with_checkers().insert(families.begin(), families.end());
+  return families;
+}
+
+// A weight type's panel kernel registered on an ISA.
+struct RegisteredPanel {
+  WeightType type;
+  const kernels::PanelKernel* kernel;
+};
+// Every panel kernel registered on `isa` (supported) for a type of one of `families`, in the
+// list's order.
+inline std::vector<RegisteredPanel> registered_panels(Isa isa, const std::vector<kernels::PanelFamily>& families) {
+  const kernels::KernelTable& k = kernels::kernel_table(isa);
+  std::vector<RegisteredPanel> out;
+  for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa))
+    if (r.op == kernels::Op::panel_gemm &&
+        std::find(families.begin(), families.end(), kernels::panel_family(r.type)) != families.end())
+      out.push_back({r.type, &k.panel(r.type)});
+  return out;
 }
 
 // The entry of op `op` in table k, whose type must be Named<Fn> (empty otherwise).

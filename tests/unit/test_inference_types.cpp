@@ -39,6 +39,7 @@
 #include "forward_checks.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/panel_family.hpp"
 #include "parallel/scratch.hpp"
 #include "random_data.hpp"
 
@@ -130,12 +131,12 @@ double worst_ratio(const Block& f32, const Matrix& x, const Matrix& y, bool quan
   return worst;
 }
 
-bool is_kquant(WeightType t) { return kernels::is_kq_type(t); }
-bool is_integer(WeightType t) { return t == WeightType::q8_0 || t == WeightType::q4_0 || is_kquant(t); }
+bool is_kquant(WeightType t) { return kernels::panel_family(t) == kernels::PanelFamily::qsub; }
+bool is_integer(WeightType t) { return kernels::panel_family(t) == kernels::PanelFamily::qblock || is_kquant(t); }
 bool any_integer(const MatrixTypes& t) { return is_integer(t.gate) || is_integer(t.up) || is_integer(t.down); }
-// The activation blocks of a stage: 256 where its matrix is a K-quant (q8_K), else 32 (q8_0,
-// and q8_1 for Q4_1 / Q5_0 / Q5_1: the same codes and binary16 scale).
-size_t activation_block(WeightType t) { return is_kquant(t) ? size_t(kernels::kq_format(t).block) : 32u; }
+// The activation blocks of a stage: 256 where its matrix is a qsub type of 256-value blocks
+// (q8_K), else 32 (q8_0).
+size_t activation_block(WeightType t) { return is_kquant(t) ? size_t(kernels::q_format(t).block) : 32u; }
 QuantBlocks quant_blocks(const MatrixTypes& t) {
   return {std::max(activation_block(t.gate), activation_block(t.up)), activation_block(t.down)};
 }
@@ -164,7 +165,7 @@ class InferenceTypes : public testing::TestWithParam<Isa> {};
 // The activations' rounding to bf16 (relative 2⁻⁸) where a matrix is bf16 and the ISA dots
 // bf16 pairs; 0 otherwise.
 double bf16_operand_rounding(Isa isa, const MatrixTypes& t) {
-  const bool bf16_dot = kernels::kernel_table(isa).bf16_dot_panel_gemm != nullptr;
+  const bool bf16_dot = kernels::kernel_table(isa).panel(WeightType::bf16).activations == WeightType::bf16;
   const bool any_bf16 = t.gate == WeightType::bf16 || t.up == WeightType::bf16 || t.down == WeightType::bf16;
   return bf16_dot && any_bf16 ? 0x1p-8 : 0.0;
 }
@@ -273,7 +274,7 @@ TEST_P(InferenceTypes, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
     const InferenceBlock fast(f32, t, &one);
     const Block rounded = rounded_copy(f32, MatrixTypes::all(t));
     const Matrix x = random_matrix(T, 33, 3, 2.0f);
-    for (const Scratch slot : {Scratch::tile, Scratch::tile2, Scratch::x_bf16, Scratch::hidden_bf16}) {
+    for (const Scratch slot : {Scratch::tile, Scratch::tile2, Scratch::x_activations, Scratch::hidden_activations}) {
       const MatrixView poison = scratch_matrix(slot, 1, int64_t(1) << 20);
       std::fill(poison.data, poison.data + poison.cols, std::nanf(""));
     }

@@ -147,16 +147,29 @@ TEST_P(RoofLoop, ComputeRoofRunsItsChainsOfLanes) {
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);
 
-// Every level of the enum, whether this CPU has it or not.
-constexpr Isa kEveryIsa[] = {Isa::scalar, Isa::avx2, Isa::avx2_vnni, Isa::avx512, Isa::avx512_vnni, Isa::avx512_bf16};
+// Every level of this build's list (ffn/isa_list.hpp), whether this CPU has it or not.
+const std::vector<Isa>& kEveryIsa = all_isas();
 
 TEST(Isa, DispatchAndNames) {
   EXPECT_TRUE(isa_supported(Isa::scalar));
   EXPECT_EQ(supported_isas().front(), Isa::scalar);
+#if defined(__x86_64__)
   EXPECT_EQ(parse_isa("avx2"), Isa::avx2);
   EXPECT_EQ(parse_isa("avx2_vnni"), Isa::avx2_vnni);
   EXPECT_EQ(parse_isa("avx512_vnni"), Isa::avx512_vnni);
+#endif
   EXPECT_THROW(parse_isa("sse9"), Error);
+  // The message names every level of the list.
+  try {
+    parse_isa("sse9");
+  } catch (const Error& e) {
+    for (Isa isa : all_isas()) EXPECT_NE(std::string(e.what()).find(isa_name(isa)), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(isa_names(), [] {
+    std::string names;
+    for (Isa isa : all_isas()) names += (names.empty() ? "" : ", ") + std::string(isa_name(isa));
+    return names;
+  }());
   for (Isa isa : supported_isas()) {
     test::ScopedIsa scoped(isa);
     EXPECT_EQ(active_isa(), isa);
@@ -170,12 +183,17 @@ TEST(Isa, DispatchAndNames) {
 TEST(Isa, LevelsAreNested) {
   const std::vector<Isa> supported = supported_isas();
   for (size_t i = 1; i < supported.size(); ++i) EXPECT_LT(supported[i - 1], supported[i]);
+#if defined(__x86_64__)
   const std::pair<Isa, Isa> builds_on[] = {{Isa::avx2, Isa::scalar},         {Isa::avx2_vnni, Isa::avx2},
                                            {Isa::avx512, Isa::avx2},         {Isa::avx512_vnni, Isa::avx512},
                                            {Isa::avx512_bf16, Isa::avx512_vnni}};
-  for (const auto& [level, base] : builds_on)
+  for (const auto& [level, base] : builds_on) EXPECT_EQ(isa_extends(level), base) << isa_name(level);
+#endif
+  for (Isa level : kEveryIsa) {
+    const Isa base = isa_extends(level);
     EXPECT_TRUE(!isa_supported(level) || isa_supported(base)) << isa_name(level) << " without " << isa_name(base);
-  EXPECT_EQ(avx512_vnni_supported(), isa_supported(Isa::avx512_vnni));
+    EXPECT_TRUE(level == Isa::scalar ? base == level : base < level) << isa_name(level) << " extends a wider level";
+  }
   for (Isa isa : kEveryIsa) EXPECT_EQ(std::count(supported.begin(), supported.end(), isa), isa_supported(isa) ? 1 : 0);
 }
 
@@ -185,44 +203,68 @@ TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
   for (Isa isa : kEveryIsa)
     for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
       EXPECT_EQ(r.isa, isa);
-      EXPECT_TRUE(test::ops_with_checkers().count(r.op))
-          << r.name << " (op " << kernels::op_name(r.op) << ", table " << isa_name(isa) << ") has no checker";
+      if (r.op == Op::panel_gemm)
+        EXPECT_TRUE(test::panel_families_with_checkers().count(kernels::panel_family(r.type)))
+            << r.name << " (the panel kernel of " << weight_type_name(r.type) << ", table " << isa_name(isa)
+            << ") has no checker";
+      else
+        EXPECT_TRUE(test::ops_with_checkers().count(r.op))
+            << r.name << " (op " << kernels::op_name(r.op) << ", table " << isa_name(isa) << ") has no checker";
     }
 }
 
-// Every table has a kernel for every op but the AVX512_BF16 ones, which only avx512_bf16
-// has; each is named for its op (the scalar reference's one f32_gemm_nt serving as the
-// packed form too), and a level's entries are the ones its ISA adds or inherits.
+// Every table has a kernel for every op but the bf16 dot product's helpers, which only the
+// level with a bf16 dot product has, and a panel kernel for every weight type (none for the
+// activation-only formats); each is named for its op — a panel kernel for its type and op,
+// <type>_panel_gemm_ — (the scalar reference's one f32_gemm_nt serving as the packed form
+// too), and names the ISA it was written for.
 TEST(KernelRegistry, EveryTableHasEveryOpNamedForIt) {
-  const std::set<Op> bf16_only = {Op::bf16_dot_panel_gemm, Op::f32_to_bf16_rows, Op::bf16_dot_roof};
+  const std::set<Op> bf16_only = {Op::f32_to_bf16_rows, Op::bf16_dot_roof};
   for (Isa isa : kEveryIsa) {
+    const std::vector<kernels::RegisteredKernel> registered = kernels::registered_kernels(isa);
+    const bool has_bf16_dot = std::any_of(registered.begin(), registered.end(),
+                                          [](const kernels::RegisteredKernel& r) { return r.op == Op::bf16_dot_roof; });
     std::set<Op> present;
-    for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa)) {
+    std::set<WeightType> panels;
+    for (const kernels::RegisteredKernel& r : registered) {
       present.insert(r.op);
       const std::string name(r.name), op(kernels::op_name(r.op));
+      if (r.op == Op::panel_gemm) {
+        panels.insert(r.type);
+        EXPECT_EQ(name.rfind(std::string(weight_type_name(r.type)) + "_panel_gemm_", 0), 0u) << name;
+        continue;
+      }
       const bool scalar_packed = r.op == Op::f32_gemm_nt_packed && name == "f32_gemm_nt_scalar";
       EXPECT_TRUE(name.rfind(op + "_", 0) == 0 || scalar_packed) << name << " registered as " << op;
-      EXPECT_TRUE(bf16_only.count(r.op) == 0 || isa == Isa::avx512_bf16) << name << " in " << isa_name(isa);
+      EXPECT_TRUE(bf16_only.count(r.op) == 0 || has_bf16_dot) << name << " in " << isa_name(isa);
     }
     const size_t all = std::size(kernels::kAllOps);
-    EXPECT_EQ(present.size(), isa == Isa::avx512_bf16 ? all : all - bf16_only.size()) << isa_name(isa);
+    EXPECT_EQ(present.size(), has_bf16_dot ? all : all - bf16_only.size()) << isa_name(isa);
+    EXPECT_EQ(panels.size(), weight_types().size()) << isa_name(isa);
+    for (const WeightTypeInfo& t : weight_types()) EXPECT_TRUE(panels.count(t.type)) << t.name << " in " << isa_name(isa);
   }
 }
 
+#if defined(__x86_64__)
 // What each level of AVX-512 takes over or adds, in names: VNNI replaces AVX2's integer
-// kernels, which plain AVX-512 keeps (inherited); BF16 adds its three and changes nothing else.
+// kernels, which plain AVX-512 keeps (inherited); BF16 adds its two helpers and replaces the
+// bf16 panel kernel, and changes nothing else.
 TEST(KernelRegistry, AvxLevelsInheritWhatTheyDoNotReplace) {
-  auto name_of = [](Isa isa, Op op) {
+  auto name_of = [](Isa isa, Op op, WeightType t = WeightType::f32) {
     for (const kernels::RegisteredKernel& r : kernels::registered_kernels(isa))
-      if (r.op == op) return std::string(r.name);
+      if (r.op == op && (op != Op::panel_gemm || r.type == t)) return std::string(r.name);
     return std::string();
   };
-  EXPECT_EQ(name_of(Isa::avx512, Op::q_panel_gemm), "q_panel_gemm_avx2_1x64");
-  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::q_panel_gemm), "q_panel_gemm_avx512vnni_2x64");
+  EXPECT_EQ(name_of(Isa::avx512, Op::panel_gemm, WeightType::q8_0), "q8_0_panel_gemm_avx2_1x64");
+  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::panel_gemm, WeightType::q8_0), "q8_0_panel_gemm_avx512_vnni_2x64");
+  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::panel_gemm, WeightType::q4_K), "q4_K_panel_gemm_avx512_vnni_2x64");
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::f32_panel_gemm), name_of(Isa::avx512, Op::f32_panel_gemm));
+  EXPECT_EQ(name_of(Isa::avx512_bf16, Op::panel_gemm, WeightType::bf16), "bf16_panel_gemm_avx512_bf16_6x64");
   for (const kernels::RegisteredKernel& r : kernels::registered_kernels(Isa::avx512_vnni))
-    EXPECT_EQ(name_of(Isa::avx512_bf16, r.op), std::string(r.name));
+    if (r.op != Op::panel_gemm || r.type != WeightType::bf16)
+      EXPECT_EQ(name_of(Isa::avx512_bf16, r.op, r.type), std::string(r.name));
 }
+#endif
 
 }  // namespace
 }  // namespace ffn

@@ -1,13 +1,16 @@
-// The K-quant kernels, every one registered on every ISA this CPU supports:
-//   kq_panel_gemm (Q2_K … Q6_K panels × q8_K activations): bit-identical to the scalar
-//     kernel (kq_panels.hpp fixes every operation; the integer sums are exact) and within
+// The qsub panel kernels (kernels/qsub_panels.hpp: the K-quants, Q4_1 / Q5_0 / Q5_1, the
+// codebook types, the ternary types — every qsub type of the list), every one registered on
+// every ISA this CPU supports:
+//   bit-identical to the scalar kernel (qsub_panels.hpp fixes every operation; the integer
+//     sums are exact) and within
 //     (K/block + 4)·u·Σ(|ŵ·x̂| + |dmin·m·x̂|) of the double-precision dot product of the
 //     dequantised weights ŵ and activations x̂: per super-block the kernel rounds d·d_x,
 //     float(I) and one FMA (and the same for the mins term, whose magnitude the second sum
 //     covers: the mins cancel against d·I, so Σ|ŵ·x̂| alone can be far smaller), and the
-//     chain adds K/block rounded terms (blocks of 256 for the K-quants and IQ4_XS, 32 for
-//     Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4);
-//   quantize_q8k_rows: ggml's q8_K (−127 at the value of largest magnitude, sums of 16).
+//     chain adds K/block rounded terms (blocks of 256 for the K-quants, IQ4_XS and the
+//     ternary types, 32 for Q4_1 / Q5_0 / Q5_1 / IQ4_NL / MXFP4);
+//   the unpacking of each type's blocks into the panels' integers (unpack<W>): ggml's values;
+//   q8_K activations: ggml's q8_K (−127 at the value of largest magnitude, sums of 16).
 // Weights are random well-formed blocks (random bytes, binary16 scales set to moderate
 // values, MXFP4's e8m0 exponents to moderate or, one block in 16, subnormal scales), so every
 // scale, min, nibble and high bit pattern occurs.
@@ -18,22 +21,35 @@
 #include <random>
 #include <vector>
 
-#include "core/kq_pack.hpp"
+#include "core/codecs.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/panel_kernels.hpp"
+#include "panel_support.hpp"
 #include "random_data.hpp"
 
 namespace ffn {
 namespace {
 
-using kernels::Op;
+using kernels::PanelFamily;
 constexpr double kU = 0x1p-24;
-constexpr WeightType kKTypes[] = {WeightType::q6_K,   WeightType::q5_K,   WeightType::q4_K, WeightType::q3_K,
-                                  WeightType::q2_K,   WeightType::q5_1,   WeightType::q5_0, WeightType::q4_1,
-                                  WeightType::iq4_nl, WeightType::iq4_xs, WeightType::mxfp4};
+
+// Every qsub type of the list.
+const std::vector<WeightType> kQSubTypes = [] {
+  std::vector<WeightType> v;
+  kernels::for_each_type_of<PanelFamily::qsub>([&]<WeightType W>() { v.push_back(W); });
+  return v;
+}();
+
+// unpack<W> of the qsub type t.
+void unpack_block(WeightType t, const std::byte* block, SubBlockInts& out) {
+  kernels::for_each_type_of<PanelFamily::qsub>([&]<WeightType W>() {
+    if (W == t) unpack<W>(block, out);
+  });
+}
 
 // N rows of K weights of type t: random bytes, the binary16 scales replaced by values in
 // [2⁻¹⁰, 2⁻⁷] (MXFP4's e8m0 exponents: 2^(e − 128) in [2⁻¹², 2⁻⁸], or e in 0 … 2, the scales
@@ -53,7 +69,7 @@ StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> scale(0x1p-10f, 0x1p-7f);
   for (auto& b : s.bytes) b = std::byte(gen() & 0xFF);
-  const bool e8m0 = weight_type_traits(t).e8m0_scale;
+  const bool e8m0 = weight_type_traits(t).format.e8m0;
   for (int64_t blk = 0; blk < N * K / info.block_elements; ++blk)
     for (int off : weight_type_traits(t).scale_fields) {
       if (off < 0) continue;
@@ -65,12 +81,12 @@ StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
       const uint16_t h = f32_to_f16(scale(gen));
       std::memcpy(s.bytes.data() + blk * info.block_bytes + off, &h, 2);
     }
-  const kernels::KQFormat f = kernels::kq_format(t);
+  const kernels::QFormat f = kernels::q_format(t);
   for (int64_t n = 0; n < N; ++n) {
     weight_type_traits(t).to_f32(s.bytes.data() + n * s.row_bytes, s.values.data() + n * K, K);
     for (int64_t b = 0; b < K / f.block; ++b) {
-      SuperBlockInts ints;
-      unpack_superblock(t, s.bytes.data() + n * s.row_bytes + b * info.block_bytes, ints);
+      SubBlockInts ints;
+      unpack_block(t, s.bytes.data() + n * s.row_bytes + b * info.block_bytes, ints);
       for (int64_t i = 0; i < f.block; ++i)
         s.mins[size_t(n * K + b * f.block + i)] = f16_to_f32(ints.dmin) * float(ints.m[i / f.sub]);
     }
@@ -78,35 +94,23 @@ StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
   return s;
 }
 
-struct Q8KActivations {
-  std::vector<int8_t> qs;
-  std::vector<float> d;
-  std::vector<int16_t> bsums;
-  std::vector<float> values;  // d·qs, [T][K]
-  kernels::Q8KRows rows() const { return {qs.data(), d.data(), bsums.data()}; }
-};
-
-// x quantised in blocks of `block` (256: q8_K; 32: q8_1, the 32-block types' activations).
-Q8KActivations quantise(int64_t T, int64_t K, const std::vector<float>& x, int64_t block = 256) {
-  Q8KActivations q{std::vector<int8_t>(size_t(T * K)), std::vector<float>(size_t(T * K / block)),
-                   std::vector<int16_t>(size_t(T * K / 16)), std::vector<float>(size_t(T * K))};
-  kernels::quantize_q8k_rows(block, T, K, 0, K, x.data(), K, q.qs.data(), q.d.data(), q.bsums.data());
-  for (int64_t i = 0; i < T * K; ++i) q.values[size_t(i)] = float(q.qs[size_t(i)]) * q.d[size_t(i / block)];
-  return q;
+// x quantised as the qsub kernels of type t take it (q8_K for blocks of 256, q8_0 for 32).
+test::Activations quantise(WeightType t, int64_t T, int64_t K, const std::vector<float>& x) {
+  return test::quantise(kernels::q_activations(t), T, K, x);
 }
 
 // The panel of rows [0, N) of w.
-AlignedFloats panel_of(WeightType t, const StoredRows& w, int64_t N, int64_t K) {
-  AlignedFloats storage(size_t(weight_type_traits(t).panel_bytes(K) / 4));
-  weight_type_traits(t).rows_into_panel(kernels::kernel_table(Isa::scalar), w.bytes.data(), w.row_bytes, N, K,
-                                        reinterpret_cast<std::byte*>(storage.data()), 0);
-  return storage;
+test::Panel panel_of(WeightType t, const StoredRows& w, int64_t N, int64_t K) {
+  return test::pack(t, w.bytes.data(), w.row_bytes, N, K);
 }
+
+// The scalar reference of type t's panel kernel.
+kernels::PanelGemm reference(WeightType t) { return kernels::kernel_table(Isa::scalar).panel(t).fn; }
 
 // Largest |C[t][n] − Σ ŵ·x̂| / ((K/block + 4)·u·Σ(|ŵ·x̂| + |min·x̂|)) (> 1: outside the bound).
 double worst_ratio(WeightType t, int64_t T, int64_t N, int64_t K, const std::vector<float>& x, const StoredRows& w,
                    const std::vector<float>& values, const std::vector<float>& c, int64_t ldc) {
-  const int64_t chain = K / kernels::kq_format(t).block + 4;
+  const int64_t chain = K / kernels::q_format(t).block + 4;
   double worst = 0;
   for (int64_t r = 0; r < T; ++r)
     for (int64_t n = 0; n < N; ++n) {
@@ -122,20 +126,20 @@ double worst_ratio(WeightType t, int64_t T, int64_t N, int64_t K, const std::vec
   return worst;
 }
 
-// The panels' integers (unpack_superblock) are ggml's values: on random well-formed blocks,
+// The panels' integers (unpack<W>) are ggml's values: on random well-formed blocks,
 // dl·(q − offset) − dml with dl = d·sc and dml = dmin·m per sub-block (the arithmetic of
 // ggml's dequantize_row_q*_K, exact products) equals the dequantiser of core/ggml_blocks_{32,k}.cpp
 // (checked against ggml and gguf-py) bit for bit — a wrong nibble, high-bit or scale index
 // in the unpacking changes values.
-TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
-  for (WeightType t : kKTypes) {
+TEST(QSubPack, IntegersReproduceGgmlsDequantisation) {
+  for (WeightType t : kQSubTypes) {
     const int64_t N = 7, K = 1024;
     const StoredRows w = random_rows(t, N, K, 11);
-    const kernels::KQFormat f = kernels::kq_format(t);
+    const kernels::QFormat f = kernels::q_format(t);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t b = 0; b < K / f.block; ++b) {
-        SuperBlockInts s;
-        unpack_superblock(t, w.bytes.data() + n * w.row_bytes + b * weight_type_info(t).block_bytes, s);
+        SubBlockInts s;
+        unpack_block(t, w.bytes.data() + n * w.row_bytes + b * weight_type_info(t).block_bytes, s);
         for (int64_t i = 0; i < f.block; ++i) {
           const int u = int(i / f.sub);
           const float d = f.e8m0 ? e8m0_half_to_f32(uint8_t(s.d)) : f16_to_f32(s.d);
@@ -152,47 +156,45 @@ TEST(KQPack, IntegersReproduceGgmlsDequantisation) {
   }
 }
 
-class KQKernels : public testing::TestWithParam<Isa> {};
+class QSubKernels : public testing::TestWithParam<Isa> {};
 
-const test::CheckedOps kKQPanelOps = test::checks_ops({Op::kq_panel_gemm});
+const std::vector<PanelFamily> kQSub = test::checks_panels({PanelFamily::qsub});
 
-TEST_P(KQKernels, PanelEqualsScalarBitForBitAndIsWithinBound) {
-  for (const auto& kq_panel_gemm : test::registered_entries<kernels::KQPanelGemm>(GetParam(), kKQPanelOps))
-    for (WeightType t : kKTypes)
+TEST_P(QSubKernels, EqualScalarBitForBitAndAreWithinBound) {
+  for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
       for (int64_t K : {256, 512, 2304})
         for (int64_t N : {1, 31, 64})
           for (int64_t T : {1, 2, 3, 5}) {
+            const WeightType t = panel.type;
             const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
-            const Q8KActivations x =
-                quantise(T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)), kernels::kq_format(t).block);
-            const AlignedFloats panel = panel_of(t, w, N, K);
-            const auto* p = reinterpret_cast<const std::byte*>(panel.data());
+            const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
+            const test::Panel packed = panel_of(t, w, N, K);
             std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
-            kq_panel_gemm(t, T, K, x.rows(), p, c.data(), 64);
-            kernels::kq_panel_gemm_scalar(t, T, K, x.rows(), p, ref.data(), 64);
-            const std::string where = std::string(kq_panel_gemm.name) + " " + std::string(weight_type_name(t)) +
-                                      " K=" + std::to_string(K) + " N=" + std::to_string(N) + " T=" + std::to_string(T);
+            panel.kernel->fn(T, K, x.rows, packed.data(), c.data(), 64);
+            reference(t)(T, K, x.rows, packed.data(), ref.data(), 64);
+            const std::string where = panel.kernel->name + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
+                                      " T=" + std::to_string(T);
             for (int64_t r = 0; r < T; ++r)
               for (int64_t n = 0; n < N; ++n) ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)]) << where;
             EXPECT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
           }
 }
 
-FFN_INSTANTIATE_FOR_EVERY_ISA(KQKernels);
+FFN_INSTANTIATE_FOR_EVERY_ISA(QSubKernels);
 
 // The bound is tight enough to see a wrong sub-block order, a lost scale or a lost min:
 // the same products against values with the halves of each sub-block pair swapped, one
 // sub-block's scale changed, or the mins dropped are far outside it.
-TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
+TEST(QSubKernels, BoundCatchesValueOrderScalesAndMins) {
   const int64_t T = 3, N = 5, K = 512;
-  for (WeightType t : kKTypes) {
+  for (WeightType t : kQSubTypes) {
     const StoredRows w = random_rows(t, N, K, 7);
-    const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), 8), kernels::kq_format(t).block);
-    const AlignedFloats panel = panel_of(t, w, N, K);
+    const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), 8));
+    const test::Panel panel = panel_of(t, w, N, K);
     std::vector<float> c(size_t(T * 64));
-    kernels::kq_panel_gemm_scalar(t, T, K, x.rows(), reinterpret_cast<const std::byte*>(panel.data()), c.data(), 64);
+    reference(t)(T, K, x.rows, panel.data(), c.data(), 64);
     ASSERT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << weight_type_name(t);
-    const int sub = kernels::kq_format(t).sub;
+    const int sub = kernels::q_format(t).sub;
     std::vector<float> swapped = w.values, rescaled = w.values, no_mins = w.values;
     for (int64_t i = 0; i < N * K; i += 2 * sub)
       for (int64_t j = 0; j < sub; ++j) std::swap(swapped[size_t(i + j)], swapped[size_t(i + j + sub)]);
@@ -202,7 +204,7 @@ TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
     }
     EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, swapped, c, 64), 100.0) << weight_type_name(t);
     EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, rescaled, c, 64), 100.0) << weight_type_name(t);
-    if (kernels::kq_format(t).has_min) {
+    if (kernels::q_format(t).has_min) {
       EXPECT_GT(worst_ratio(t, T, N, K, x.values, w, no_mins, c, 64), 100.0) << weight_type_name(t);
     }
   }
@@ -215,18 +217,17 @@ TEST(KQKernels, BoundCatchesValueOrderScalesAndMins) {
 // (relative error up to 2^−(149 − 135) ≈ 6e-5 for |d_x| ≈ 2⁻⁷). In the random rows above
 // such blocks are drowned by the normal ones, so a vector kernel mapping them to 0 would pass
 // there.
-TEST_P(KQKernels, Mxfp4SubnormalScalesMatchTheScalarKernel) {
+TEST_P(QSubKernels, Mxfp4SubnormalScalesMatchTheScalarKernel) {
   const WeightType t = WeightType::mxfp4;
   const int64_t T = 3, N = 64, K = 512;
   StoredRows w = random_rows(t, N, K, 5);
   for (int64_t b = 0; b < N * K / 32; ++b) w.bytes[size_t(b * 17)] = std::byte(b % 3);
   for (int64_t n = 0; n < N; ++n)
     weight_type_traits(t).to_f32(w.bytes.data() + n * w.row_bytes, w.values.data() + n * K, K);
-  const Q8KActivations x = quantise(T, K, test::random_vector(size_t(T * K), 6), 32);
-  const AlignedFloats panel = panel_of(t, w, N, K);
-  const auto* p = reinterpret_cast<const std::byte*>(panel.data());
+  const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), 6));
+  const test::Panel panel = panel_of(t, w, N, K);
   std::vector<float> ref(size_t(T * 64));
-  kernels::kq_panel_gemm_scalar(t, T, K, x.rows(), p, ref.data(), 64);
+  reference(t)(T, K, x.rows, panel.data(), ref.data(), 64);
   for (int64_t r = 0; r < T; ++r)
     for (int64_t n = 0; n < N; ++n) {
       double exact = 0, mag = 0;
@@ -238,21 +239,24 @@ TEST_P(KQKernels, Mxfp4SubnormalScalesMatchTheScalarKernel) {
       ASSERT_GT(mag, 0.0);
       ASSERT_LE(std::fabs(double(ref[size_t(r * 64 + n)]) - exact), 1e-3 * mag) << "row " << n << " token " << r;
     }
-  for (const auto& kq_panel_gemm : test::registered_entries<kernels::KQPanelGemm>(GetParam(), kKQPanelOps)) {
+  for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQSub)) {
+    if (p.type != t) continue;
     std::vector<float> c(size_t(T * 64));
-    kq_panel_gemm(t, T, K, x.rows(), p, c.data(), 64);
-    for (int64_t i = 0; i < T * 64; ++i) ASSERT_EQ(c[size_t(i)], ref[size_t(i)]) << kq_panel_gemm.name << " " << i;
+    p.kernel->fn(T, K, x.rows, panel.data(), c.data(), 64);
+    for (int64_t i = 0; i < T * 64; ++i) ASSERT_EQ(c[size_t(i)], ref[size_t(i)]) << p.kernel->name << " " << i;
   }
 }
 
-TEST(QuantizeQ8KRows, LargestMagnitudeIsMinus127AndSumsAreOfSixteen) {
+TEST(Q8_KActivations, LargestMagnitudeIsMinus127AndSumsAreOfSixteen) {
   const int64_t T = 2, K = 512;
   auto x = test::random_vector(size_t(T * K), 9);
   for (int64_t i = 256; i < 512; ++i) x[size_t(i)] = 0.0f;  // an all-zero block: d = 0, sums 0
   x[700] = -5.0f;                                           // the largest magnitude of its block
-  const Q8KActivations q = quantise(T, K, x);
-  EXPECT_EQ(q.d[1], 0.0f);
-  EXPECT_EQ(q.qs[700], -127);
+  const test::Activations q = test::quantise(WeightType::q8_K, T, K, x);
+  // One buffer, rows K codes apart, so the codes, scales and sums index across the rows.
+  const int8_t* qs = q.rows.codes();
+  EXPECT_EQ(q.rows.scales[1], 0.0f);
+  EXPECT_EQ(qs[700], -127);
   for (int64_t b = 0; b < T * K / 256; ++b) {
     float amax = 0;
     for (int64_t i = 0; i < 256; ++i) amax = std::max(amax, std::fabs(x[size_t(b * 256 + i)]));
@@ -262,11 +266,11 @@ TEST(QuantizeQ8KRows, LargestMagnitudeIsMinus127AndSumsAreOfSixteen) {
   }
   for (int64_t g = 0; g < T * K / 16; ++g) {
     int s = 0;
-    for (int64_t l = 0; l < 16; ++l) s += q.qs[size_t(16 * g + l)];
-    EXPECT_EQ(q.bsums[size_t(g)], s);
+    for (int64_t l = 0; l < 16; ++l) s += qs[16 * g + l];
+    EXPECT_EQ(q.rows.sums[g], s);
   }
   x[3] = std::nanf("");
-  EXPECT_THROW(quantise(T, K, x), Error);
+  EXPECT_THROW(test::quantise(WeightType::q8_K, T, K, x), Error);
 }
 
 }  // namespace

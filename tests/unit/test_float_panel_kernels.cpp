@@ -1,0 +1,254 @@
+// The panel kernels of the element types (f32, f16, bf16; kernels.hpp), every one registered
+// on every ISA this CPU supports, against a double-precision sum within K·u·Σ|a·p| (the bound
+// of any f32 summation order; a lost k, a wrong column or a skipped K block misses it), at
+// token counts below, at and above the tiles and the 256-token block, and K below, at and
+// above the 512-row block; the bf16 dot product on its rounded operands, and the rounding;
+// and rows_to_panel32 / 16, which lay the element types' rows into panels.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <cstring>
+
+#include "core/activation_formats.hpp"
+#include "ffn/quant.hpp"
+#include "ffn/tensor.hpp"
+#include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "random_data.hpp"
+
+namespace ffn {
+namespace {
+
+using test::random_matrix;
+constexpr int64_t kW = kernels::kPanelWidth;
+
+using kernels::Op;
+
+using kernels::PanelFamily;
+
+class FloatPanelKernels : public testing::TestWithParam<Isa> {};
+
+const test::CheckedOps kF32PanelOps = test::checks_ops({Op::f32_panel_gemm});
+
+TEST_P(FloatPanelKernels, F32MatchesDoubleSumWithinBound) {
+  for (const auto& f32_panel_gemm : test::registered_entries<kernels::F32PanelGemm>(GetParam(), kF32PanelOps))
+    for (int64_t K : {0, 1, 7, 511, 512, 513, 1100})
+      // T: each tile of every ISA and its edges (AVX2 changes tile at 6 and 10 tokens,
+      // AVX-512 at 7 and 9).
+      for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 256, 257, 263}) {
+        const Matrix A = random_matrix(T, K + 3, uint32_t(T * 31 + K));  // lda = K + 3
+        const Matrix P = random_matrix(K, kW, uint32_t(K + 5));
+        Matrix C(T, kW + 2);                                       // ldc = 66
+        for (int64_t i = 0; i < C.size(); ++i) C.data()[i] = NAN;  // every element must be written
+        f32_panel_gemm(T, K, A.data(), K + 3, P.data(), C.data(), kW + 2);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t j = 0; j < kW; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const double term = double(A.row(t)[kk]) * P.row(kk)[j];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            const double bound = double(K) * 0x1p-24 * magnitude;
+            ASSERT_LE(std::fabs(C.row(t)[j] - exact), bound)
+                << f32_panel_gemm.name << " T=" << T << " K=" << K << " t=" << t << " j=" << j;
+          }
+      }
+}
+
+// The f32 weight type's panel kernel (the f32 kernel above behind the panel kernels'
+// signature) on rows of any stride: the same bits as f32_panel_gemm.
+const std::vector<PanelFamily> kF32Panels = test::checks_panels({PanelFamily::f32});
+
+TEST_P(FloatPanelKernels, F32PanelKernelIsTheF32Kernel) {
+  for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kF32Panels))
+    for (int64_t T : {1, 7, 257}) {
+      const int64_t K = 300;
+      const Matrix A = random_matrix(T, K + 3, uint32_t(T));
+      const Matrix P = random_matrix(K, kW, 5);
+      Matrix C(T, kW), ref(T, kW);
+      p.kernel->fn(T, K, activation_rows(WeightType::f32, nullptr, T, K, A.data(), K + 3),
+                   reinterpret_cast<const std::byte*>(P.data()), C.data(), kW);
+      kernels::kernel_table(GetParam()).f32_panel_gemm(T, K, A.data(), K + 3, P.data(), ref.data(), kW);
+      ASSERT_EQ(0, std::memcmp(C.data(), ref.data(), size_t(C.size()) * 4)) << p.kernel->name << " T=" << T;
+    }
+}
+
+// The 16-bit panels widened to f32: the same bound on the widened (exact) weights; a
+// widening that read the wrong half, or f16 as bf16, misses it by far.
+const std::vector<PanelFamily> kHalfPanels = test::checks_panels({PanelFamily::f16, PanelFamily::bf16});
+
+TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
+  for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kHalfPanels)) {
+    if (p.kernel->activations != WeightType::f32) continue;  // the bf16 dot product: below
+    const bool bf16 = p.type == WeightType::bf16;
+    for (int64_t K : {0, 5, 512, 700})
+      for (int64_t T : {1, 2, 3, 4, 6, 7, 13, 18, 257}) {
+        const Matrix A = random_matrix(T, K, uint32_t(T + K));
+        const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
+        // bf16: k in pairs (kernels.hpp), an odd K padded with zeros; f16: [K][64].
+        std::vector<uint16_t> P(size_t((bf16 ? kernels::bf16_panel_rows(K) : K) * kW));
+        std::vector<double> widened(size_t(K * kW));  // [K][64]
+        for (int64_t kk = 0; kk < K; ++kk)
+          for (int64_t j = 0; j < kW; ++j) {
+            const float w = W.row(kk)[j];
+            uint16_t& stored = P[size_t(bf16 ? kernels::bf16_panel_index(kk, j) : kk * kW + j)];
+            stored = bf16 ? f32_to_bf16(w) : f32_to_f16(w);
+            widened[size_t(kk * kW + j)] = bf16 ? bf16_to_f32(stored) : f16_to_f32(stored);
+          }
+        Matrix C(T, kW);
+        p.kernel->fn(T, K, activation_rows(WeightType::f32, nullptr, T, K, A.data(), K),
+                     reinterpret_cast<const std::byte*>(P.data()), C.data(), kW);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t j = 0; j < kW; ++j) {
+            double exact = 0, magnitude = 0;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const double term = double(A.row(t)[kk]) * widened[size_t(kk * kW + j)];
+              exact += term;
+              magnitude += std::fabs(term);
+            }
+            ASSERT_LE(std::fabs(C.row(t)[j] - exact), double(K) * 0x1p-24 * magnitude)
+                << p.kernel->name << " T=" << T << " K=" << K;
+          }
+      }
+  }
+}
+
+
+// AVX512_BF16's panel product: against the double-precision sum of the rounded operands
+// (activations rounded to bf16 by f32_to_bf16_rows, weights as stored) within K·u·Σ|Ã·P|
+// — each vdpbf16ps step rounds once per product added, products of bf16 are exact in f32.
+// A pair read from the wrong half, a lost pair or an odd K's padding read as anything but
+// zero misses it by far. Every such kernel registered on every ISA of this CPU (the
+// activations rounded by its own table's f32_to_bf16_rows); skipped where none is (a CPU
+// without AVX512_BF16).
+const test::CheckedOps kToBf16Ops = test::checks_ops({Op::f32_to_bf16_rows});
+
+TEST(Bf16DotPanel, MatchesDoubleSumOfRoundedOperands) {
+  bool any = false;
+  for (Isa isa : supported_isas())
+    for (const test::RegisteredPanel& p : test::registered_panels(isa, kHalfPanels)) {
+      if (p.kernel->activations != WeightType::bf16) continue;
+      any = true;
+      const auto& k = kernels::kernel_table(isa);
+      ASSERT_NE(k.f32_to_bf16_rows, nullptr) << isa_name(isa) << " has " << p.kernel->name << " but no f32_to_bf16_rows";
+      for (int64_t K : {0, 1, 5, 511, 512, 513, 700, 1100})
+        for (int64_t T : {1, 6, 7, 13, 257}) {
+          const int64_t Kp = kernels::bf16_panel_rows(K), lda = Kp + 2;
+          const Matrix A = random_matrix(T, K, uint32_t(T + 3 * K));
+          // The rounded activations, with a poisoned padding value that the rounding must clear.
+          std::vector<uint16_t> Ab(size_t(T * lda), 0x7FC0);
+          k.f32_to_bf16_rows(T, K, A.data(), K, Ab.data(), lda);
+          const Matrix W = random_matrix(K, kW, uint32_t(K + 11));
+          std::vector<uint16_t> P(size_t(Kp * kW), 0);
+          for (int64_t kk = 0; kk < K; ++kk)
+            for (int64_t j = 0; j < kW; ++j) P[size_t(kernels::bf16_panel_index(kk, j))] = f32_to_bf16(W.row(kk)[j]);
+          Matrix C(T, kW);
+          kernels::ActivationRows rows;
+          rows.format = WeightType::bf16;
+          rows.values = reinterpret_cast<const std::byte*>(Ab.data());
+          rows.row_bytes = lda * 2;
+          p.kernel->fn(T, K, rows, reinterpret_cast<const std::byte*>(P.data()), C.data(), kW);
+          for (int64_t t = 0; t < T; ++t) {
+            if (K % 2) {
+              ASSERT_EQ(Ab[size_t(t * lda + K)], 0) << "padding of token " << t << ", K=" << K;
+            }
+            for (int64_t j = 0; j < kW; ++j) {
+              double exact = 0, magnitude = 0;
+              for (int64_t kk = 0; kk < K; ++kk) {
+                const uint16_t a = Ab[size_t(t * lda + kk)];
+                ASSERT_EQ(a, f32_to_bf16(A.row(t)[kk]));  // normal values: round to nearest even
+                const double term = double(bf16_to_f32(a)) * bf16_to_f32(P[size_t(kernels::bf16_panel_index(kk, j))]);
+                exact += term;
+                magnitude += std::fabs(term);
+              }
+              ASSERT_LE(std::fabs(C.row(t)[j] - exact), double(K) * 0x1p-24 * magnitude)
+                  << p.kernel->name << " T=" << T << " K=" << K << " t=" << t << " j=" << j;
+            }
+          }
+        }
+    }
+  if (!any) GTEST_SKIP() << "no ISA of this CPU has a bf16 dot product kernel (AVX512_BF16)";
+}
+
+// The rounding of activations to bf16: nearest, ties to even (ffn::f32_to_bf16), NaN stays
+// NaN; denormals become zero (the instruction's DAZ) — what the kernel contract states.
+TEST(Bf16DotPanel, RoundsActivationsToNearestEven) {
+  bool any = false;
+  for (Isa isa : supported_isas())
+    for (const auto& f32_to_bf16_rows : test::registered_entries<kernels::F32ToBf16Rows>(isa, kToBf16Ops)) {
+      any = true;
+      const std::vector<float> x = {1.0f,
+                                    1.00390625f /* tie, to even: 1 */,
+                                    1.01171875f /* tie, to 1.015625 */,
+                                    -3.14159f,
+                                    65504.0f,
+                                    1e-30f,
+                                    1e-40f /* denormal */,
+                                    NAN,
+                                    INFINITY,
+                                    -0.0f,
+                                    3.0e38f};
+      const int64_t K = int64_t(x.size()), ld = kernels::bf16_panel_rows(K);
+      std::vector<uint16_t> out(size_t(ld), 0x1234);
+      f32_to_bf16_rows(1, K, x.data(), K, out.data(), ld);
+      for (int64_t i = 0; i < K; ++i) {
+        if (std::isnan(x[size_t(i)])) {
+          EXPECT_TRUE(std::isnan(bf16_to_f32(out[size_t(i)])));
+        } else if (std::fpclassify(x[size_t(i)]) == FP_SUBNORMAL) {
+          EXPECT_EQ(bf16_to_f32(out[size_t(i)]), 0.0f);
+        } else {
+          EXPECT_EQ(out[size_t(i)], f32_to_bf16(x[size_t(i)])) << f32_to_bf16_rows.name << ": x = " << x[size_t(i)];
+        }
+      }
+      EXPECT_EQ(out[size_t(K)], 0) << f32_to_bf16_rows.name << ": the padding of an odd K";
+    }
+  if (!any) GTEST_SKIP() << "no ISA of this CPU has a bf16 rounding kernel (AVX512_BF16)";
+}
+
+// rows_to_panel32 / rows_to_panel16 copy every value's bits to its place and touch nothing
+// else: rows below, at and above the 8 × 8 block and up to a whole panel, at column offsets
+// 0, 5 and 32; lengths below, at and above 8 and 64; rows starting off their values'
+// alignment (bf16 rows of odd length for the 32-bit copy); NaN bit patterns among the values.
+template <class Value, class RowsToPanel>
+void expect_rows_to_panel_copies_bits(const kernels::Named<RowsToPanel>& rows_to_panel) {
+  constexpr int64_t kW = kernels::kPanelWidth, kBytes = sizeof(Value);
+  constexpr Value kUntouched = Value(0xDEADBEEF);
+  for (int64_t rows : {1, 7, 8, 9, 17, 32, 64})
+    for (int64_t j0 : {0, 5, 32}) {
+      if (rows + j0 > kW) continue;
+      for (int64_t n : {1, 7, 8, 9, 63, 64, 65, 130}) {
+        const int64_t ld_bytes = kBytes * n + 6;  // rows off alignment in turn
+        std::vector<std::byte> src(static_cast<size_t>(rows * ld_bytes + 8));
+        for (size_t i = 0; i < src.size(); ++i) src[i] = std::byte((i * 131 + 7) % 256);
+        const std::byte* first = src.data() + 1;
+        std::vector<Value> panel(static_cast<size_t>(n * kW), kUntouched);
+        rows_to_panel(rows, n, first, ld_bytes, panel.data(), j0);
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t j = 0; j < kW; ++j) {
+            Value want = kUntouched;
+            if (j >= j0 && j < j0 + rows) std::memcpy(&want, first + (j - j0) * ld_bytes + kBytes * k, kBytes);
+            ASSERT_EQ(panel[static_cast<size_t>(k * kW + j)], want)
+                << rows_to_panel.name << ": " << kBytes * 8 << "-bit rows=" << rows << " j0=" << j0 << " n=" << n
+                << " k=" << k << " j=" << j;
+          }
+      }
+    }
+}
+
+const test::CheckedOps kRowsToPanel32Ops = test::checks_ops({Op::rows_to_panel32});
+const test::CheckedOps kRowsToPanel16Ops = test::checks_ops({Op::rows_to_panel16});
+
+TEST_P(FloatPanelKernels, RowsToPanelCopiesEveryBitToItsPlace) {
+  for (const auto& k : test::registered_entries<kernels::RowsToPanel32>(GetParam(), kRowsToPanel32Ops))
+    expect_rows_to_panel_copies_bits<uint32_t>(k);
+  for (const auto& k : test::registered_entries<kernels::RowsToPanel16>(GetParam(), kRowsToPanel16Ops))
+    expect_rows_to_panel_copies_bits<uint16_t>(k);
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(FloatPanelKernels);
+
+}  // namespace
+}  // namespace ffn
