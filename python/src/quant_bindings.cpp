@@ -45,7 +45,7 @@ const std::vector<Codec>& codecs() {
   static const std::vector<Codec> all = [] {
     std::vector<Codec> v;
     for (const ffn::WeightTypeTraits& t : ffn::weight_type_table())
-      v.push_back({lower(t.info.name), t.info.block_elements, t.info.block_bytes, &t});
+      if (t.info.is_weight) v.push_back({lower(t.info.name), t.info.block_elements, t.info.block_bytes, &t});
     return v;
   }();
   return all;

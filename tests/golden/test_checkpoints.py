@@ -183,7 +183,7 @@ def test_a_file_runs_in_the_types_it_stores(tmp_path, run_ffn, ffn_module):
     bench = tmp_path / "bench.json"
     run_ffn("bench", "--weights", out, "--layer", 1, "--tokens", "1", "--reps", "1", "--threads", "1", "--json", bench)
     rows = json.loads(bench.read_text())["rows"]
-    assert [r["dtype"] for r in rows] == ["q8_0"] and "q_panel_gemm" in rows[0]["path"]
+    assert [r["dtype"] for r in rows] == ["q8_0"] and "q8_0_panel_gemm" in rows[0]["path"]
 
 
 def test_quantize_rejects_rows_not_in_blocks(tmp_path, run_ffn):

@@ -51,14 +51,15 @@ def test_info_counts_and_bytes(run_ffn):
     info = json.loads(run_ffn("info", "--variant", "swiglu", "--d", 4096, "--json").stdout)
     assert info["parameters"] == 135266304
     assert info["matmul_flops_per_token"] == {"forward": 2 * 135266304, "forward_backward": 6 * 135266304}
-    assert info["weight_bytes"] == {"f32": 4 * 135266304, "bf16": 2 * 135266304, "f16": 2 * 135266304,
-                                    "q8_0": 135266304 // 32 * 34, "q4_0": 135266304 // 32 * 18,
-                                    "q6_K": 135266304 // 256 * 210, "q5_K": 135266304 // 256 * 176,
-                                    "q4_K": 135266304 // 256 * 144, "q3_K": 135266304 // 256 * 110,
-                                    "q2_K": 135266304 // 256 * 84, "q5_1": 135266304 // 32 * 24,
-                                    "q5_0": 135266304 // 32 * 22, "q4_1": 135266304 // 32 * 20,
-                                    "iq4_nl": 135266304 // 32 * 18, "iq4_xs": 135266304 // 256 * 136,
-                                    "mxfp4": 135266304 // 32 * 17}
+    # Every weight type of `ffn types`, each 135266304 weights in ggml's blocks (gguf-py's geometry).
+    import gguf
+    names = [t["name"] for t in json.loads(run_ffn("types", "--json").stdout)]
+    want = {}
+    for name in names:
+        block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[name.upper()]]
+        want[name] = 135266304 // block * size
+    assert info["weight_bytes"] == want
+    assert info["weight_bytes"]["q4_0"] == 135266304 // 32 * 18 and info["weight_bytes"]["q6_K"] == 135266304 // 256 * 210
     assert info["decode_bytes_per_token"]["f32"] == 4 * 135266304 + 8 * 4096
     odd = json.loads(run_ffn("info", "--variant", "gelu", "--d", 100, "--json").stdout)
     assert odd["weight_bytes"]["q4_0"] is None and odd["hidden"] == 400
@@ -171,7 +172,7 @@ def test_types_lists_the_weight_type_table(run_ffn):
     table = json.loads(run_ffn("types", "--json").stdout)
     got = {t["name"]: (t["gguf_type"], t["block_elements"], t["block_bytes"]) for t in table}
     assert list(got) == ["f32", "bf16", "f16", "q8_0", "q4_0", "q6_K", "q5_K", "q4_K", "q3_K", "q2_K", "q5_1", "q5_0",
-                         "q4_1", "iq4_nl", "iq4_xs", "mxfp4"]
+                         "q4_1", "iq4_nl", "iq4_xs", "mxfp4", "tq1_0", "tq2_0"]
     import gguf  # llama.cpp's own numbers and geometry (gguf-py)
     for name, (number, elements, size) in got.items():
         q = gguf.GGMLQuantizationType[name.upper()]
@@ -181,9 +182,10 @@ def test_types_lists_the_weight_type_table(run_ffn):
         assert "scalar" in t["kernels"]
         for isa, k in t["kernels"].items():
             assert k["kernel"].endswith("_scalar") == (isa == "scalar"), (t["name"], isa, k)
-            want = ("q8_K" if t["name"].endswith("_K") or t["name"] == "iq4_xs"
-                    else "q8_1" if t["name"] in ("q5_1", "q5_0", "q4_1", "iq4_nl", "mxfp4")
-                    else "q8_0" if t["name"].startswith("q")
+            # q8_K for the types of 256-value blocks, q8_0 (ggml's q8_0 codes and scale, with sums)
+            # for those of 32.
+            want = ("q8_K" if t["block_elements"] == 256
+                    else "q8_0" if t["block_elements"] == 32
                     else "bf16" if t["name"] == "bf16" and isa == "avx512_bf16" else "f32")
             assert k["activations"] == want, (t["name"], isa, k)
     text = run_ffn("types").stdout

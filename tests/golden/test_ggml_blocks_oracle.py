@@ -30,9 +30,12 @@ TYPES = {
     "q6_k": (T.Q6_K, 256, 210, (208,)),
     "iq4_xs": (T.IQ4_XS, 256, 136, (0,)),
     "mxfp4": (T.MXFP4, 32, 17, ()),  # the e8m0 byte left random: every scale 2⁻¹²⁸ … 2¹²⁷ occurs
+    "tq1_0": (T.TQ1_0, 256, 54, (52,)),
+    "tq2_0": (T.TQ2_0, 256, 66, (64,)),
 }
-# The quantisers gguf-py has (gguf/quants.py: quantize_blocks; F32 / F16 by NumPy's astype).
-QUANTISED_BY_GGUF = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "mxfp4"]
+# The quantisers gguf-py has (gguf/quants.py: quantize_blocks, ggml's reference quantisers restated
+# in NumPy; F32 / F16 by NumPy's astype).
+QUANTISED_BY_GGUF = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "mxfp4", "tq1_0", "tq2_0"]
 
 
 def test_every_ffn_type_is_compared(ffn_module):

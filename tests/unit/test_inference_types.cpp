@@ -141,8 +141,15 @@ QuantBlocks quant_blocks(const MatrixTypes& t) {
   return {std::max(activation_block(t.gate), activation_block(t.up)), activation_block(t.down)};
 }
 
-const WeightType kTypes[] = {WeightType::f32,  WeightType::bf16,   WeightType::f16,  WeightType::q8_0,
-                             WeightType::q4_0, WeightType::iq4_nl, WeightType::mxfp4};
+// Every weight type of the list whose rows come in blocks of at most 32 values (the element
+// types and the 32-value block types); the 256-value ones below need D and H of whole blocks.
+std::vector<WeightType> weight_types_with_blocks(bool of_256) {
+  std::vector<WeightType> v;
+  for (const WeightTypeInfo& t : weight_types())
+    if ((t.block_elements == 256) == of_256) v.push_back(t.type);
+  return v;
+}
+const std::vector<WeightType> kTypes = weight_types_with_blocks(false);
 // Mixes as quantisation mixes store them (gate and up in one type, down in another: one
 // panel holds gate and up) and with gate and up in different types (their own panels).
 const MatrixTypes kMixes[] = {{WeightType::q4_0, WeightType::q4_0, WeightType::q8_0},
@@ -229,11 +236,11 @@ TEST_P(InferenceTypes, ClampedSwishWithItsClampsEngagedWithinItsContract) {
   }
 }
 
-// The K-quants need rows of whole super-blocks (D and H multiples of 256). Each type alone,
+// The types of 256-value blocks (the K-quants, IQ4_XS, the ternary types) need rows of whole
+// blocks (D and H multiples of 256). Each type alone,
 // llama.cpp's mixes (Q4_K_M / Q5_K_M: down in Q6_K on some layers; Q3_K_M, Q2_K) and mixes
 // with the 32-block and 16-bit types, whose stages take different activation formats.
-const WeightType kKTypes[] = {WeightType::q6_K, WeightType::q5_K, WeightType::q4_K,
-                              WeightType::q3_K, WeightType::q2_K, WeightType::iq4_xs};
+const std::vector<WeightType> kKTypes = weight_types_with_blocks(true);
 const MatrixTypes kKMixes[] = {{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K},
                                {WeightType::q5_K, WeightType::q5_K, WeightType::q6_K},
                                {WeightType::q3_K, WeightType::q3_K, WeightType::q5_K},
