@@ -204,6 +204,9 @@ class MoeBlock:
                 f"expert_hidden={self.expert_hidden}, shared_hidden={self.shared_hidden}, scoring={self.scoring!r})")
 
 
+# ffn.load's result, by the class of the core block the library loaded.
+_BLOCK_OF_CORE = {_core.InferenceBlock: InferenceBlock, _core.MoeBlock: MoeBlock}
+
 TrainableMoe = _core.TrainableMoe
 TrainableMoe.__doc__ = """The training form of a mixture-of-experts block, in float32:
 TrainableMoe(variant, d_model, hidden, experts, top_k, scoring="softmax", normalize_top_k=True,
@@ -269,19 +272,15 @@ def load(path, layer=0, variant=None, dtype=None):
     re-quantised. To train the layer, use load_trainable.
     A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3, gpt-oss names) loads as a
     MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
-    runs them as mxfp4 (repacked, not dequantised)."""
-    if _core.is_moe(str(path), layer):
-        core, _scheme, _source = _core.load_moe(str(path), layer, variant, dtype)
-        return MoeBlock._wrap(core)
-    core, _scheme, _source = _core.load(str(path), layer, variant, dtype)
-    return InferenceBlock._wrap(core)
+    runs them as mxfp4 (repacked, not dequantised). The file is opened once."""
+    core = _core.load(str(path), layer, variant, dtype)
+    return _BLOCK_OF_CORE[type(core)]._wrap(core)
 
 
 def load_trainable(path, layer=0, variant=None):
     """The MLP of `layer` from a checkpoint as a trainable float32 Block (of its variant's
     class), every matrix widened or dequantised to float32."""
-    core, _scheme, _source = _core.load_trainable(str(path), layer, variant)
-    return _as_class_of_its_variant(core)
+    return _as_class_of_its_variant(_core.load_trainable(str(path), layer, variant))
 
 
 def _to_numpy(value):

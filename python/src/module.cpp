@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ffn/ffn.hpp"
@@ -24,6 +26,16 @@ namespace {
 
 using ffn::python::FloatArray;
 using ffn::python::forward;
+
+// The options of a load from Python's arguments (names as the CLI takes them).
+ffn::LoadOptions load_options(int64_t layer, const std::optional<std::string>& variant,
+                              const std::optional<std::string>& dtype) {
+  ffn::LoadOptions o;
+  o.layer = layer;
+  if (variant) o.variant = ffn::parse_variant(*variant);
+  if (dtype) o.type = ffn::parse_weight_type(*dtype);
+  return o;
+}
 
 // Parameter names in the order torch's named_parameters() gives for the seeds' modules.
 std::vector<std::string> tensor_names(const ffn::Block& b) {
@@ -173,28 +185,35 @@ PYBIND11_MODULE(_core, m) {
       .def("describe", &ffn::InferenceBlock::describe)
       .def("forward", &forward<ffn::InferenceBlock>, py::arg("x"), py::arg("threads") = py::none());
 
+  // The layer as its block: an InferenceBlock or a MoeBlock, as the layer is (ffn.load wraps
+  // it by its class). The checkpoint is opened once and loaded without the GIL.
   m.def(
       "load",
       [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        std::optional<ffn::WeightType> type;
-        if (dtype) type = ffn::parse_weight_type(*dtype);
-        ffn::LoadedInferenceBlock loaded = ffn::load_inference_block(path, o, type);
-        return py::make_tuple(std::make_unique<ffn::InferenceBlock>(std::move(loaded.block)), loaded.scheme,
-                              loaded.activation_source);
+        const ffn::LoadOptions o = load_options(layer, variant, dtype);
+        std::optional<ffn::Layer> loaded;
+        {
+          py::gil_scoped_release release;
+          loaded.emplace(ffn::Checkpoint(path).load_layer(o));
+        }
+        return std::visit(
+            [](auto& block) -> py::object {
+              using Kind = std::decay_t<decltype(block)>;
+              return py::cast(std::make_unique<Kind>(std::move(block)));
+            },
+            loaded->block);
       },
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
   m.def(
       "load_trainable",
       [](const std::string& path, int64_t layer, std::optional<std::string> variant) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        ffn::LoadedBlock loaded = ffn::load_block(path, o);
-        return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
-                              loaded.activation_source);
+        const ffn::LoadOptions o = load_options(layer, variant, std::nullopt);
+        std::optional<ffn::LoadedBlock> loaded;
+        {
+          py::gil_scoped_release release;
+          loaded.emplace(ffn::Checkpoint(path).load_trainable(o));
+        }
+        return std::make_unique<ffn::Block>(std::move(loaded->block));
       },
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),

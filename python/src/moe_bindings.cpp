@@ -1,5 +1,5 @@
-// ffn._core.MoeBlock: a mixture-of-experts layer loaded from a checkpoint, its forward and
-// its router (which experts each token goes to, with what weights).
+// ffn._core.MoeBlock: a mixture-of-experts layer loaded from a checkpoint (module.cpp's
+// load), its forward and its router (which experts each token goes to, with what weights).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -59,22 +59,4 @@ void bind_moe(py::module_& m) {
       .def("describe", &ffn::MoeBlock::describe)
       .def("route", &route, py::arg("x"), py::arg("threads") = py::none())
       .def("forward", &ffn::python::forward<ffn::MoeBlock>, py::arg("x"), py::arg("threads") = py::none());
-
-  m.def(
-      "is_moe",
-      [](const std::string& path, int64_t layer) { return ffn::Checkpoint(path).is_moe(layer); }, py::arg("path"),
-      py::arg("layer") = 0);
-  m.def(
-      "load_moe",
-      [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        std::optional<ffn::WeightType> type;
-        if (dtype) type = ffn::parse_weight_type(*dtype);
-        ffn::LoadedMoeBlock loaded = ffn::Checkpoint(path).load_moe(o, type);
-        return py::make_tuple(std::make_unique<ffn::MoeBlock>(std::move(loaded.block)), loaded.scheme,
-                              loaded.config_source);
-      },
-      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
 }

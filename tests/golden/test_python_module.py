@@ -8,6 +8,7 @@ import torch
 
 import bound
 import files
+import opens
 import seeds
 from test_golden import ACTIVATION_OF
 
@@ -87,6 +88,20 @@ def test_errors(ffn_module):
     with pytest.raises(ffn.Error, match="d_model = 0"):
         ffn.SwiGLU(0)
     assert issubclass(ffn.Error, ValueError)
+
+
+def test_load_opens_the_checkpoint_once(ffn_module, tmp_path):
+    """ffn.load opens the weights file once and config.json once (the kernel's count), with
+    no separate look at whether the layer is a mixture of experts."""
+    torch.manual_seed(3)
+    block = seeds.SwiGLU(32, hidden=64)
+    files.write_safetensors(tmp_path / "model.safetensors",
+                            {f"model.layers.0.mlp.{k.split('.')[0]}_proj.weight": v for k, v in block.state_dict().items()})
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "silu"}))
+    with opens.counted(tmp_path / "model.safetensors", tmp_path / "config.json") as count:
+        m = ffn_module.load(tmp_path)
+    assert isinstance(m, ffn_module.InferenceBlock)
+    assert count == {tmp_path / "model.safetensors": 1, tmp_path / "config.json": 1}
 
 
 def test_load_and_from_torch(ffn_module, tmp_path):
