@@ -4,7 +4,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,16 +16,11 @@ namespace {
 
 // (experts int32 [T, k], weights float32 [T, k]) for x [T, d] or [d].
 py::tuple route(const ffn::MoeBlock& block, const ffn::python::FloatArray& x, std::optional<int> threads) {
-  const int64_t D = block.config().d_model();
-  if ((x.ndim() != 1 && x.ndim() != 2) || x.shape(x.ndim() - 1) != D)
-    throw ffn::Error("x must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) + ",)");
-  const int64_t T = x.ndim() == 2 ? x.shape(0) : 1;
+  const int64_t D = block.config().d_model(), T = ffn::python::tokens_of(x, D, "x");
   ffn::Routing r;
   {
     py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
-    r = block.route({x.data(), T, D, D}, pool.get());
+    r = block.route({x.data(), T, D, D}, ffn::python::pool_for(threads));
   }
   return ffn::python::routing_arrays(r);
 }

@@ -1,5 +1,6 @@
 """`import ffn`: the seeds' API shape, NumPy views, torch interop, and errors."""
 import json
+import os
 import tracemalloc
 
 import numpy as np
@@ -102,6 +103,30 @@ def test_load_opens_the_checkpoint_once(ffn_module, tmp_path):
         m = ffn_module.load(tmp_path)
     assert isinstance(m, ffn_module.InferenceBlock)
     assert count == {tmp_path / "model.safetensors": 1, tmp_path / "config.json": 1}
+
+
+def test_threads_reuse_one_pool_per_count(ffn_module):
+    """Calls given threads=n run on one pool of n threads, made by the first of them and kept:
+    its n − 1 workers are the same threads (/proc/self/task) at every later call, whatever
+    the call (forward, backward, an inference block's forward), not a new pool each time."""
+    ffn = ffn_module
+    n = 13  # a count no other test asks for: its pool is made here
+    block = ffn.SwiGLU(64, hidden=128)
+    fast = block.for_inference("q8_0")
+    x = np.random.default_rng(4).standard_normal((9, 64)).astype(np.float32)
+
+    def threads():
+        return set(os.listdir("/proc/self/task"))
+
+    before = threads()
+    y = block(x, threads=n)
+    workers = threads() - before
+    assert len(workers) == n - 1, f"{len(workers)} new threads after the first call with threads={n}"
+    for _ in range(3):
+        np.testing.assert_array_equal(block(x, threads=n), y)
+        block.backward(x, x, threads=n)
+        fast(x, threads=n)
+    assert threads() - before == workers
 
 
 def test_load_and_from_torch(ffn_module, tmp_path):
