@@ -31,7 +31,8 @@ ActivationHint from_metadata(const TensorSource& source) {
       {"deepseek2", Activation::swish}, {"gpt2", Activation::gelu_tanh}, {"gemma", Activation::gelu_tanh},
       {"gemma2", Activation::gelu_tanh}};
   // Files written by `ffn quantize` name their variant.
-  if (const auto v = source.metadata_string("ffn.variant")) return {parse_variant(*v).activation, "ffn.variant '" + *v + "'"};
+  if (const auto v = source.metadata_string("ffn.variant"))
+    return {parse_variant(*v).activation, "ffn.variant '" + *v + "'"};
   const auto arch = source.metadata_string("general.architecture");
   if (!arch) return {};
   const auto it = kArchitectures.find(*arch);

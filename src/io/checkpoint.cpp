@@ -39,7 +39,8 @@ void require_shape(const io::TensorSource& src, const std::string& name, const s
 void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
   const auto arch = src.metadata_string("general.architecture");
   if (!arch) return;
-  for (const auto& [key, actual] : {std::pair{*arch + ".embedding_length", D}, std::pair{*arch + ".feed_forward_length", H}}) {
+  for (const auto& [key, actual] :
+       {std::pair{*arch + ".embedding_length", D}, std::pair{*arch + ".feed_forward_length", H}}) {
     const auto declared = src.metadata_int(key);
     if (declared && *declared != actual)
       throw Error(src.path() + ": metadata " + key + " = " + std::to_string(*declared) +
@@ -64,7 +65,9 @@ namespace {
 
 // Each matrix's type in the file; a Conv1D weight is transposed on reading, so f32.
 MatrixTypes file_types(const io::TensorSource& src, const io::BlockNames& n, bool gated) {
-  auto type = [&](const std::string& name) { return n.conv1d ? WeightType::f32 : src.tensor(name).type.value_or(WeightType::f32); };
+  auto type = [&](const std::string& name) {
+    return n.conv1d ? WeightType::f32 : src.tensor(name).type.value_or(WeightType::f32);
+  };
   return {gated ? type(n.gate) : type(n.up), type(n.up), type(n.down)};
 }
 
@@ -227,7 +230,9 @@ LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t firs
 
 BlockConfig Checkpoint::config(const LoadOptions& o) const { return resolve(path_, source_.get(), o).config; }
 
-MatrixTypes Checkpoint::stored_types(const LoadOptions& o) const { return resolve(path_, source_.get(), o).source.stored; }
+MatrixTypes Checkpoint::stored_types(const LoadOptions& o) const {
+  return resolve(path_, source_.get(), o).source.stored;
+}
 
 LoadedInferenceBlock Checkpoint::load_inference(const LoadOptions& options, std::optional<WeightType> type,
                                                 ThreadPool* pool) const {

@@ -348,7 +348,8 @@ LoadedMoeExperts read_moe_experts(const std::string& path, const TensorSource& s
   if (c.shared_gate) out.router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
   try {
     out.experts.reserve(static_cast<size_t>(end - first));
-    for (int64_t e = first; e < end; ++e) out.experts.emplace_back(c.expert, read_expert(src, n, e, c, o.type, pool), &pool);
+    for (int64_t e = first; e < end; ++e)
+      out.experts.emplace_back(c.expert, read_expert(src, n, e, c, o.type, pool), &pool);
     if (c.shared_hidden > 0) {
       const int64_t S = c.shared_hidden;
       StoredWeights w;

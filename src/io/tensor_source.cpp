@@ -69,10 +69,14 @@ nlohmann::json read_json(const std::string& file) {
 // (little-endian elements, rows back to back); other dtypes are none of the weight types.
 std::optional<WeightType> weight_type_of(TensorDtype d) {
   switch (d) {
-    case TensorDtype::f32: return WeightType::f32;
-    case TensorDtype::f16: return WeightType::f16;
-    case TensorDtype::bf16: return WeightType::bf16;
-    default: return std::nullopt;
+    case TensorDtype::f32:
+      return WeightType::f32;
+    case TensorDtype::f16:
+      return WeightType::f16;
+    case TensorDtype::bf16:
+      return WeightType::bf16;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -104,7 +108,8 @@ TensorSource::TensorSource(const std::string& path) {
       file = only_file_with(dir, ".gguf");
       gguf_by_name = true;
     }
-    if (file.empty()) throw Error(path + ": a folder with no model.safetensors.index.json, *.safetensors or *.gguf file");
+    if (file.empty())
+      throw Error(path + ": a folder with no model.safetensors.index.json, *.safetensors or *.gguf file");
   } else {
     if (!std::filesystem::exists(path, ec)) throw Error("cannot open '" + path + "': no such file");
     config_path_ = (file.parent_path() / "config.json").string();
@@ -219,8 +224,8 @@ void TensorSource::read_f32_window(const std::string& name, int64_t r0, int64_t 
                                    float* out) const {
   const SourceTensor& t = tensor(name);
   if (!t.type)
-    throw Error(path_ + ": tensor '" + name + "' has type " + t.dtype + ", which ffn does not convert to f32; it reads " +
-                readable_);
+    throw Error(path_ + ": tensor '" + name + "' has type " + t.dtype +
+                ", which ffn does not convert to f32; it reads " + readable_);
   const auto [rows, cols] = rows_cols(t.shape);
   check_window(path_, name, rows, cols, r0, r1, c0, c1);
   read_window(*t.type, t.data, cols, r0, r1, c0, c1, out);

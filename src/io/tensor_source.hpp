@@ -12,12 +12,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "ffn/gguf.hpp"
 #include "ffn/safetensors.hpp"
@@ -26,11 +25,11 @@
 namespace ffn::io {
 
 struct SourceTensor {
-  std::vector<int64_t> shape;        // PyTorch order
-  std::string dtype;                 // as the file names it: "F32", "BF16", "U8", "q8_0", "iq2_xxs", ...
-  std::optional<WeightType> type;    // the weight type whose row layout the bytes are in (safetensors
-                                     // F32, F16, BF16; GGUF: every weight type); empty for none of them
-  const std::byte* data = nullptr;   // the bytes as the file holds them, valid while the source is open
+  std::vector<int64_t> shape;       // PyTorch order
+  std::string dtype;                // as the file names it: "F32", "BF16", "U8", "q8_0", "iq2_xxs", ...
+  std::optional<WeightType> type;   // the weight type whose row layout the bytes are in (safetensors
+                                    // F32, F16, BF16; GGUF: every weight type); empty for none of them
+  const std::byte* data = nullptr;  // the bytes as the file holds them, valid while the source is open
   int64_t bytes = 0;
 };
 
@@ -87,7 +86,7 @@ class TensorSource {
   std::unique_ptr<GgufFile> gguf_;
   std::vector<std::unique_ptr<SafetensorsFile>> shards_;
   std::map<std::string, SourceTensor> tensors_;
-  std::string readable_;  // the dtypes read_f32 converts, for messages: "F32, F16, BF16"
+  std::string readable_;      // the dtypes read_f32 converts, for messages: "F32, F16, BF16"
   mutable std::mutex mutex_;  // guards what follows (the source is shared by const loads)
   mutable std::set<std::string> checked_;
   mutable std::optional<std::optional<nlohmann::json>> config_;  // outer: parsed yet; inner: present

@@ -147,7 +147,8 @@ TEST(LoadLayer, DenseAndMoeLayersFromOneCheckpointOpenEachFileOnce) {
       {"model.layers.0.mlp.up_proj.weight", TensorDtype::f32, {H, D}, dense.weights().up.data()},
       {"model.layers.0.mlp.down_proj.weight", TensorDtype::f32, {D, H}, dense.weights().down.data()},
       {"model.layers.1.mlp.gate.weight", TensorDtype::f32, {E, D}, router.data()}};
-  for (int64_t e = 0; e < E; ++e) experts.push_back(Block::random({{true, Activation::swish}, D, EH, false}, 5 + uint64_t(e)));
+  for (int64_t e = 0; e < E; ++e)
+    experts.push_back(Block::random({{true, Activation::swish}, D, EH, false}, 5 + uint64_t(e)));
   for (int64_t e = 0; e < E; ++e) {
     const std::string p = "model.layers.1.mlp.experts." + std::to_string(e) + ".";
     const auto& b = experts[size_t(e)].weights();
