@@ -37,10 +37,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const ffn::LoadOptions o{0, ffn::Variant{true, ffn::Activation::swish}};
     try {
-      ffn::load_block(path, o);
+      ffn::Checkpoint(path).load_trainable(o);
     } catch (const ffn::Error&) {
     }
-    ffn::load_inference_block(path, o);
+    ffn::Checkpoint(path).load_layer(o);
   } catch (const ffn::Error&) {
   }
   return 0;

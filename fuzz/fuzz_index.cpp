@@ -1,6 +1,6 @@
 // Fuzz target: a sharded safetensors checkpoint — model.safetensors.index.json and its
 // shards in one folder. The input is split on "\n----\n": part 0 is the index, parts 1..4
-// the files 1.safetensors .. 4.safetensors, part 5 a config.json (the activation hint).
+// the files 1.safetensors .. 4.safetensors, part 5 a config.json (the activation, a MoE's routing).
 // The folder (one per process, emptied every run) is then opened as a checkpoint, its
 // layers listed and each of the first few loaded, with a variant given and without.
 // Any input must give either a result or ffn::Error.
@@ -50,12 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         options.layer = layers[i];
         if (give_variant) options.variant = ffn::Variant{true, ffn::Activation::swish};
         try {
-          checkpoint.load(options);
+          checkpoint.load_layer(options);
         } catch (const ffn::Error&) {
         }
       }
     }
-    checkpoint.load({});  // layer 0, activation from config.json
+    checkpoint.load_layer({});  // layer 0, activation (and a MoE's routing) from config.json
   } catch (const ffn::Error&) {
   }
   return 0;

@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } catch (const ffn::Error&) {
       }
     }
-    ffn::load_block(path, {0, ffn::Variant{true, ffn::Activation::swish}});
+    ffn::Checkpoint(path).load_trainable({0, ffn::Variant{true, ffn::Activation::swish}});
   } catch (const ffn::Error&) {
   }
   return 0;

@@ -49,6 +49,14 @@ Variant parse_variant(std::string_view name);
 // variant_name and parse_variant, but is not one of them).
 const std::vector<Variant>& named_variants();
 
+// Hugging Face's name of an activation (transformers' ACT2FN keys, as config.json's
+// hidden_act, activation_function or dense_act_fn give it) as ffn's; nullopt for a name
+// with no exact counterpart here (quick_gelu, gelu_10, ...). The checkpoint loader, ffn.load
+// and ffn.torch.patch all read names through it.
+std::optional<Activation> activation_from_hf_name(std::string_view name);
+// The names activation_from_hf_name knows, sorted and comma-separated (for messages).
+std::string hf_activation_names();
+
 // How a hidden size is derived when none is given.
 struct HiddenRule {
   // Round the hidden size up to a multiple of this. Default: 256 for gated blocks

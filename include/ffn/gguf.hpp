@@ -59,12 +59,15 @@ struct GgufTensorInfo {
 // geometry (ggml's blck_size / type_size: f32 ... q8_0, q2_K ... q8_K, the iq*, tq* and
 // integer types, bf16, mxfp4, nvfp4, q1_0) is admitted and bounds-checked with it; a type
 // number without one (a removed slot, a number past ggml's table) is an error at open,
-// naming the tensor and the number. Only F32, F16, BF16, Q8_0 and Q4_0 tensors can be read as f32; reading another
-// (a q4_K token_embd.weight beside q8_0 MLP weights, say) is an error naming it.
+// naming the tensor and the number. Only tensors of the weight types (ffn types) can be read
+// as f32; reading another (an iq2_xxs token_embd.weight beside q8_0 MLP weights, say) is an
+// error naming it.
 class GgufFile {
  public:
   // Throws ffn::Error naming the file and the problem.
   explicit GgufFile(const std::string& path);
+  // The same over a file already mapped (a checkpoint's opener maps it once to read its magic).
+  explicit GgufFile(MappedFile file);
   GgufFile(const GgufFile&) = delete;
   GgufFile& operator=(const GgufFile&) = delete;
 
@@ -88,19 +91,15 @@ class GgufFile {
   std::optional<std::vector<double>> metadata_float_array(const std::string& key) const;
   std::optional<std::vector<std::string>> metadata_string_array(const std::string& key) const;
 
-  // Whether the file has the tensor and read_f32 / read_f32_window convert its type (F32,
-  // F16, BF16, Q8_0, Q4_0); false for an absent name.
+  // Whether the file has the tensor and read_f32 converts its type (one of the weight
+  // types: F32, F16, BF16, Q8_0, Q4_0, the K-quants, ...); false for an absent name.
   bool readable(const std::string& name) const;
 
-  // The tensor's values as f32: F32 copied, F16/BF16 converted, Q8_0/Q4_0 dequantised. out
+  // The tensor's values as f32: F32 copied, F16/BF16 widened, block types dequantised. out
   // must hold tensor(name).elements floats. Throws ffn::Error naming the file, the tensor and
-  // its type when the type is not one of those (see readable).
+  // its type when the type is not one of the weight types (see readable). (Windows of a
+  // tensor: the checkpoint loader's tensor source, src/io/tensor_source.hpp.)
   void read_f32(const std::string& name, float* out) const;
-  // Rows [r0, r1) and columns [c0, c1) of the tensor seen as [rows][ne[0]] into out
-  // ([r1 − r0][c1 − c0] floats), converting only the blocks the window touches (a process's
-  // slice of a block reads its slice, not the whole tensor). Throws ffn::Error when the
-  // window is not within the tensor.
-  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) const;
 
  private:
   struct Value {

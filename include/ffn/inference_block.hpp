@@ -104,6 +104,12 @@ class InferenceBlock {
   struct Panels;
 
  private:
+  // As the StoredWeights constructor, checking the block scales only when `check_scales`: the
+  // checkpoint loader has checked those of every tensor it read (src/block/loaded_weights.hpp).
+  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool, bool check_scales);
+  friend InferenceBlock inference_block_of_checked_weights(const BlockConfig& config, const StoredWeights& weights,
+                                                           ThreadPool* pool);
+
   std::unique_ptr<const Panels> panels_;
 };
 

@@ -15,6 +15,10 @@ class MappedFile {
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
+  // Moving hands the mapping over (a reader takes the mapping its opener checked the magic
+  // of, so that a file is opened once); the moved-from object holds none.
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&&) = delete;
 
   const std::string& path() const { return path_; }
   const std::byte* data() const { return static_cast<const std::byte*>(map_); }

@@ -32,6 +32,8 @@ class SafetensorsFile {
  public:
   // Throws ffn::Error naming the file and the problem.
   explicit SafetensorsFile(const std::string& path);
+  // The same over a file already mapped (a checkpoint's opener maps it once to read its magic).
+  explicit SafetensorsFile(MappedFile file);
   SafetensorsFile(const SafetensorsFile&) = delete;
   SafetensorsFile& operator=(const SafetensorsFile&) = delete;
 
@@ -44,10 +46,6 @@ class SafetensorsFile {
   // The tensor's values converted to f32 (F32, F16, BF16 accepted; others are an error
   // naming the dtype). out must hold tensor(name).elements floats.
   void read_f32(const std::string& name, float* out) const;
-  // Rows [r0, r1) and columns [c0, c1) of the tensor seen as [rows][last dimension] (a 1-D
-  // tensor is one row), converted to f32 into out ([r1 − r0][c1 − c0], dense): only those
-  // bytes of the mapping are touched. ffn::Error naming the tensor if the window is outside.
-  void read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* out) const;
 
  private:
   MappedFile file_;

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
 
 namespace ffn {
 
@@ -69,5 +71,11 @@ class Matrix {
   int64_t rows_ = 0;
   int64_t cols_ = 0;
 };
+
+// T of an array of tokens for a block of width D: its shape is [T, D], or [D] for one token.
+// ffn::Error naming `what` (the array, for messages) otherwise: another number of
+// dimensions, or rows of another width than D. The CLI's input files and Python's arrays
+// are checked by it alike.
+int64_t token_count(std::span<const int64_t> shape, int64_t d_model, const std::string& what);
 
 }  // namespace ffn

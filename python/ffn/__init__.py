@@ -16,9 +16,19 @@ from . import _core
 
 Error = _core.Error
 __version__ = _core.__version__
-__all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", "SwiGLU", "GeluMLP", "ReluMLP", "GeluTanhMLP", "SwishMLP", "GLU", "Bilinear", "ReGLU",
-           "GEGLU", "GatedGeluTanh", "load", "load_trainable", "from_torch", "active_isa", "dequantize", "quantize", "QUANT_TYPES",
-           "Error"]
+# The library's named variants ("relu", …, "swiglu"); Block takes these, "swiglu_oai" and any
+# "<activation>" or "gated_<activation>" (ffn.Error listing them otherwise).
+VARIANTS = tuple(_core.variants())
+
+# The seeds' module classes (tests/golden/seeds.py) and the variant each runs: the one list of
+# Python's class names for variants (ffn.torch and ffn.torch.patch read it too). What a
+# variant is — gated or not, its activation — is the library's (_core.variant_info).
+SEEDS_CLASSES = {"SwiGLU": "swiglu", "GLU": "glu", "Bilinear": "bilinear", "ReGLU": "reglu", "GEGLU": "geglu",
+                 "GatedGeluTanh": "gated_gelu_tanh", "GeluMLP": "gelu", "ReluMLP": "relu", "GeluTanhMLP": "gelu_tanh",
+                 "SwishMLP": "swish"}
+
+__all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", *SEEDS_CLASSES, "load", "load_trainable", "from_torch",
+           "active_isa", "dequantize", "quantize", "QUANT_TYPES", "VARIANTS", "SEEDS_CLASSES", "Error"]
 
 
 def __getattr__(name):
@@ -86,10 +96,9 @@ class _BlockShape:
 
 
 class Block(_BlockShape):
-    """A feed-forward block: `variant` is one of relu, gelu, gelu_tanh, swish, glu, bilinear,
-    reglu, geglu, swiglu, swiglu_oai (gpt-oss's experts), or gated_<activation>. Weights start
-    as nn.Linear's default initialisation (uniform in ±1/sqrt(fan_in)), drawn deterministically
-    from `seed`."""
+    """A feed-forward block: `variant` is one of VARIANTS, swiglu_oai (gpt-oss's experts), or
+    <activation> / gated_<activation>. Weights start as nn.Linear's default initialisation
+    (uniform in ±1/sqrt(fan_in)), drawn deterministically from `seed`."""
 
     def __init__(self, variant, d, hidden=None, multiple_of=None, ffn_dim_multiplier=None, bias=False, seed=0):
         self._core = _core.Block(variant, d, hidden, multiple_of, ffn_dim_multiplier, bias, seed)
@@ -204,6 +213,9 @@ class MoeBlock:
                 f"expert_hidden={self.expert_hidden}, shared_hidden={self.shared_hidden}, scoring={self.scoring!r})")
 
 
+# ffn.load's result, by the class of the core block the library loaded.
+_BLOCK_OF_CORE = {_core.InferenceBlock: InferenceBlock, _core.MoeBlock: MoeBlock}
+
 TrainableMoe = _core.TrainableMoe
 TrainableMoe.__doc__ = """The training form of a mixture-of-experts block, in float32:
 TrainableMoe(variant, d_model, hidden, experts, top_k, scoring="softmax", normalize_top_k=True,
@@ -215,44 +227,32 @@ balance=0.0) returns the gradients of sum(dy * forward(x)) + balance * loss_b by
 "x" and the Switch load-balancing loss "balance_loss" of that forward."""
 
 
-def _gated(variant_name, doc):
-    class Gated(Block):
-        __doc__ = doc
+def _variant_formula(variant):
+    """The block a variant name means, as a formula: "down(swish(gate(x)) * up(x))" (the library's reading of it)."""
+    _name, gated, activation = _core.variant_info(variant)
+    return f"down({activation}(gate(x)) * up(x))" if gated else f"down({activation}(up(x)))"
 
+
+def _seeds_class(name, variant):
+    """The class SEEDS_CLASSES names for `variant`, with the seeds' constructor: gated blocks
+    (d, hidden=None, multiple=256, bias=False, seed=0, ffn_dim_multiplier=None), hidden by the
+    Llama rule; 2-matrix ones (d, hidden=None, bias=False, seed=0), hidden = 4·d."""
+    if _core.variant_info(variant)[1]:
         def __init__(self, d, hidden=None, multiple=256, bias=False, seed=0, ffn_dim_multiplier=None):
-            super().__init__(variant_name, d, hidden, multiple, ffn_dim_multiplier, bias, seed)
-
-    return Gated
-
-
-def _two_matrix(variant_name, doc):
-    class TwoMatrix(Block):
-        __doc__ = doc
-
+            Block.__init__(self, variant, d, hidden, multiple, ffn_dim_multiplier, bias, seed)
+        rule = "hidden = 8/3·d rounded up to `multiple` (4096 → 11008)"
+    else:
         def __init__(self, d, hidden=None, bias=False, seed=0):
-            super().__init__(variant_name, d, hidden, None, None, bias, seed)
+            Block.__init__(self, variant, d, hidden, None, None, bias, seed)
+        rule = "hidden = 4·d"
+    return type(name, (Block,), {"__init__": __init__, "__module__": __name__, "__qualname__": name,
+                                 "__doc__": f"{_variant_formula(variant)}: ffn's {variant}; {rule}."})
 
-    return TwoMatrix
 
+for _name, _variant in SEEDS_CLASSES.items():
+    globals()[_name] = _seeds_class(_name, _variant)
 
-SwiGLU = _gated("swiglu", "down(silu(gate(x)) * up(x)); hidden = 8/3·d rounded up to `multiple` (4096 → 11008).")
-GLU = _gated("glu", "down(sigmoid(gate(x)) * up(x)).")
-Bilinear = _gated("bilinear", "down(gate(x) * up(x)).")
-ReGLU = _gated("reglu", "down(relu(gate(x)) * up(x)).")
-GEGLU = _gated("geglu", "down(gelu(gate(x)) * up(x)), GELU in its exact erf form.")
-GatedGeluTanh = _gated("gated_gelu_tanh", "down(gelu_tanh(gate(x)) * up(x)): T5 v1.1's gated GELU.")
-GeluMLP = _two_matrix("gelu", "down(gelu(up(x))); hidden = 4·d; GELU in its exact erf form.")
-ReluMLP = _two_matrix("relu", "down(relu(up(x))); hidden = 4·d.")
-GeluTanhMLP = _two_matrix("gelu_tanh", "down(gelu_tanh(up(x))): GPT-2's MLP; hidden = 4·d.")
-SwishMLP = _two_matrix("swish", "down(silu(up(x))); hidden = 4·d.")
-for _cls, _name in [(SwiGLU, "SwiGLU"), (GLU, "GLU"), (Bilinear, "Bilinear"), (ReGLU, "ReGLU"), (GEGLU, "GEGLU"),
-                    (GatedGeluTanh, "GatedGeluTanh"), (GeluMLP, "GeluMLP"), (ReluMLP, "ReluMLP"),
-                    (GeluTanhMLP, "GeluTanhMLP"), (SwishMLP, "SwishMLP")]:
-    _cls.__name__ = _cls.__qualname__ = _name
-
-_CLASS_OF_VARIANT = {"swiglu": SwiGLU, "glu": GLU, "bilinear": Bilinear, "reglu": ReGLU, "geglu": GEGLU,
-                     "gated_gelu_tanh": GatedGeluTanh, "gelu": GeluMLP, "relu": ReluMLP, "gelu_tanh": GeluTanhMLP,
-                     "swish": SwishMLP}
+_CLASS_OF_VARIANT = {variant: globals()[name] for name, variant in SEEDS_CLASSES.items()}
 
 
 def _as_class_of_its_variant(core):
@@ -269,19 +269,15 @@ def load(path, layer=0, variant=None, dtype=None):
     re-quantised. To train the layer, use load_trainable.
     A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3, gpt-oss names) loads as a
     MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
-    runs them as mxfp4 (repacked, not dequantised)."""
-    if _core.is_moe(str(path), layer):
-        core, _scheme, _source = _core.load_moe(str(path), layer, variant, dtype)
-        return MoeBlock._wrap(core)
-    core, _scheme, _source = _core.load(str(path), layer, variant, dtype)
-    return InferenceBlock._wrap(core)
+    runs them as mxfp4 (repacked, not dequantised). The file is opened once."""
+    core = _core.load(str(path), layer, variant, dtype)
+    return _BLOCK_OF_CORE[type(core)]._wrap(core)
 
 
 def load_trainable(path, layer=0, variant=None):
     """The MLP of `layer` from a checkpoint as a trainable float32 Block (of its variant's
     class), every matrix widened or dequantised to float32."""
-    core, _scheme, _source = _core.load_trainable(str(path), layer, variant)
-    return _as_class_of_its_variant(core)
+    return _as_class_of_its_variant(_core.load_trainable(str(path), layer, variant))
 
 
 def _to_numpy(value):
@@ -290,14 +286,6 @@ def _to_numpy(value):
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu().float().numpy()
     return np.ascontiguousarray(value, dtype=np.float32)
-
-
-# The seeds' module classes and Hugging Face's activation names, for from_torch.
-_VARIANT_OF_CLASS = {"SwiGLU": "swiglu", "GeluMLP": "gelu", "GLU": "glu", "Bilinear": "bilinear", "ReGLU": "reglu",
-                     "GEGLU": "geglu", "ReluMLP": "relu", "GeluTanhMLP": "gelu_tanh", "SwishMLP": "swish",
-                     "GatedGeluTanh": "gated_gelu_tanh"}
-_HF_ACTIVATION = {"silu": "swish", "swish": "swish", "gelu": "gelu", "gelu_new": "gelu_tanh",
-                  "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu", "sigmoid": "sigmoid"}
 
 
 def from_torch(module, variant=None):
@@ -315,9 +303,9 @@ def from_torch(module, variant=None):
     if "up.weight" not in renamed or "down.weight" not in renamed:
         raise Error(f"from_torch: no up/down (or up_proj/down_proj) weights in the module; it has {sorted(state)}")
     if variant is None:
-        variant = _VARIANT_OF_CLASS.get(type(module).__name__)
+        variant = SEEDS_CLASSES.get(type(module).__name__)
     if variant is None and hasattr(module, "config") and hasattr(module.config, "hidden_act"):
-        act = _HF_ACTIVATION.get(module.config.hidden_act)
+        act = _core.hf_activation(module.config.hidden_act)
         if act is None:
             raise Error(f"from_torch: hidden_act {module.config.hidden_act!r} is not supported")
         variant = "gated_" + act if gated else act  # gated_swish is swiglu, gated_gelu is geglu, ...

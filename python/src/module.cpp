@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "ffn/ffn.hpp"
@@ -24,6 +26,19 @@ namespace {
 
 using ffn::python::FloatArray;
 using ffn::python::forward;
+using ffn::python::like;
+using ffn::python::pool_for;
+using ffn::python::tokens_of;
+
+// The options of a load from Python's arguments (names as the CLI takes them).
+ffn::LoadOptions load_options(int64_t layer, const std::optional<std::string>& variant,
+                              const std::optional<std::string>& dtype) {
+  ffn::LoadOptions o;
+  o.layer = layer;
+  if (variant) o.variant = ffn::parse_variant(*variant);
+  if (dtype) o.type = ffn::parse_weight_type(*dtype);
+  return o;
+}
 
 // Parameter names in the order torch's named_parameters() gives for the seeds' modules.
 std::vector<std::string> tensor_names(const ffn::Block& b) {
@@ -65,39 +80,24 @@ void set_tensor(ffn::Block& block, const std::string& name, const FloatArray& va
   ffn::python::assign(tensor_of(block, name), value, is_bias(name), name);
 }
 
-// Number of tokens of a float32 [T, d] or [d] array; ffn::Error naming `name` otherwise.
-int64_t tokens_of(const FloatArray& a, const char* name, int64_t D) {
-  if (a.ndim() != 1 && a.ndim() != 2)
-    throw ffn::Error(std::string(name) + " must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) +
-                     ",), got " + std::to_string(a.ndim()) + " dimensions");
-  const int64_t cols = a.shape(a.ndim() - 1);
-  if (cols != D)
-    throw ffn::Error(std::string(name) + " has " + std::to_string(cols) + " features; the block's d_model is " +
-                     std::to_string(D));
-  return a.ndim() == 2 ? a.shape(0) : 1;
-}
-
 // Gradients of sum(dy * block(x)): forward_train (saved or recompute mode), then backward
 // into fresh zero gradients. Returns {"x": dx, "<parameter name>": gradient, ...}, each a
 // float32 array of the shape of x or of the parameter.
 py::dict backward(const ffn::Block& block, const FloatArray& x, const FloatArray& dy, bool recompute,
                   std::optional<int> threads) {
-  const int64_t D = block.config().d_model;
-  const int64_t T = tokens_of(x, "x", D);
-  if (tokens_of(dy, "dy", D) != T || dy.ndim() != x.ndim()) throw ffn::Error("dy must have the shape of x");
-  std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
-  py::array_t<float> dx(shape);
+  const int64_t D = block.config().d_model, T = tokens_of(x, D, "x");
+  if (tokens_of(dy, D, "dy") != T || dy.ndim() != x.ndim()) throw ffn::Error("dy must have the shape of x");
+  py::array_t<float> dx = like(x);
   ffn::BlockGradients grads = ffn::zero_gradients(block.config());
   const float *xp = x.data(), *dyp = dy.data();
   float* dxp = dx.mutable_data();
   {
     py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
+    ffn::ThreadPool* pool = pool_for(threads);
     ffn::ForwardCache cache;
     ffn::Matrix y(T, D);
-    ffn::forward_train(block, {xp, T, D, D}, y.view(), cache, recompute, pool.get());
-    ffn::backward(block, {xp, T, D, D}, cache, {dyp, T, D, D}, {dxp, T, D, D}, grads, pool.get());
+    ffn::forward_train(block, {xp, T, D, D}, y.view(), cache, recompute, pool);
+    ffn::backward(block, {xp, T, D, D}, cache, {dyp, T, D, D}, {dxp, T, D, D}, grads, pool);
   }
   py::dict out;
   out["x"] = dx;
@@ -173,30 +173,59 @@ PYBIND11_MODULE(_core, m) {
       .def("describe", &ffn::InferenceBlock::describe)
       .def("forward", &forward<ffn::InferenceBlock>, py::arg("x"), py::arg("threads") = py::none());
 
+  // The layer as its block: an InferenceBlock or a MoeBlock, as the layer is (ffn.load wraps
+  // it by its class). The checkpoint is opened once and loaded without the GIL.
   m.def(
       "load",
       [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        std::optional<ffn::WeightType> type;
-        if (dtype) type = ffn::parse_weight_type(*dtype);
-        ffn::LoadedInferenceBlock loaded = ffn::load_inference_block(path, o, type);
-        return py::make_tuple(std::make_unique<ffn::InferenceBlock>(std::move(loaded.block)), loaded.scheme,
-                              loaded.activation_source);
+        const ffn::LoadOptions o = load_options(layer, variant, dtype);
+        std::optional<ffn::Layer> loaded;
+        {
+          py::gil_scoped_release release;
+          loaded.emplace(ffn::Checkpoint(path).load_layer(o));
+        }
+        return std::visit(
+            [](auto& block) -> py::object {
+              using Kind = std::decay_t<decltype(block)>;
+              return py::cast(std::make_unique<Kind>(std::move(block)));
+            },
+            loaded->block);
       },
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
   m.def(
       "load_trainable",
       [](const std::string& path, int64_t layer, std::optional<std::string> variant) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        ffn::LoadedBlock loaded = ffn::load_block(path, o);
-        return py::make_tuple(std::make_unique<ffn::Block>(std::move(loaded.block)), loaded.scheme,
-                              loaded.activation_source);
+        const ffn::LoadOptions o = load_options(layer, variant, std::nullopt);
+        std::optional<ffn::LoadedBlock> loaded;
+        {
+          py::gil_scoped_release release;
+          loaded.emplace(ffn::Checkpoint(path).load_trainable(o));
+        }
+        return std::make_unique<ffn::Block>(std::move(loaded->block));
       },
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
+  // The library's lists, so that Python restates none of them: the named variants; what a
+  // variant name means (canonical name, gated, activation; an ffn.Error listing the accepted
+  // names otherwise); Hugging Face's activation names (None for one with no counterpart).
+  m.def("variants", [] {
+    std::vector<std::string> names;
+    for (const ffn::Variant& v : ffn::named_variants()) names.push_back(ffn::variant_name(v));
+    return names;
+  });
+  m.def(
+      "variant_info",
+      [](const std::string& name) {
+        const ffn::Variant v = ffn::parse_variant(name);
+        return py::make_tuple(ffn::variant_name(v), v.gated, std::string(ffn::activation_name(v.activation)));
+      },
+      py::arg("name"));
+  m.def(
+      "hf_activation",
+      [](const std::string& name) -> std::optional<std::string> {
+        if (const auto a = ffn::activation_from_hf_name(name)) return std::string(ffn::activation_name(*a));
+        return std::nullopt;
+      },
+      py::arg("name"));
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });

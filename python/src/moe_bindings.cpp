@@ -1,10 +1,9 @@
-// ffn._core.MoeBlock: a mixture-of-experts layer loaded from a checkpoint, its forward and
-// its router (which experts each token goes to, with what weights).
+// ffn._core.MoeBlock: a mixture-of-experts layer loaded from a checkpoint (module.cpp's
+// load), its forward and its router (which experts each token goes to, with what weights).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,16 +16,11 @@ namespace {
 
 // (experts int32 [T, k], weights float32 [T, k]) for x [T, d] or [d].
 py::tuple route(const ffn::MoeBlock& block, const ffn::python::FloatArray& x, std::optional<int> threads) {
-  const int64_t D = block.config().d_model();
-  if ((x.ndim() != 1 && x.ndim() != 2) || x.shape(x.ndim() - 1) != D)
-    throw ffn::Error("x must have shape (T, " + std::to_string(D) + ") or (" + std::to_string(D) + ",)");
-  const int64_t T = x.ndim() == 2 ? x.shape(0) : 1;
+  const int64_t D = block.config().d_model(), T = ffn::python::tokens_of(x, D, "x");
   ffn::Routing r;
   {
     py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
-    r = block.route({x.data(), T, D, D}, pool.get());
+    r = block.route({x.data(), T, D, D}, ffn::python::pool_for(threads));
   }
   return ffn::python::routing_arrays(r);
 }
@@ -59,22 +53,4 @@ void bind_moe(py::module_& m) {
       .def("describe", &ffn::MoeBlock::describe)
       .def("route", &route, py::arg("x"), py::arg("threads") = py::none())
       .def("forward", &ffn::python::forward<ffn::MoeBlock>, py::arg("x"), py::arg("threads") = py::none());
-
-  m.def(
-      "is_moe",
-      [](const std::string& path, int64_t layer) { return ffn::Checkpoint(path).is_moe(layer); }, py::arg("path"),
-      py::arg("layer") = 0);
-  m.def(
-      "load_moe",
-      [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
-        ffn::LoadOptions o;
-        o.layer = layer;
-        if (variant) o.variant = ffn::parse_variant(*variant);
-        std::optional<ffn::WeightType> type;
-        if (dtype) type = ffn::parse_weight_type(*dtype);
-        ffn::LoadedMoeBlock loaded = ffn::Checkpoint(path).load_moe(o, type);
-        return py::make_tuple(std::make_unique<ffn::MoeBlock>(std::move(loaded.block)), loaded.scheme,
-                              loaded.config_source);
-      },
-      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
 }

@@ -7,7 +7,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,6 +21,9 @@ namespace py = pybind11;
 namespace {
 
 using ffn::python::FloatArray;
+using ffn::python::like;
+using ffn::python::pool_for;
+using ffn::python::tokens_of;
 
 struct Named {
   std::string name;
@@ -63,23 +65,15 @@ const Named& find(const std::vector<Named>& all, const std::string& name) {
   throw ffn::Error("the block has no parameter '" + name + "'; it has " + known);
 }
 
-int64_t tokens_of(const FloatArray& a, const char* what, int64_t D) {
-  if (a.ndim() != 2 || a.shape(1) != D)
-    throw ffn::Error(std::string(what) + " must have shape (T, " + std::to_string(D) + ")");
-  return a.shape(0);
-}
-
 py::array forward(const ffn::TrainableMoe& m, const FloatArray& x, std::optional<int> threads) {
-  const int64_t D = m.config.d_model(), T = tokens_of(x, "x", D);
-  py::array_t<float> y({T, D});
+  const int64_t D = m.config.d_model(), T = tokens_of(x, D, "x");
+  py::array_t<float> y = like(x);
   const float* xp = x.data();
   float* yp = y.mutable_data();
   {
     py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
     ffn::MoeCache cache;
-    ffn::forward_train(m, {xp, T, D, D}, {yp, T, D, D}, cache, pool.get());
+    ffn::forward_train(m, {xp, T, D, D}, {yp, T, D, D}, cache, pool_for(threads));
   }
   return y;
 }
@@ -87,21 +81,20 @@ py::array forward(const ffn::TrainableMoe& m, const FloatArray& x, std::optional
 // {"x": dx, "<parameter>": gradient, …, "balance_loss": loss_b of this forward}.
 py::dict backward(ffn::TrainableMoe& m, const FloatArray& x, const FloatArray& dy, double balance,
                   std::optional<int> threads) {
-  const int64_t D = m.config.d_model(), T = tokens_of(x, "x", D);
-  if (tokens_of(dy, "dy", D) != T) throw ffn::Error("dy must have the shape of x");
-  py::array_t<float> dx({T, D});
+  const int64_t D = m.config.d_model(), T = tokens_of(x, D, "x");
+  if (tokens_of(dy, D, "dy") != T || dy.ndim() != x.ndim()) throw ffn::Error("dy must have the shape of x");
+  py::array_t<float> dx = like(x);
   ffn::MoeGradients grads = ffn::zero_gradients(m.config);
   const float *xp = x.data(), *dyp = dy.data();
   float* dxp = dx.mutable_data();
   double balance_loss = 0;
   {
     py::gil_scoped_release release;
-    std::unique_ptr<ffn::ThreadPool> pool;
-    if (threads) pool = std::make_unique<ffn::ThreadPool>(*threads);
+    ffn::ThreadPool* pool = pool_for(threads);
     ffn::MoeCache cache;
     ffn::Matrix y(T, D);
-    balance_loss = ffn::forward_train(m, {xp, T, D, D}, y.view(), cache, pool.get());
-    ffn::backward(m, {xp, T, D, D}, cache, {dyp, T, D, D}, {dxp, T, D, D}, grads, balance, pool.get());
+    balance_loss = ffn::forward_train(m, {xp, T, D, D}, y.view(), cache, pool);
+    ffn::backward(m, {xp, T, D, D}, cache, {dyp, T, D, D}, {dxp, T, D, D}, grads, balance, pool);
   }
   py::dict out;
   out["x"] = dx;
@@ -165,7 +158,7 @@ void bind_moe_train(py::module_& m) {
       .def(
           "route",
           [](const ffn::TrainableMoe& b, const FloatArray& x) {
-            const int64_t D = b.config.d_model(), T = tokens_of(x, "x", D);
+            const int64_t D = b.config.d_model(), T = tokens_of(x, D, "x");
             return ffn::python::routing_arrays(ffn::route(b.config, b.router, {x.data(), T, D, D}));
           },
           py::arg("x"))

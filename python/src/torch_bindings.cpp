@@ -12,19 +12,15 @@
 #include <utility>
 
 #include "ffn/ffn.hpp"
+#include "forward_binding.hpp"
 
 namespace py = pybind11;
 
 namespace {
 
-using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
-
-// T of a float32 [T, d] array; ffn::Error naming `name` otherwise.
-int64_t rows_of(const FloatArray& a, const char* name, int64_t D) {
-  if (a.ndim() != 2 || a.shape(1) != D)
-    throw ffn::Error(std::string(name) + " must be a float32 array of shape (T, " + std::to_string(D) + ")");
-  return a.shape(0);
-}
+using ffn::python::FloatArray;
+using ffn::python::pool_for;
+using ffn::python::tokens_of;
 
 // A NumPy array over m's storage (a vector for a bias), owning it.
 py::array owning(ffn::Matrix&& m, bool vector) {
@@ -35,29 +31,24 @@ py::array owning(ffn::Matrix&& m, bool vector) {
                             {held->cols() * int64_t(sizeof(float)), int64_t(sizeof(float))}, held->data(), owner);
 }
 
-std::unique_ptr<ffn::ThreadPool> pool_of(std::optional<int> threads) {
-  return threads ? std::make_unique<ffn::ThreadPool>(*threads) : nullptr;
-}
-
 }  // namespace
 
 void add_torch_bindings(py::module_& m) {
   py::class_<ffn::ForwardCache>(m, "ForwardCache",
                                 "What forward_train keeps for backward_from_cache (opaque; one per forward)");
 
-  // y = block(x) for x float32 [T, d], and the cache its backward needs (recompute: x only).
+  // y = block(x) for x float32 [T, d] (or [d]), and the cache its backward needs (recompute: x only).
   m.def(
       "forward_train",
       [](const ffn::Block& block, const FloatArray& x, bool recompute, std::optional<int> threads) {
-        const int64_t D = block.config().d_model, T = rows_of(x, "x", D);
-        py::array_t<float> y({T, D});
+        const int64_t D = block.config().d_model, T = tokens_of(x, D, "x");
+        py::array_t<float> y = ffn::python::like(x);
         auto cache = std::make_unique<ffn::ForwardCache>();
         const float* xp = x.data();
         float* yp = y.mutable_data();
         {
           py::gil_scoped_release release;
-          const auto pool = pool_of(threads);
-          ffn::forward_train(block, {xp, T, D, D}, {yp, T, D, D}, *cache, recompute, pool.get());
+          ffn::forward_train(block, {xp, T, D, D}, {yp, T, D, D}, *cache, recompute, pool_for(threads));
         }
         return py::make_tuple(y, std::move(cache));
       },
@@ -70,8 +61,8 @@ void add_torch_bindings(py::module_& m) {
       "backward_from_cache",
       [](const ffn::Block& block, const FloatArray& x, const ffn::ForwardCache& cache, const FloatArray& dy,
          std::optional<int> threads) {
-        const int64_t D = block.config().d_model, T = rows_of(x, "x", D);
-        if (rows_of(dy, "dy", D) != T) throw ffn::Error("dy must have the shape of x");
+        const int64_t D = block.config().d_model, T = tokens_of(x, D, "x");
+        if (tokens_of(dy, D, "dy") != T || dy.ndim() != x.ndim()) throw ffn::Error("dy must have the shape of x");
         if (cache.tokens != T) throw ffn::Error("the cache is of a forward of " + std::to_string(cache.tokens) +
                                                 " tokens, x has " + std::to_string(T));
         ffn::Matrix dx(T, D);
@@ -79,11 +70,10 @@ void add_torch_bindings(py::module_& m) {
         const float *xp = x.data(), *dyp = dy.data();
         {
           py::gil_scoped_release release;
-          const auto pool = pool_of(threads);
-          ffn::backward(block, {xp, T, D, D}, cache, {dyp, T, D, D}, dx.view(), grads, pool.get());
+          ffn::backward(block, {xp, T, D, D}, cache, {dyp, T, D, D}, dx.view(), grads, pool_for(threads));
         }
         py::dict out;
-        out["x"] = owning(std::move(dx), false);
+        out["x"] = owning(std::move(dx), x.ndim() == 1);  // dx of x's shape
         std::pair<const char*, ffn::Matrix*> named[] = {
             {"gate.weight", &grads.gate}, {"gate.bias", &grads.gate_bias}, {"up.weight", &grads.up},
             {"up.bias", &grads.up_bias},  {"down.weight", &grads.down},    {"down.bias", &grads.down_bias}};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "block/inference_panels.hpp"
+#include "block/loaded_weights.hpp"
 #include "core/activation_formats.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/accounting.hpp"
@@ -76,7 +77,7 @@ void check_row_length(const char* name, WeightType t, int64_t cols) {
                 " stores rows in blocks of " + std::to_string(info.block_elements));
 }
 
-void check_stored(const StoredMatrix& m, const char* name, int64_t rows, int64_t cols) {
+void check_stored(const StoredMatrix& m, const char* name, int64_t rows, int64_t cols, bool check_scales) {
   const std::string n = name;
   if (m.rows != rows || m.cols != cols)
     throw Error(n + " is [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]; the block needs [" +
@@ -86,7 +87,7 @@ void check_stored(const StoredMatrix& m, const char* name, int64_t rows, int64_t
   if (static_cast<int64_t>(m.bytes.size()) != rows * row_bytes)
     throw Error(n + " holds " + std::to_string(m.bytes.size()) + " bytes; " + std::string(weight_type_name(m.type)) +
                 " needs " + std::to_string(rows) + " rows of " + std::to_string(row_bytes));
-  check_block_scales(m.type, m.bytes.data(), rows, cols, n);
+  if (check_scales) check_block_scales(m.type, m.bytes.data(), rows, cols, n);
 }
 
 void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
@@ -135,16 +136,23 @@ InferenceBlock::InferenceBlock(const Block& block, const MatrixTypes& types, Thr
   panels_ = std::move(p);
 }
 
-InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool) {
+InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool)
+    : InferenceBlock(c, w, pool, true) {}
+
+InferenceBlock inference_block_of_checked_weights(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool) {
+  return InferenceBlock(c, w, pool, false);
+}
+
+InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool, bool check_scales) {
   validate(c);
   const int64_t D = c.d_model, H = c.hidden;
   const bool gated = c.variant.gated;
   if (gated)
-    check_stored(w.gate, "gate", H, D);
+    check_stored(w.gate, "gate", H, D, check_scales);
   else if (!w.gate.empty())
     throw Error("gate is given but the block is not gated");
-  check_stored(w.up, "up", H, D);
-  check_stored(w.down, "down", D, H);
+  check_stored(w.up, "up", H, D, check_scales);
+  check_stored(w.down, "down", D, H, check_scales);
   check_bias(w.gate_bias, "gate bias", c.bias && gated, H);
   check_bias(w.up_bias, "up bias", c.bias, H);
   check_bias(w.down_bias, "down bias", c.bias, D);

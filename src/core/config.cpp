@@ -42,6 +42,25 @@ constexpr std::array<NamedVariant, 9> kNamedVariants{{
 // Named too, but not one of Shazeer's (named_variants() stays his nine).
 constexpr NamedVariant kSwigluOai{"swiglu_oai", {true, Activation::clamped_swish}};
 
+// transformers' ACT2FN names with an exact counterpart here, sorted by name.
+struct HfActivation {
+  std::string_view name;
+  Activation activation;
+};
+constexpr std::array<HfActivation, 10> kHfActivations{{
+    {"gelu", Activation::gelu},
+    // gelu_fast is 0.5·x·(1 + tanh(0.79788456·x·(1 + 0.044715·x²))): the tanh form, regrouped.
+    {"gelu_fast", Activation::gelu_tanh},
+    {"gelu_new", Activation::gelu_tanh},
+    {"gelu_pytorch_tanh", Activation::gelu_tanh},
+    {"identity", Activation::identity},
+    {"linear", Activation::identity},
+    {"relu", Activation::relu},
+    {"sigmoid", Activation::sigmoid},
+    {"silu", Activation::swish},
+    {"swish", Activation::swish},
+}};
+
 std::string accepted_variant_names() {
   std::string s;
   for (const auto& v : kNamedVariants) s += std::string(v.name) + ", ";
@@ -110,6 +129,18 @@ const std::vector<Variant>& named_variants() {
     return v;
   }();
   return all;
+}
+
+std::optional<Activation> activation_from_hf_name(std::string_view name) {
+  for (const auto& a : kHfActivations)
+    if (a.name == name) return a.activation;
+  return std::nullopt;
+}
+
+std::string hf_activation_names() {
+  std::string s;
+  for (const auto& a : kHfActivations) s += (s.empty() ? "" : ", ") + std::string(a.name);
+  return s;
 }
 
 int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double> multiplier) {

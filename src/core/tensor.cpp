@@ -68,4 +68,14 @@ Matrix Matrix::clone() const {
   return out;
 }
 
+int64_t token_count(std::span<const int64_t> shape, int64_t d_model, const std::string& what) {
+  const std::string D = std::to_string(d_model);
+  if (shape.size() != 1 && shape.size() != 2)
+    throw Error(what + " must have shape [T, " + D + "] or [" + D + "], got " + std::to_string(shape.size()) +
+                " dimensions");
+  if (shape.back() != d_model)
+    throw Error(what + " has " + std::to_string(shape.back()) + " features but the block has d_model " + D);
+  return shape.size() == 2 ? shape[0] : 1;
+}
+
 }  // namespace ffn

@@ -3,6 +3,7 @@
 #include "core/weight_type_table.hpp"
 
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -177,10 +178,17 @@ bool weight_type_from_gguf(uint32_t gguf_type, WeightType& out) {
   return false;
 }
 
+namespace {
+std::atomic<int64_t> g_blocks_checked{0};
+}  // namespace
+
+int64_t block_scales_checked() { return g_blocks_checked.load(std::memory_order_relaxed); }
+
 void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64_t cols, const std::string& what) {
   const WeightTypeTraits& e = weight_type_traits(t);
   if (e.scale_fields[0] < 0) return;
   const int64_t blocks = cols / e.info.block_elements, row_bytes = e.info.row_bytes(cols);
+  g_blocks_checked.fetch_add(rows * blocks, std::memory_order_relaxed);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t b = 0; b < blocks; ++b)
       for (const int field : e.scale_fields) {

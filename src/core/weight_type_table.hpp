@@ -44,6 +44,9 @@ struct WeightTypeTraits {
 // e8m0 scale 0xFF, the OCP format's NaN): a file whose scales are NaN or Inf would otherwise
 // give NaN outputs without a word.
 void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64_t cols, const std::string& what);
+// Blocks whose scales check_block_scales has read, over the process: what the tests count to
+// see that a checkpoint's scales are checked once.
+int64_t block_scales_checked();
 
 // Every entry, weight types and activation formats, indexed by WeightType.
 std::span<const WeightTypeTraits> weight_type_table();

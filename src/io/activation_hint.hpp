@@ -16,14 +16,10 @@ struct ActivationHint {
   std::string source;  // e.g. "config.json hidden_act 'silu'", for messages
 };
 
-// Maps a transformers activation name (ACT2FN) to ours; throws ffn::Error for names with
-// no exact counterpart here (quick_gelu, gelu_10, ...).
-Activation activation_from_hf_name(const std::string& name, const std::string& where);
-
-// The source's own metadata (GGUF: ffn.variant, general.architecture) first, then
-// config.json in the folder of `weights_path` (or in it, if it is a folder). Empty when
-// neither says.
-ActivationHint find_activation_hint(const std::string& weights_path, const TensorSource& source);
+// The source's own metadata (GGUF: ffn.variant, general.architecture) first, then its
+// config.json. Empty when neither says. ffn::Error naming config.json when its activation is
+// not a string or has no exact counterpart here (quick_gelu, gelu_10, ...).
+ActivationHint find_activation_hint(const TensorSource& source);
 
 // The activation of a block (gated or not) of the checkpoint at `path`: the hint's, checked
 // against `variant` when one is given, else the variant's. ffn::Error when they disagree,

@@ -1,5 +1,6 @@
-// load_block: a tensor source, the names of the layer's block in it, the activation, then
-// the shapes checked and the weights converted to f32 in nn.Linear layout.
+// Checkpoint: a tensor source, then per layer the names of its block in it (or of its
+// mixture of experts: moe_checkpoint.cpp), the activation, the shapes checked, and the
+// weights read as stored or converted to f32 in nn.Linear layout.
 #include "ffn/checkpoint.hpp"
 
 #include <algorithm>
@@ -7,8 +8,10 @@
 #include <vector>
 
 #include "ffn/error.hpp"
+#include "block/loaded_weights.hpp"
 #include "io/activation_hint.hpp"
 #include "io/block_names.hpp"
+#include "io/moe_checkpoint.hpp"
 #include "io/moe_names.hpp"
 #include "io/stored_read.hpp"
 #include "io/tensor_source.hpp"
@@ -35,11 +38,10 @@ void require_shape(const io::TensorSource& src, const std::string& name, const s
 // GGUF files declare the model's widths ({arch}.embedding_length, {arch}.feed_forward_length);
 // a file whose tensors disagree with them is inconsistent, not something to guess around.
 void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
-  const auto meta = src.metadata();
-  const auto arch = meta.find("general.architecture");
-  if (arch == meta.end()) return;
+  const auto arch = src.metadata_string("general.architecture");
+  if (!arch) return;
   for (const auto& [key, actual] :
-       {std::pair{arch->second + ".embedding_length", D}, std::pair{arch->second + ".feed_forward_length", H}}) {
+       {std::pair{*arch + ".embedding_length", D}, std::pair{*arch + ".feed_forward_length", H}}) {
     const auto declared = src.metadata_int(key);
     if (declared && *declared != actual)
       throw Error(src.path() + ": metadata " + key + " = " + std::to_string(*declared) +
@@ -49,7 +51,7 @@ void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
 
 }  // namespace
 
-Checkpoint::Checkpoint(const std::string& path) : path_(path), source_(io::open_tensor_source(path)) {}
+Checkpoint::Checkpoint(const std::string& path) : path_(path), source_(std::make_unique<io::TensorSource>(path)) {}
 Checkpoint::~Checkpoint() = default;
 Checkpoint::Checkpoint(Checkpoint&&) noexcept = default;
 Checkpoint& Checkpoint::operator=(Checkpoint&&) noexcept = default;
@@ -62,38 +64,29 @@ std::vector<int64_t> Checkpoint::layers() const {
 
 namespace {
 
-// An empty range is refused here: window() reads h1 = 0 as "all hidden units".
-void check_slice(const std::string& path, int64_t h0, int64_t h1) {
-  if (h1 <= h0)
-    throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
-                ") are not a slice of the block's hidden units: the range is empty");
-}
-
 // Each matrix's type in the file; a Conv1D weight is transposed on reading, so f32.
 MatrixTypes file_types(const io::TensorSource& src, const io::BlockNames& n, bool gated) {
   auto type = [&](const std::string& name) {
-    std::optional<io::TensorSource::Stored> s;
-    if (!n.conv1d) s = src.stored(name);
-    return s ? s->type : WeightType::f32;
+    return n.conv1d ? WeightType::f32 : src.tensor(name).type.value_or(WeightType::f32);
   };
   return {gated ? type(n.gate) : type(n.up), type(n.up), type(n.down)};
 }
 
-// What a layer's block is, from names, shapes and metadata alone.
+// What a dense layer's block is, from names, shapes and metadata alone.
 struct Resolved {
   io::BlockNames names;
   BlockConfig config;
-  std::string activation_source;
+  LayerSource source;
 };
 
 Resolved resolve(const std::string& path, const io::TensorSource* src, const LoadOptions& o) {
   if (const auto moe = io::find_moe_names(*src, o.layer))
     throw Error(src->path() + ": layer " + std::to_string(o.layer) + " is a mixture of experts (router '" +
-                moe->router + "'); load it as one (Checkpoint::load_moe, ffn.load)");
+                moe->router + "'); load it as one (Checkpoint::load_layer, ffn.load)");
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
-  std::string activation_source;
-  const Activation act = io::choose_activation(path, *src, o.variant, gated, activation_source);
+  LayerSource source{o.layer, n.scheme, {}, {}, file_types(*src, n, gated)};
+  const Activation act = io::choose_activation(path, *src, o.variant, gated, source.activation_source);
 
   const auto& up = src->tensors().at(n.up).shape;
   if (up.size() != 2)
@@ -127,22 +120,15 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
   } catch (const Error& e) {
     throw Error(src->path() + ": " + e.what());
   }
-  return {n, config, activation_source};
+  return {n, config, std::move(source)};
 }
 
 }  // namespace
 
-BlockConfig Checkpoint::config(const LoadOptions& o) const { return resolve(path_, source_.get(), o).config; }
-
-MatrixTypes Checkpoint::stored_types(const LoadOptions& o) const {
-  const Resolved r = resolve(path_, source_.get(), o);
-  return file_types(*source_, r.names, r.config.variant.gated);
-}
-
 namespace {
 
 // The whole block's configuration and names, and the hidden units [h0, h1) of it to read
-// (h1 = 0: all of them), checked.
+// ((0, 0): all of them), checked.
 struct Window {
   Resolved resolved;
   int64_t h0, h1;
@@ -150,7 +136,7 @@ struct Window {
 
 Window window(const std::string& path, const io::TensorSource* src, const LoadOptions& o, int64_t h0, int64_t h1) {
   Resolved r = resolve(path, src, o);
-  if (h1 == 0) h1 = r.config.hidden;
+  if (h0 == 0 && h1 == 0) h1 = r.config.hidden;
   if (h0 < 0 || h0 >= h1 || h1 > r.config.hidden)
     throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
                 ") are not a slice of the block's " + std::to_string(r.config.hidden));
@@ -171,72 +157,76 @@ void read_biases(const io::TensorSource& src, const io::BlockNames& n, const Blo
   }
 }
 
-LoadedBlock read_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o, int64_t h0,
-                       int64_t h1) {
+LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o,
+                                      int64_t h0, int64_t h1, ThreadPool& pool) {
   const Window win = window(path, src, o, h0, h1);
-  const auto& [n, whole, activation_source] = win.resolved;
+  const auto& [n, whole, source] = win.resolved;
   h0 = win.h0;
   h1 = win.h1;
-  Block block({whole.variant, whole.d_model, h1 - h0, whole.bias});
-  auto& w = block.weights();
-  read_weight(*src, n.up, n.conv1d, w.up, h0, 0);
-  read_weight(*src, n.down, n.conv1d, w.down, 0, h0);
-  if (whole.variant.gated) read_weight(*src, n.gate, n.conv1d, w.gate, h0, 0);
+  const int64_t D = whole.d_model;
+  LoadedStoredWeights out{source, {whole.variant, D, h1 - h0, whole.bias}, {}};
+  StoredWeights& w = out.weights;
+  w.up = read_stored(*src, n.up, n.conv1d, h0, h1, 0, D, o.type, pool);
+  w.down = read_stored(*src, n.down, n.conv1d, 0, D, h0, h1, o.type, pool);
+  if (whole.variant.gated) w.gate = read_stored(*src, n.gate, n.conv1d, h0, h1, 0, D, o.type, pool);
   read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
-  return {std::move(block), n.scheme, activation_source};
+  return out;
 }
 
-LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorSource* src, const LoadOptions& o,
-                                      int64_t h0, int64_t h1, std::optional<WeightType> type, ThreadPool* pool) {
-  const Window win = window(path, src, o, h0, h1);
-  const auto& [n, whole, activation_source] = win.resolved;
-  h0 = win.h0;
-  h1 = win.h1;
-  ThreadPool& p = pool ? *pool : default_thread_pool();
-  const int64_t D = whole.d_model;
-  const bool gated = whole.variant.gated;
-  LoadedStoredWeights out{{whole.variant, D, h1 - h0, whole.bias}, {}, n.scheme, activation_source, {}};
-  StoredWeights& w = out.weights;
-  w.up = read_stored(*src, n.up, n.conv1d, h0, h1, 0, D, type, p);
-  w.down = read_stored(*src, n.down, n.conv1d, 0, D, h0, h1, type, p);
-  if (gated) w.gate = read_stored(*src, n.gate, n.conv1d, h0, h1, 0, D, type, p);
-  read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
-  out.stored = file_types(*src, n, gated);
-  return out;
+// The dense layer's InferenceBlock; errors of laying it out name the checkpoint.
+InferenceBlock inference_block(const std::string& path, const LoadedStoredWeights& s, ThreadPool& pool) {
+  try {
+    return inference_block_of_checked_weights(s.config, s.weights, &pool);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
 }
 
 }  // namespace
 
-LoadedBlock Checkpoint::load(const LoadOptions& o) const { return read_block(path_, source_.get(), o, 0, 0); }
+LayerInfo Checkpoint::inspect(const LoadOptions& o) const {
+  if (io::find_moe_names(*source_, o.layer)) return io::moe_layer_info(path_, *source_, o);
+  Resolved r = resolve(path_, source_.get(), o);
+  return {std::move(r.source), r.config};
+}
 
-LoadedBlock Checkpoint::load_slice(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end) const {
-  check_slice(path_, hidden_begin, hidden_end);
-  return read_block(path_, source_.get(), o, hidden_begin, hidden_end);
+Layer Checkpoint::load_layer(const LoadOptions& o, ThreadPool* pool) const {
+  ThreadPool& p = pool ? *pool : default_thread_pool();
+  if (io::find_moe_names(*source_, o.layer)) {
+    LoadedMoeExperts m = io::read_moe_experts(path_, *source_, o, 0, std::nullopt, p);
+    try {
+      MoeBlock block(m.config, std::move(m.router), std::move(m.experts), std::move(m.shared));
+      return {std::move(m), std::move(block)};
+    } catch (const Error& e) {
+      throw Error(path_ + ": " + e.what());
+    }
+  }
+  LoadedStoredWeights s = read_stored_block(path_, source_.get(), o, 0, 0, p);
+  InferenceBlock block = inference_block(path_, s, p);
+  return {std::move(s), std::move(block)};
+}
+
+LoadedBlock Checkpoint::load_trainable(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end) const {
+  const Window win = window(path_, source_.get(), o, hidden_begin, hidden_end);
+  const auto& [n, whole, source] = win.resolved;
+  const int64_t h0 = win.h0, h1 = win.h1;
+  LoadedBlock out{source, Block({whole.variant, whole.d_model, h1 - h0, whole.bias})};
+  auto& w = out.block.weights();
+  read_weight(*source_, n.up, n.conv1d, w.up, h0, 0);
+  read_weight(*source_, n.down, n.conv1d, w.down, 0, h0);
+  if (whole.variant.gated) read_weight(*source_, n.gate, n.conv1d, w.gate, h0, 0);
+  read_biases(*source_, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
+  return out;
 }
 
 LoadedStoredWeights Checkpoint::load_stored(const LoadOptions& o, int64_t hidden_begin, int64_t hidden_end,
-                                            std::optional<WeightType> type, ThreadPool* pool) const {
-  if (hidden_end != 0) check_slice(path_, hidden_begin, hidden_end);
-  return read_stored_block(path_, source_.get(), o, hidden_begin, hidden_end, type, pool);
+                                            ThreadPool* pool) const {
+  return read_stored_block(path_, source_.get(), o, hidden_begin, hidden_end, pool ? *pool : default_thread_pool());
 }
 
-LoadedInferenceBlock Checkpoint::load_inference(const LoadOptions& o, std::optional<WeightType> type,
-                                                ThreadPool* pool) const {
-  LoadedStoredWeights s = load_stored(o, 0, 0, type, pool);
-  try {
-    return {InferenceBlock(s.config, s.weights, pool), s.scheme, s.activation_source, s.stored};
-  } catch (const Error& e) {
-    throw Error(path_ + ": " + e.what());
-  }
+LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t first, int64_t last,
+                                              ThreadPool* pool) const {
+  return io::read_moe_experts(path_, *source_, o, first, last, pool ? *pool : default_thread_pool());
 }
-
-LoadedBlock load_block(const std::string& path, const LoadOptions& options) { return Checkpoint(path).load(options); }
-
-LoadedInferenceBlock load_inference_block(const std::string& path, const LoadOptions& options,
-                                          std::optional<WeightType> type, ThreadPool* pool) {
-  return Checkpoint(path).load_inference(options, type, pool);
-}
-
-std::vector<int64_t> checkpoint_layers(const std::string& path) { return Checkpoint(path).layers(); }
 
 }  // namespace ffn

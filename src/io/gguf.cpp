@@ -21,7 +21,7 @@
 #include "ffn/error.hpp"
 #include "ffn/quant.hpp"
 #include "io/atomic_file.hpp"
-#include "io/window_check.hpp"
+#include "io/tensor_window.hpp"
 
 namespace ffn {
 namespace {
@@ -76,7 +76,7 @@ std::optional<TypeLayout> layout(uint32_t type) {
   return TypeLayout{kGgmlTypes[type].block, kGgmlTypes[type].bytes};
 }
 
-// The types decode_values and encode_tensor convert — the weight types, through the
+// The types read_f32 and encode_tensor convert — the weight types, through the
 // weight-type table's conversions; every other type is only stored.
 bool converts(uint32_t type) {
   WeightType t;
@@ -268,9 +268,11 @@ std::string_view ggml_type_name(GgmlType t) {
 
 // ---- reading ----
 
-GgufFile::GgufFile(const std::string& path) : file_(path) {
+GgufFile::GgufFile(const std::string& path) : GgufFile(MappedFile(path)) {}
+
+GgufFile::GgufFile(MappedFile file) : file_(std::move(file)) {
   if (file_.size() < kHeaderBytes)
-    throw Error(path + ": too short for a GGUF file (" + std::to_string(file_.size()) + " bytes)");
+    throw Error(file_.path() + ": too short for a GGUF file (" + std::to_string(file_.size()) + " bytes)");
   parse();
 }
 
@@ -488,18 +490,6 @@ std::optional<std::vector<std::string>> GgufFile::metadata_string_array(const st
   return out;
 }
 
-namespace {
-
-// Values [first, first + n) of a tensor of `type` whose data starts at `data`, as f32; first
-// and n are whole blocks of the type (a run of whole blocks is a row in the type's layout).
-void decode_values(GgmlType type, const std::byte* data, int64_t first, int64_t n, float* out) {
-  if (n <= 0) return;
-  const WeightTypeTraits& t = traits_of(static_cast<uint32_t>(type));
-  t.to_f32(data + t.info.row_bytes(first), out, n);
-}
-
-}  // namespace
-
 bool GgufFile::readable(const std::string& name) const {
   auto it = tensors_.find(name);
   return it != tensors_.end() && converts(static_cast<uint32_t>(it->second.type));
@@ -516,29 +506,8 @@ const GgufTensorInfo& GgufFile::readable_tensor(const std::string& name) const {
 
 void GgufFile::read_f32(const std::string& name, float* out) const {
   const GgufTensorInfo& t = readable_tensor(name);
-  decode_values(t.type, t.data, 0, t.elements, out);
-}
-
-void GgufFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                               float* out) const {
-  const GgufTensorInfo& t = readable_tensor(name);
   const int64_t cols = t.ne.empty() ? 1 : t.ne[0], rows = cols == 0 ? 0 : t.elements / cols;
-  io::check_window(path(), name, rows, cols, r0, r1, c0, c1);
-  const int64_t width = c1 - c0;
-  if (width == 0) return;
-  // The whole blocks that cover [c0, c1) of a row (rows are whole blocks: checked at open).
-  const int64_t block = layout(static_cast<uint32_t>(t.type))->block;
-  const int64_t b0 = c0 / block * block, b1 = (c1 + block - 1) / block * block;
-  std::vector<float> covered(b0 == c0 && b1 == c1 ? 0 : static_cast<size_t>(b1 - b0));
-  for (int64_t r = r0; r < r1; ++r) {
-    float* to = out + (r - r0) * width;
-    if (covered.empty()) {
-      decode_values(t.type, t.data, r * cols + c0, width, to);
-    } else {
-      decode_values(t.type, t.data, r * cols + b0, b1 - b0, covered.data());
-      std::memcpy(to, covered.data() + (c0 - b0), sizeof(float) * static_cast<size_t>(width));
-    }
-  }
+  io::read_window(traits_of(static_cast<uint32_t>(t.type)).info.type, t.data, cols, 0, rows, 0, cols, out);
 }
 
 // ---- writing ----

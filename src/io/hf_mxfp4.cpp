@@ -60,21 +60,19 @@ StoredMatrix read_hf_mxfp4_rows(const TensorSource& src, const HfMxfp4Tensor& t,
     throw Error(src.path() + ": tensor '" + t.blocks + "' has shape " + shape_text(shape) +
                 "; expected [experts, rows, columns/32, 16]");
   const int64_t all_rows = shape[0] * shape[1], groups = shape[2];
-  const auto blocks = src.raw(t.blocks), scales = src.raw(t.scales);
-  if (!blocks || !scales)
-    throw Error(src.path() + ": tensor '" + t.blocks + "': this file format does not give the MXFP4 bytes as stored");
+  const SourceTensor &blocks = src.tensor(t.blocks), &scales = src.tensor(t.scales);
   // The safetensors reader has checked each tensor's bytes against its shape; checked again
   // here because the reads below trust them.
-  if (blocks->bytes != all_rows * groups * kCodeBytes || scales->bytes != all_rows * groups)
-    throw Error(src.path() + ": MXFP4 tensors '" + t.blocks + "' (" + std::to_string(blocks->bytes) + " bytes) and '" +
-                t.scales + "' (" + std::to_string(scales->bytes) + " bytes) do not hold their shape's " +
+  if (blocks.bytes != all_rows * groups * kCodeBytes || scales.bytes != all_rows * groups)
+    throw Error(src.path() + ": MXFP4 tensors '" + t.blocks + "' (" + std::to_string(blocks.bytes) + " bytes) and '" +
+                t.scales + "' (" + std::to_string(scales.bytes) + " bytes) do not hold their shape's " +
                 std::to_string(all_rows * groups * kCodeBytes) + " and " + std::to_string(all_rows * groups));
   if (first < 0 || step < 1 || count < 0 || (count > 0 && first + (count - 1) * step >= all_rows))
     throw Error(src.path() + ": rows " + std::to_string(first) + " + " + std::to_string(step) + "·i (i < " +
                 std::to_string(count) + ") fall outside the " + std::to_string(all_rows) + " rows of '" + t.blocks +
                 "'");
-  const auto* codes = reinterpret_cast<const uint8_t*>(blocks->data);
-  const auto* exps = reinterpret_cast<const uint8_t*>(scales->data);
+  const auto* codes = reinterpret_cast<const uint8_t*>(blocks.data);
+  const auto* exps = reinterpret_cast<const uint8_t*>(scales.data);
   StoredMatrix m;
   m.type = WeightType::mxfp4;
   m.rows = count;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "ffn/error.hpp"
 
@@ -32,6 +33,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   }
   ::close(fd);
 }
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : path_(std::move(other.path_)), map_(std::exchange(other.map_, nullptr)), size_(std::exchange(other.size_, 0)) {}
 
 MappedFile::~MappedFile() {
   if (map_) ::munmap(map_, size_);

@@ -1,11 +1,12 @@
-// Checkpoint::load_moe (and load_moe_experts, a range of the experts for expert
-// parallelism): a layer's router, routed experts and shared experts, from the names
-// of moe_names.cpp, the routing rule of moe_hints.cpp and the shapes of the tensors, each
-// checked against the others before any weight is read.
+// A layer's mixture of experts (moe_checkpoint.hpp): its router, routed experts and shared
+// experts, from the names of moe_names.cpp, the routing rule of moe_hints.cpp and the shapes
+// of the tensors, each checked against the others before any weight is read.
+#include "block/loaded_weights.hpp"
+#include "io/moe_checkpoint.hpp"
+
 #include <string>
 #include <vector>
 
-#include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
 #include "io/activation_hint.hpp"
 #include "io/hf_mxfp4.hpp"
@@ -14,7 +15,7 @@
 #include "io/stored_read.hpp"
 #include "io/tensor_source.hpp"
 
-namespace ffn {
+namespace ffn::io {
 namespace {
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -31,19 +32,19 @@ struct ExpertRows {
 };
 
 struct MoeLayout {
-  io::MoeNames names;
-  io::MoeHints hints;
+  MoeNames names;
+  MoeHints hints;
   MoeConfig config;
   std::string activation_source;
 };
 
-const std::vector<int64_t>& shape_of(const io::TensorSource& src, const std::string& name, const std::string& what) {
+const std::vector<int64_t>& shape_of(const TensorSource& src, const std::string& name, const std::string& what) {
   const auto it = src.tensors().find(name);
   if (it == src.tensors().end()) throw Error(src.path() + ": " + what + " tensor '" + name + "' is missing");
   return it->second.shape;
 }
 
-void require(const io::TensorSource& src, const std::string& name, const std::vector<int64_t>& want,
+void require(const TensorSource& src, const std::string& name, const std::vector<int64_t>& want,
              const std::string& what) {
   const auto& have = shape_of(src, name, what);
   if (have != want)
@@ -51,24 +52,24 @@ void require(const io::TensorSource& src, const std::string& name, const std::ve
                 shape_text(want));
 }
 
-ExpertRows expert_rows(const io::MoeNames& n, int64_t e, int64_t H, int64_t D) {
-  if (!n.fused) return {io::expert_tensor(n.gate, e), io::expert_tensor(n.up, e), io::expert_tensor(n.down, e)};
+ExpertRows expert_rows(const MoeNames& n, int64_t e, int64_t H, int64_t D) {
+  if (!n.fused) return {expert_tensor(n.gate, e), expert_tensor(n.up, e), expert_tensor(n.down, e)};
   if (!n.gate_up.empty()) return {n.gate_up, n.gate_up, n.down, e * 2 * H, e * 2 * H + H, e * D};
   return {n.gate, n.up, n.down, e * H, e * H, e * D};
 }
 
 // The routed experts' count E, hidden H and width D from the tensors, each expert's (or the
 // 3-D tensors') shapes checked.
-void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
+void expert_shapes(const TensorSource& src, const MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
   if (n.mxfp4_blocks) {  // gate_up [E][2H][D], down [E][D][H], each as _blocks and _scales
-    const auto gate_up = io::hf_mxfp4_shape(src, {n.gate_up, n.gate_up_scales}, "expert gate_up");
+    const auto gate_up = hf_mxfp4_shape(src, {n.gate_up, n.gate_up_scales}, "expert gate_up");
     if (gate_up[1] % 2 != 0)
       throw Error(src.path() + ": expert tensor '" + n.gate_up + "' has an odd row count " +
                   std::to_string(gate_up[1]) + "; expected 2·hidden (gate and up interleaved)");
     E = gate_up[0];
     H = gate_up[1] / 2;
     D = gate_up[2];
-    const auto down = io::hf_mxfp4_shape(src, {n.down, n.down_scales}, "expert down");
+    const auto down = hf_mxfp4_shape(src, {n.down, n.down_scales}, "expert down");
     if (down != std::vector<int64_t>{E, D, H})
       throw Error(src.path() + ": expert tensor '" + n.down + "' holds [experts, rows, columns] = " + shape_text(down) +
                   ", expected " + shape_text({E, D, H}) + " from '" + n.gate_up + "'");
@@ -101,24 +102,24 @@ void expert_shapes(const io::TensorSource& src, const io::MoeNames& n, int64_t& 
     require(src, n.down, {E, D, H}, "expert down");
     return;
   }
-  const auto& s = shape_of(src, io::expert_tensor(n.up, 0), "expert 0's up");
+  const auto& s = shape_of(src, expert_tensor(n.up, 0), "expert 0's up");
   if (s.size() != 2)
-    throw Error(src.path() + ": expert tensor '" + io::expert_tensor(n.up, 0) + "' has shape " + shape_text(s) +
+    throw Error(src.path() + ": expert tensor '" + expert_tensor(n.up, 0) + "' has shape " + shape_text(s) +
                 "; expected [hidden, d_model]");
   H = s[0];
   D = s[1];
   E = 0;
-  while (src.has(io::expert_tensor(n.up, E)) || src.has(io::expert_tensor(n.gate, E))) ++E;
+  while (src.has(expert_tensor(n.up, E)) || src.has(expert_tensor(n.gate, E))) ++E;
   for (int64_t e = 0; e < E; ++e) {
     const std::string what = "expert " + std::to_string(e) + "'s";
-    require(src, io::expert_tensor(n.gate, e), {H, D}, what + " gate");
-    require(src, io::expert_tensor(n.up, e), {H, D}, what + " up");
-    require(src, io::expert_tensor(n.down, e), {D, H}, what + " down");
+    require(src, expert_tensor(n.gate, e), {H, D}, what + " gate");
+    require(src, expert_tensor(n.up, e), {H, D}, what + " up");
+    require(src, expert_tensor(n.down, e), {D, H}, what + " down");
   }
 }
 
 // Whether the experts have biases: all of gate, up and down, or none (checked, shapes too).
-bool expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t E, int64_t H, int64_t D) {
+bool expert_biases(const TensorSource& src, const MoeNames& n, int64_t E, int64_t H, int64_t D) {
   const bool fused_gate_up = !n.gate_up_bias.empty();
   const bool any = fused_gate_up || !n.gate_bias.empty() || !n.up_bias.empty() || !n.down_bias.empty();
   if (!any) return false;
@@ -134,22 +135,22 @@ bool expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t E
   return true;
 }
 
-MoeLayout layout(const std::string& path, const io::TensorSource& src, const LoadOptions& o) {
-  const auto names = io::find_moe_names(src, o.layer);
+MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOptions& o) {
+  const auto names = find_moe_names(src, o.layer);
   if (!names)
     throw Error(path + ": layer " + std::to_string(o.layer) +
                 " is not a mixture of experts (no router under the Mixtral, Hugging Face or GGUF names)");
   if (!names->unsupported.empty()) throw Error(path + ": layer " + std::to_string(o.layer) + ": " + names->unsupported);
-  MoeLayout l{*names, io::find_moe_hints(path, src), {}, {}};
-  const io::MoeNames& n = l.names;
-  const io::MoeHints& h = l.hints;
+  MoeLayout l{*names, find_moe_hints(path, src), {}, {}};
+  const MoeNames& n = l.names;
+  const MoeHints& h = l.hints;
   int64_t E = 0, H = 0, D = 0;
   expert_shapes(src, n, E, H, D);
   const std::string counted = l.hints.source + " " + (h.experts_field.empty() ? "expert count" : h.experts_field);
   if (h.experts && *h.experts != E) {
     if (!n.fused && *h.experts > E)
       throw Error(path + ": " + counted + " = " + std::to_string(*h.experts) + ", but expert " + std::to_string(E) +
-                  "'s tensors are missing ('" + io::expert_tensor(n.up, E) + "')");
+                  "'s tensors are missing ('" + expert_tensor(n.up, E) + "')");
     throw Error(path + ": " + counted + " = " + std::to_string(*h.experts) + ", but the expert tensors hold " +
                 std::to_string(E) + " experts");
   }
@@ -170,7 +171,7 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
       throw Error(path + ": " + h.activation_source + " means the experts' variant " +
                   variant_name(Variant{true, act}) + ", but variant " + variant_name(*o.variant) + " was given");
   } else {
-    act = io::choose_activation(path, src, o.variant, true, l.activation_source);
+    act = choose_activation(path, src, o.variant, true, l.activation_source);
   }
   c.expert = BlockConfig{{true, act}, D, H, expert_biases(src, n, E, H, D)};
   c.experts = E;
@@ -218,12 +219,12 @@ MoeLayout layout(const std::string& path, const io::TensorSource& src, const Loa
 // gpt-oss's layout: expert e's [D][2H] window of gate_up (in × out, gate at even columns)
 // and [H][D] window of down, transposed to nn.Linear's [out][in]. Stored as `want`, or as
 // the file's type when it is f32, bf16 or f16 (the transposition leaves its values exact).
-StoredWeights read_in_out_interleaved(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H,
+StoredWeights read_in_out_interleaved(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H,
                                       int64_t D, std::optional<WeightType> want, ThreadPool& pool) {
   const auto file_type = [&](const std::string& name) {
-    const auto s = src.stored(name);
-    const bool plain = s && (s->type == WeightType::f32 || s->type == WeightType::bf16 || s->type == WeightType::f16);
-    return want ? *want : plain ? s->type : WeightType::f32;
+    const auto t = src.tensor(name).type;
+    const bool plain = t == WeightType::f32 || t == WeightType::bf16 || t == WeightType::f16;
+    return want ? *want : plain ? *t : WeightType::f32;
   };
   Matrix gate_up(D, 2 * H), gate(H, D), up(H, D), down_in_out(H, D), down(D, H);
   src.read_f32_window(n.gate_up, e * D, (e + 1) * D, 0, 2 * H, gate_up.data());
@@ -246,13 +247,13 @@ StoredWeights read_in_out_interleaved(const io::TensorSource& src, const io::Moe
 // The MXFP4 release: expert e's gate (even rows of its 2H gate_up rows), up (odd rows) and
 // down, their bytes repacked into ggml's MXFP4 blocks (lossless). Stored as mxfp4, or, when
 // `want` names another type, decoded to f32 (exact) and stored as that.
-StoredWeights read_hf_mxfp4_expert(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H, int64_t D,
+StoredWeights read_hf_mxfp4_expert(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H, int64_t D,
                                    std::optional<WeightType> want, ThreadPool& pool) {
-  const io::HfMxfp4Tensor gate_up{n.gate_up, n.gate_up_scales}, down{n.down, n.down_scales};
+  const HfMxfp4Tensor gate_up{n.gate_up, n.gate_up_scales}, down{n.down, n.down_scales};
   StoredWeights w;
-  w.gate = io::read_hf_mxfp4_rows(src, gate_up, e * 2 * H, 2, H);
-  w.up = io::read_hf_mxfp4_rows(src, gate_up, e * 2 * H + 1, 2, H);
-  w.down = io::read_hf_mxfp4_rows(src, down, e * D, 1, D);
+  w.gate = read_hf_mxfp4_rows(src, gate_up, e * 2 * H, 2, H);
+  w.up = read_hf_mxfp4_rows(src, gate_up, e * 2 * H + 1, 2, H);
+  w.down = read_hf_mxfp4_rows(src, down, e * D, 1, D);
   if (want && *want != WeightType::mxfp4) {
     const std::string where = src.path() + ": expert " + std::to_string(e) + " of tensor '";
     w.gate = StoredMatrix::encode(w.gate.decode(), *want, where + n.gate_up + "' (gate)", &pool);
@@ -264,7 +265,7 @@ StoredWeights read_hf_mxfp4_expert(const io::TensorSource& src, const io::MoeNam
 
 // Expert e's biases: gate and up [1][H] (from a fused [E][2H] tensor: interleaved in
 // gpt-oss's layouts, dense or MXFP4, halves otherwise), down [1][D].
-void read_expert_biases(const io::TensorSource& src, const io::MoeNames& n, int64_t e, int64_t H, int64_t D,
+void read_expert_biases(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H, int64_t D,
                         StoredWeights& w) {
   w.gate_bias = Matrix(1, H);
   w.up_bias = Matrix(1, H);
@@ -287,98 +288,85 @@ void read_expert_biases(const io::TensorSource& src, const io::MoeNames& n, int6
 // The routed experts' types in the file: mxfp4 for the MXFP4 release (repacked, not
 // converted), else those of the tensors holding expert 0's matrices (f32 where the file's
 // type is none of ffn's weight types).
-MatrixTypes expert_file_types(const io::TensorSource& src, const io::MoeNames& n, const MoeConfig& c) {
+MatrixTypes expert_file_types(const TensorSource& src, const MoeNames& n, const MoeConfig& c) {
   if (n.mxfp4_blocks) return {WeightType::mxfp4, WeightType::mxfp4, WeightType::mxfp4};
   const ExpertRows r = expert_rows(n, 0, c.expert.hidden, c.d_model());
-  const auto type = [&](const std::string& name) {
-    const auto s = src.stored(name);
-    return s ? s->type : WeightType::f32;
-  };
+  const auto type = [&](const std::string& name) { return src.tensor(name).type.value_or(WeightType::f32); };
   return {type(r.gate), type(r.up), type(r.down)};
 }
 
-Matrix read_row_vector(const io::TensorSource& src, const std::string& name, int64_t n) {
+Matrix read_row_vector(const TensorSource& src, const std::string& name, int64_t n) {
   Matrix m(1, n);
   src.read_f32(name, m.data());
   return m;
 }
 
-}  // namespace
-
-bool Checkpoint::is_moe(int64_t layer) const { return io::find_moe_names(*source_, layer).has_value(); }
-
-MoeConfig Checkpoint::moe_config(const LoadOptions& o) const { return layout(path_, *source_, o).config; }
-
-MatrixTypes Checkpoint::moe_stored_types(const LoadOptions& o) const {
-  const MoeLayout l = layout(path_, *source_, o);
-  return expert_file_types(*source_, l.names, l.config);
+LayerSource layer_source(const TensorSource& src, const LoadOptions& o, const MoeLayout& l) {
+  return {o.layer, l.names.scheme, l.activation_source, l.hints.source, expert_file_types(src, l.names, l.config)};
 }
 
-LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t first, int64_t last,
-                                              std::optional<WeightType> type, ThreadPool* pool) const {
-  const MoeLayout l = layout(path_, *source_, o);
-  const io::TensorSource& src = *source_;
-  const io::MoeNames& n = l.names;
+// Expert e's matrices, in their stored types or `type`. Their block scales are checked: the
+// file's tensors by checked_data (read_stored), the MXFP4 release's by its repacking, and ffn's
+// quantisers refuse a scale that is not finite.
+StoredWeights read_expert(const TensorSource& src, const MoeNames& n, int64_t e, const MoeConfig& c,
+                          std::optional<WeightType> type, ThreadPool& pool) {
+  const int64_t H = c.expert.hidden, D = c.d_model();
+  StoredWeights w;
+  if (n.mxfp4_blocks) {
+    w = read_hf_mxfp4_expert(src, n, e, H, D, type, pool);
+  } else if (n.in_out_interleaved) {
+    w = read_in_out_interleaved(src, n, e, H, D, type, pool);
+  } else {
+    const ExpertRows r = expert_rows(n, e, H, D);
+    w.gate = read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, pool);
+    w.up = read_stored(src, r.up, false, r.up_row, r.up_row + H, 0, D, type, pool);
+    w.down = read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, pool);
+  }
+  if (c.expert.bias) read_expert_biases(src, n, e, H, D, w);
+  return w;
+}
+
+}  // namespace
+
+LayerInfo moe_layer_info(const std::string& path, const TensorSource& src, const LoadOptions& o) {
+  const MoeLayout l = layout(path, src, o);
+  return {layer_source(src, o, l), l.config};
+}
+
+LoadedMoeExperts read_moe_experts(const std::string& path, const TensorSource& src, const LoadOptions& o,
+                                  int64_t first, std::optional<int64_t> last, ThreadPool& pool) {
+  const MoeLayout l = layout(path, src, o);
+  const MoeNames& n = l.names;
   const MoeConfig& c = l.config;
-  const int64_t E = c.experts, H = c.expert.hidden, D = c.d_model();
-  ThreadPool& p = pool ? *pool : default_thread_pool();
-  if (first < 0 || last > E || first >= last)
-    throw Error(path_ + ": experts " + std::to_string(first) + "…" + std::to_string(last - 1) +
+  const int64_t E = c.experts, D = c.d_model();
+  const int64_t end = last.value_or(E);
+  if (first < 0 || end > E || first >= end)
+    throw Error(path + ": experts " + std::to_string(first) + "…" + std::to_string(end - 1) +
                 " are not a range of layer " + std::to_string(o.layer) + "'s " + std::to_string(E) + " experts");
-
-  MoeRouter router;
-  router.weight = Matrix(E, D);
-  src.read_f32(n.router, router.weight.data());
-  if (c.choice_bias) router.choice_bias = read_row_vector(src, n.choice_bias, E);
-  if (c.router_bias) router.bias = read_row_vector(src, n.router_bias, E);
-  if (c.shared_gate) router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
-
-  std::vector<InferenceBlock> experts;
-  experts.reserve(static_cast<size_t>(last - first));
-  MatrixTypes stored_types;
+  LoadedMoeExperts out{layer_source(src, o, l), c, {}, {}, {}};
+  out.router.weight = Matrix(E, D);
+  src.read_f32(n.router, out.router.weight.data());
+  if (c.choice_bias) out.router.choice_bias = read_row_vector(src, n.choice_bias, E);
+  if (c.router_bias) out.router.bias = read_row_vector(src, n.router_bias, E);
+  if (c.shared_gate) out.router.shared_gate = read_row_vector(src, n.shared_expert_gate, D);
   try {
-    for (int64_t e = first; e < last; ++e) {
-      StoredWeights w;
-      if (n.mxfp4_blocks) {
-        w = read_hf_mxfp4_expert(src, n, e, H, D, type, p);
-      } else if (n.in_out_interleaved) {
-        w = read_in_out_interleaved(src, n, e, H, D, type, p);
-      } else {
-        const ExpertRows r = expert_rows(n, e, H, D);
-        w.gate = io::read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, p);
-        w.up = io::read_stored(src, r.up, false, r.up_row, r.up_row + H, 0, D, type, p);
-        w.down = io::read_stored(src, r.down, false, r.down_row, r.down_row + D, 0, H, type, p);
-      }
-      if (c.expert.bias) read_expert_biases(src, n, e, H, D, w);
-      if (e == first) stored_types = expert_file_types(src, n, c);
-      experts.emplace_back(c.expert, w, &p);
-    }
-    std::optional<InferenceBlock> shared;
+    out.experts.reserve(static_cast<size_t>(end - first));
+    for (int64_t e = first; e < end; ++e)
+      out.experts.push_back(inference_block_of_checked_weights(c.expert, read_expert(src, n, e, c, o.type, pool), &pool));
     if (c.shared_hidden > 0) {
       const int64_t S = c.shared_hidden;
       StoredWeights w;
-      w.gate = io::read_stored(src, n.shared_gate, false, 0, S, 0, D, type, p);
-      w.up = io::read_stored(src, n.shared_up, false, 0, S, 0, D, type, p);
-      w.down = io::read_stored(src, n.shared_down, false, 0, D, 0, S, type, p);
-      shared.emplace(BlockConfig{c.expert.variant, D, S, false}, w, &p);
+      w.gate = read_stored(src, n.shared_gate, false, 0, S, 0, D, o.type, pool);
+      w.up = read_stored(src, n.shared_up, false, 0, S, 0, D, o.type, pool);
+      w.down = read_stored(src, n.shared_down, false, 0, D, 0, S, o.type, pool);
+      out.shared.emplace(inference_block_of_checked_weights(BlockConfig{c.expert.variant, D, S, false}, w, &pool));
     }
-    return {c, std::move(router), std::move(experts), std::move(shared), n.scheme, l.hints.source,
-            l.activation_source, stored_types};
   } catch (const Error& e) {
     const std::string what = e.what();
-    if (what.rfind(path_, 0) == 0) throw;
-    throw Error(path_ + ": " + what);
+    if (what.rfind(path, 0) == 0) throw;
+    throw Error(path + ": " + what);
   }
+  return out;
 }
 
-LoadedMoeBlock Checkpoint::load_moe(const LoadOptions& o, std::optional<WeightType> type, ThreadPool* pool) const {
-  LoadedMoeExperts l = load_moe_experts(o, 0, moe_config(o).experts, type, pool);
-  try {
-    return {MoeBlock(l.config, std::move(l.router), std::move(l.experts), std::move(l.shared)), std::move(l.scheme),
-            std::move(l.config_source), std::move(l.activation_source), l.stored};
-  } catch (const Error& e) {
-    throw Error(path_ + ": " + e.what());
-  }
-}
-
-}  // namespace ffn
+}  // namespace ffn::io

@@ -13,11 +13,6 @@
 // 2 sigmoid, 3 softmax over the chosen (gpt-oss), default softmax.
 #include "io/moe_hints.hpp"
 
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "ffn/error.hpp"
@@ -73,18 +68,7 @@ std::optional<T> json_field(const nlohmann::json& j, const char* key, const std:
   }
 }
 
-MoeHints from_config_json(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(file.string() + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw Error(file.string() + ": not a JSON object");
-  const std::string f = file.string();
+MoeHints from_config_json(const nlohmann::json& j, const std::string& f) {
   const std::string type = json_field<std::string>(j, "model_type", f).value_or("");
   MoeHints h;
   h.source = "config.json (model_type '" + type + "')";
@@ -143,17 +127,14 @@ MoeHints from_config_json(const std::filesystem::path& file) {
 
 }  // namespace
 
-MoeHints find_moe_hints(const std::string& weights_path, const TensorSource& source) {
-  const auto meta = source.metadata();
-  if (const auto arch = meta.find("general.architecture"); arch != meta.end()) return from_gguf(source, arch->second);
-  std::error_code ec;
-  const auto p = std::filesystem::path(weights_path);
-  const auto file = (std::filesystem::is_directory(p, ec) ? p : p.parent_path()) / "config.json";
-  if (!std::filesystem::exists(file, ec))
-    throw Error(weights_path +
+MoeHints find_moe_hints(const std::string& path, const TensorSource& source) {
+  if (const auto arch = source.metadata_string("general.architecture")) return from_gguf(source, *arch);
+  const nlohmann::json* config = source.config_json();
+  if (!config)
+    throw Error(path +
                 ": a mixture of experts needs its routing rule and expert count, and there is no config.json beside "
                 "the weights (num_experts_per_tok, num_experts, norm_topk_prob, ...)");
-  return from_config_json(file);
+  return from_config_json(*config, source.config_json_path());
 }
 
 }  // namespace ffn::io

@@ -26,10 +26,10 @@ struct MoeHints {
   std::string activation_source;
 };
 
-// The GGUF file's own metadata when it has general.architecture, else config.json in the
-// folder of `weights_path`. ffn::Error when neither exists (naming what is needed), or a
-// field has the wrong JSON type, or a family's routing cannot be told (an unknown
-// model_type without norm_topk_prob).
-MoeHints find_moe_hints(const std::string& weights_path, const TensorSource& source);
+// The GGUF file's own metadata when it has general.architecture, else the source's
+// config.json. ffn::Error when neither exists (naming `path` and what is needed), or a field
+// has the wrong JSON type, or a family's routing cannot be told (an unknown model_type
+// without norm_topk_prob).
+MoeHints find_moe_hints(const std::string& path, const TensorSource& source);
 
 }  // namespace ffn::io

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
-#include "io/window_check.hpp"
+#include "ffn/weight_type.hpp"
+#include "io/tensor_window.hpp"
 
 namespace ffn {
 namespace {
@@ -82,7 +82,10 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, const s
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
+SafetensorsFile::SafetensorsFile(const std::string& path) : SafetensorsFile(MappedFile(path)) {}
+
+SafetensorsFile::SafetensorsFile(MappedFile file) : file_(std::move(file)) {
+  const std::string& path = file_.path();
   const size_t size = file_.size();
   if (size < 8) throw Error(path + ": too short for a safetensors file (" + std::to_string(size) + " bytes)");
   const auto* bytes = reinterpret_cast<const unsigned char*>(file_.data());
@@ -146,45 +149,17 @@ const TensorInfo& SafetensorsFile::tensor(const std::string& name) const {
 
 void SafetensorsFile::read_f32(const std::string& name, float* out) const {
   const TensorInfo& t = tensor(name);
-  // The data section need not be aligned: copy bytes, then convert (x86-64 is little-endian,
-  // as the format is).
+  WeightType type;
   switch (t.dtype) {
-    case TensorDtype::f32:
-      if (t.bytes > 0) std::memcpy(out, t.data, static_cast<size_t>(t.bytes));
-      return;
-    case TensorDtype::f16: return f16_bytes_to_f32(t.data, out, t.elements);
-    case TensorDtype::bf16: return bf16_bytes_to_f32(t.data, out, t.elements);
+    case TensorDtype::f32: type = WeightType::f32; break;
+    case TensorDtype::f16: type = WeightType::f16; break;
+    case TensorDtype::bf16: type = WeightType::bf16; break;
     default:
       throw Error(path() + ": tensor '" + name + "' has dtype " + t.dtype_name +
                   "; weights must be F32, F16 or BF16");
   }
-}
-
-void SafetensorsFile::read_f32_window(const std::string& name, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                                      float* out) const {
-  const TensorInfo& t = tensor(name);
-  const int64_t cols = t.shape.empty() ? 1 : t.shape.back();
-  const int64_t rows = cols == 0 ? 0 : t.elements / cols;
-  io::check_window(path(), name, rows, cols, r0, r1, c0, c1);
-  const int64_t width = c1 - c0;
-  for (int64_t r = r0; r < r1; ++r) {
-    float* to = out + (r - r0) * width;
-    const int64_t at = r * cols + c0;  // element index of the window's row start
-    switch (t.dtype) {
-      case TensorDtype::f32:
-        std::memcpy(to, t.data + at * 4, sizeof(float) * size_t(width));
-        break;
-      case TensorDtype::f16:
-        f16_bytes_to_f32(t.data + at * 2, to, width);
-        break;
-      case TensorDtype::bf16:
-        bf16_bytes_to_f32(t.data + at * 2, to, width);
-        break;
-      default:
-        throw Error(path() + ": tensor '" + name + "' has dtype " + t.dtype_name +
-                    "; weights must be F32, F16 or BF16");
-    }
-  }
+  const int64_t cols = t.shape.empty() ? 1 : t.shape.back(), rows = cols == 0 ? 0 : t.elements / cols;
+  io::read_window(type, t.data, cols, 0, rows, 0, cols, out);
 }
 
 }  // namespace ffn

@@ -26,18 +26,22 @@ void read_weight(const io::TensorSource& src, const std::string& name, bool conv
 // f32 (which names the tensor and its type when ffn cannot read it) and encoded.
 StoredMatrix read_stored(const io::TensorSource& src, const std::string& name, bool conv1d, int64_t r0, int64_t r1,
                          int64_t c0, int64_t c1, std::optional<WeightType> want, ThreadPool& pool) {
-  std::optional<io::TensorSource::Stored> stored;
-  if (!conv1d) stored = src.stored(name);
-  const WeightType t = want ? *want : stored ? stored->type : WeightType::f32;
+  const SourceTensor& tensor = src.tensor(name);
+  // Whether the bytes are a weight type's rows in nn.Linear layout (a Conv1D weight's are not).
+  const bool stored = !conv1d && tensor.type.has_value();
+  const WeightType file_type = stored ? *tensor.type : WeightType::f32;
+  // Its scales are checked (once per tensor) whether its bytes are used as they are or converted.
+  const std::byte* data = stored ? src.checked_data(name) : nullptr;
+  const WeightType t = want.value_or(file_type);
   const auto& info = weight_type_info(t);
-  const auto& shape = src.tensors().at(name).shape;  // [.., rows][cols]: leading dimensions flattened
+  const auto& shape = tensor.shape;  // [.., rows][cols]: leading dimensions flattened
   int64_t file_rows = 1;
   for (size_t i = 0; i + 1 < shape.size(); ++i) file_rows *= shape[i];
   const int64_t file_cols = shape.empty() ? 1 : shape.back();
-  if (stored && stored->type == t && c0 % info.block_elements == 0 && c1 % info.block_elements == 0) {
+  if (stored && file_type == t && c0 % info.block_elements == 0 && c1 % info.block_elements == 0) {
     const int64_t file_row_bytes = info.row_bytes(file_cols);
-    if (stored->bytes != file_rows * file_row_bytes)
-      throw Error(src.path() + ": tensor '" + name + "' holds " + std::to_string(stored->bytes) + " bytes; " +
+    if (tensor.bytes != file_rows * file_row_bytes)
+      throw Error(src.path() + ": tensor '" + name + "' holds " + std::to_string(tensor.bytes) + " bytes; " +
                   std::string(info.name) + " [" + std::to_string(file_rows) + ", " + std::to_string(file_cols) +
                   "] needs " + std::to_string(file_rows * file_row_bytes));
     StoredMatrix m;
@@ -47,7 +51,7 @@ StoredMatrix read_stored(const io::TensorSource& src, const std::string& name, b
     const int64_t row_bytes = m.row_bytes(), skip = info.row_bytes(c0);
     m.bytes.resize(static_cast<size_t>(m.rows * row_bytes));
     for (int64_t r = r0; r < r1; ++r)
-      std::memcpy(m.bytes.data() + (r - r0) * row_bytes, stored->data + r * file_row_bytes + skip,
+      std::memcpy(m.bytes.data() + (r - r0) * row_bytes, data + r * file_row_bytes + skip,
                   static_cast<size_t>(row_bytes));
     return m;
   }

@@ -24,6 +24,7 @@ import torch
 
 import files
 import moe_reference as mr
+import opens
 
 FAMILIES = list(mr.SPECS)
 FORMATS = ["hf", "hf_fused", "gguf"]
@@ -312,6 +313,22 @@ def test_python_module_forward_and_route(tmp_path_factory, tmp_path, run_ffn, ff
         want = dict(zip(idx[t].tolist(), w_ref[t]))
         for e, got in zip(experts[t].tolist(), weights[t].astype(np.float64)):
             assert abs(got - want[e]) <= r[t] * abs(want[e]), f"token {t}, expert {e}: {got!r} against {want[e]!r}"
+
+
+@pytest.mark.parametrize("family", ["qwen2_moe", "deepseek_v3"])
+def test_load_opens_each_file_once(tmp_path, ffn_module, family):
+    """ffn.load of a mixture of experts (its leading dense layer too, for DeepSeek) opens
+    model.safetensors once and config.json once — which says the activation and the routing
+    alike — as the kernel counts opens."""
+    spec = mr.SPECS[family]
+    layers = mr.random_model(spec, 61)
+    weights = mr.write_hf(tmp_path / "m", spec, layers)
+    config = tmp_path / "m" / "config.json"
+    for layer in (0, 1):
+        with opens.counted(weights, config) as count:
+            m = ffn_module.load(tmp_path / "m", layer=layer)
+        assert count == {weights: 1, config: 1}, f"layer {layer}"
+    assert isinstance(m, ffn_module.MoeBlock) and m.experts == spec.experts
 
 
 @pytest.mark.parametrize("family", ["mixtral", "deepseek_v3"])

@@ -1,5 +1,6 @@
 """`import ffn`: the seeds' API shape, NumPy views, torch interop, and errors."""
 import json
+import os
 import tracemalloc
 
 import numpy as np
@@ -8,6 +9,7 @@ import torch
 
 import bound
 import files
+import opens
 import seeds
 from test_golden import ACTIVATION_OF
 
@@ -87,6 +89,44 @@ def test_errors(ffn_module):
     with pytest.raises(ffn.Error, match="d_model = 0"):
         ffn.SwiGLU(0)
     assert issubclass(ffn.Error, ValueError)
+
+
+def test_load_opens_the_checkpoint_once(ffn_module, tmp_path):
+    """ffn.load opens the weights file once and config.json once (the kernel's count), with
+    no separate look at whether the layer is a mixture of experts."""
+    torch.manual_seed(3)
+    block = seeds.SwiGLU(32, hidden=64)
+    files.write_safetensors(tmp_path / "model.safetensors",
+                            {f"model.layers.0.mlp.{k.split('.')[0]}_proj.weight": v for k, v in block.state_dict().items()})
+    (tmp_path / "config.json").write_text(json.dumps({"hidden_act": "silu"}))
+    with opens.counted(tmp_path / "model.safetensors", tmp_path / "config.json") as count:
+        m = ffn_module.load(tmp_path)
+    assert isinstance(m, ffn_module.InferenceBlock)
+    assert count == {tmp_path / "model.safetensors": 1, tmp_path / "config.json": 1}
+
+
+def test_threads_reuse_one_pool_per_count(ffn_module):
+    """Calls given threads=n run on one pool of n threads, made by the first of them and kept:
+    its n − 1 workers are the same threads (/proc/self/task) at every later call, whatever
+    the call (forward, backward, an inference block's forward), not a new pool each time."""
+    ffn = ffn_module
+    n = 13  # a count no other test asks for: its pool is made here
+    block = ffn.SwiGLU(64, hidden=128)
+    fast = block.for_inference("q8_0")
+    x = np.random.default_rng(4).standard_normal((9, 64)).astype(np.float32)
+
+    def threads():
+        return set(os.listdir("/proc/self/task"))
+
+    before = threads()
+    y = block(x, threads=n)
+    workers = threads() - before
+    assert len(workers) == n - 1, f"{len(workers)} new threads after the first call with threads={n}"
+    for _ in range(3):
+        np.testing.assert_array_equal(block(x, threads=n), y)
+        block.backward(x, x, threads=n)
+        fast(x, threads=n)
+    assert threads() - before == workers
 
 
 def test_load_and_from_torch(ffn_module, tmp_path):

@@ -31,7 +31,7 @@ TEST(Checkpoint, LoadsTheSeedsNames) {
   write_bytes(p.str(), safetensors_bytes({tensor("gate.weight", {6, 4}, 1.0f), tensor("up.weight", {6, 4}, 2.0f),
                                           tensor("down.weight", {4, 6}, 3.0f), tensor("gate.bias", {6}),
                                           tensor("up.bias", {6}), tensor("down.bias", {4}, 5.0f)}));
-  const LoadedBlock loaded = load_block(p.str(), {0, kSwiGLU});
+  const LoadedBlock loaded = Checkpoint(p.str()).load_trainable({0, kSwiGLU});
   const Block& b = loaded.block;
   EXPECT_EQ(loaded.scheme, "seeds");
   EXPECT_EQ(b.config().d_model, 4);
@@ -46,36 +46,36 @@ TEST(Checkpoint, LoadsTheSeedsNames) {
 TEST(Checkpoint, MismatchesAreErrorsThatSayWhatWasFound) {
   TempPath p("bad.safetensors");
   write_bytes(p.str(), safetensors_bytes({tensor("fc1.weight", {6, 4}), tensor("fc2.weight", {4, 6})}));
-  expect_error([&] { load_block(p.str(), {0, kSwiGLU}); }, {"no feed-forward block", "fc1.weight [6, 4]", "fc2.weight"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kSwiGLU}); }, {"no feed-forward block", "fc1.weight [6, 4]", "fc2.weight"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {6, 4}), tensor("down.weight", {4, 6})}));
-  expect_error([&] { load_block(p.str(), {0, kSwiGLU}); }, {"no gate projection", "swiglu"});
-  EXPECT_NO_THROW(load_block(p.str(), {0, kGelu}));
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kSwiGLU}); }, {"no gate projection", "swiglu"});
+  EXPECT_NO_THROW(Checkpoint(p.str()).load_trainable({0, kGelu}));
 
   write_bytes(p.str(), safetensors_bytes({tensor("gate.weight", {6, 4}), tensor("up.weight", {6, 4}),
                                           tensor("down.weight", {4, 6})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"gate projection", "gelu", "choose a gated variant"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"gate projection", "gelu", "choose a gated variant"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("gate.weight", {6, 5}), tensor("up.weight", {6, 4}),
                                           tensor("down.weight", {4, 6})}));
-  expect_error([&] { load_block(p.str(), {0, kSwiGLU}); }, {"gate.weight", "[6, 5]", "expected [6, 4]"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kSwiGLU}); }, {"gate.weight", "[6, 5]", "expected [6, 4]"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {6, 4}), tensor("down.weight", {6, 4})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"down.weight", "[6, 4]", "expected [4, 6]"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"down.weight", "[6, 4]", "expected [4, 6]"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {24}), tensor("down.weight", {4, 6})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"up.weight", "[24]"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"up.weight", "[24]"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {6, 4}), tensor("down.weight", {4, 6}),
                                           tensor("up.bias", {6})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"all or none", "down.bias"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"all or none", "down.bias"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {6, 4}), tensor("down.weight", {4, 6}),
                                           tensor("up.bias", {5}), tensor("down.bias", {4})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"up.bias", "[5]", "expected [6]"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"up.bias", "[5]", "expected [6]"});
 
   write_bytes(p.str(), safetensors_bytes({tensor("up.weight", {0, 4}), tensor("down.weight", {4, 0})}));
-  expect_error([&] { load_block(p.str(), {0, kGelu}); }, {"hidden = 0"});
+  expect_error([&] { Checkpoint(p.str()).load_trainable({0, kGelu}); }, {"hidden = 0"});
 }
 
 }  // namespace

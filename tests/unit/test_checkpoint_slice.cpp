@@ -1,4 +1,4 @@
-// Loading a tensor-parallel slice of a checkpoint (Checkpoint::load_slice): for every
+// Loading a tensor-parallel slice of a checkpoint (Checkpoint::load_trainable with a hidden range): for every
 // format and layout — safetensors F32 and BF16 (read through windows of the mapping), a
 // GPT-2 Conv1D checkpoint (stored transposed), GGUF (whole tensor, then the window) — each
 // rank's slice must be exactly (bit for bit: no arithmetic, only reads and conversions)
@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "expect_error.hpp"
@@ -27,11 +28,11 @@ using test::expect_error;
 // Every rank's slice (H split over 3, unevenly) against the whole block's.
 void expect_slices_match(const std::string& path, const LoadOptions& base) {
   const Checkpoint ck(path);
-  const Block whole = ck.load(base).block;
-  EXPECT_EQ(ck.config(base).hidden, whole.config().hidden);
+  const Block whole = ck.load_trainable(base).block;
+  EXPECT_EQ(std::get<BlockConfig>(ck.inspect(base).config).hidden, whole.config().hidden);
   for (int r = 0; r < 3; ++r) {
     const HiddenSlice s = hidden_slice(whole.config().hidden, r, 3);
-    const Block got = ck.load_slice(base, s.begin, s.end).block;
+    const Block got = ck.load_trainable(base, s.begin, s.end).block;
     const Block want = slice_block(whole, s, true);
     const std::string what = path + " rank " + std::to_string(r);
     EXPECT_EQ(got.config().hidden, s.size()) << what;
@@ -81,7 +82,7 @@ TEST(CheckpointSlice, Gpt2Conv1dStoredTransposed) {
   LoadOptions o;
   o.variant = parse_variant("gelu");
   expect_slices_match(path, o);
-  const Block whole = Checkpoint(path).load(o).block;
+  const Block whole = Checkpoint(path).load_trainable(o).block;
   EXPECT_TRUE(same_bits(whole.weights().down, b.weights().down));
 }
 
@@ -110,7 +111,7 @@ TEST(CheckpointSlice, RangeOutsideTheBlockIsAnError) {
   LoadOptions o;
   o.variant = parse_variant("swiglu");
   for (auto [h0, h1] : {std::pair<int64_t, int64_t>{10, 21}, {5, 5}, {-1, 3}})
-    expect_error([&] { Checkpoint(path).load_slice(o, h0, h1); }, {"hidden units [", "are not a slice of the block's"});
+    expect_error([&] { Checkpoint(path).load_trainable(o, h0, h1); }, {"hidden units [", "are not a slice of the block's"});
 }
 
 }  // namespace

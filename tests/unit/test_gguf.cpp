@@ -14,6 +14,7 @@
 #include "ffn/error.hpp"
 #include "ffn/gguf.hpp"
 #include "ffn/quant.hpp"
+#include "io/tensor_source.hpp"
 #include "test_files.hpp"
 
 namespace ffn {
@@ -157,7 +158,8 @@ TEST(GgufRoundTrip, EveryTypeThroughTheWriter) {
 
 // A window of rows and columns equals that window of the whole tensor, for every type:
 // block-aligned columns are decoded straight into the window, others through the blocks that
-// cover them; a window outside the tensor is an error naming it.
+// cover them; a window outside the tensor is an error naming it. (Windows are read by the
+// checkpoint loader's tensor source, io::TensorSource, over the GGUF file.)
 TEST(GgufRoundTrip, WindowsMatchTheWholeTensor) {
   TempPath p("windows.gguf");
   const GgmlType types[] = {GgmlType::f32, GgmlType::f16, GgmlType::bf16, GgmlType::q8_0, GgmlType::q4_0};
@@ -166,7 +168,7 @@ TEST(GgufRoundTrip, WindowsMatchTheWholeTensor) {
   GgufWriter w;
   for (GgmlType t : types) w.add_tensor(std::string(ggml_type_name(t)), t, {cols, rows}, x.data());
   w.write(p.str());
-  GgufFile f(p.str());
+  const io::TensorSource f(p.str());
   struct Window {
     int64_t r0, r1, c0, c1;
   };
@@ -543,12 +545,12 @@ TEST(GgufStoredTypes, UnreadTokenEmbeddingBesideQ8_0Mlp) {
   expect_error([&] { f.read_f32("token_embd.weight", out.data()); },
                {p.str().c_str(), "tensor 'token_embd.weight' has type iq2_xxs (16)", "does not convert",
                 "it reads F32, BF16, F16, Q8_0, Q4_0, Q6_K, Q5_K, Q4_K, Q3_K, Q2_K"});
-  expect_error([&] { f.read_f32_window("token_embd.weight", 0, 1, 0, 256, out.data()); },
+  expect_error([&] { io::TensorSource(p.str()).read_f32_window("token_embd.weight", 0, 1, 0, 256, out.data()); },
                {p.str().c_str(), "tensor 'token_embd.weight'", "iq2_xxs", "F32, BF16, F16, Q8_0, Q4_0"});
 
   LoadOptions o;
   o.variant = parse_variant("swiglu");
-  const Block b = load_block(p.str(), o).block;
+  const Block b = Checkpoint(p.str()).load_trainable(o).block;
   EXPECT_EQ(b.config().d_model, D);
   EXPECT_EQ(b.config().hidden, H);
 }

@@ -10,12 +10,15 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "core/ggml_blocks.hpp"
 #include "expect_error.hpp"
 #include "io/hf_mxfp4.hpp"
+#include "io/tensor_source.hpp"
 
 namespace ffn {
 namespace {
@@ -73,25 +76,30 @@ TEST(Mxfp4Repack, EachElementLandsInItsPlace) {
   }
 }
 
-// The tensors of one expert weight pair, in memory, as the safetensors source gives them.
-class MemorySource final : public io::TensorSource {
+// The tensors of one expert weight pair, in memory, seen as the checkpoint loader's tensor
+// source lists a safetensors file's U8 tensors. A tensor added again replaces the first; the
+// source is made afresh over the bytes each time the readers are handed it.
+class MemorySource {
  public:
   void add(const std::string& name, std::vector<int64_t> shape, std::string dtype, std::vector<uint8_t> bytes) {
-    tensors_[name] = {std::move(shape), std::move(dtype)};
+    tensors_[name] = {std::move(shape), std::move(dtype), std::nullopt, nullptr, 0};
     bytes_[name] = std::move(bytes);
   }
-  const std::map<std::string, io::SourceTensor>& tensors() const override { return tensors_; }
-  void read_f32(const std::string&, float*) const override { throw Error("not used"); }
-  const std::string& path() const override { return path_; }
-  std::optional<Raw> raw(const std::string& name) const override {
-    const auto& b = bytes_.at(name);
-    return Raw{reinterpret_cast<const std::byte*>(b.data()), static_cast<int64_t>(b.size())};
+  operator const io::TensorSource&() const {
+    std::map<std::string, io::SourceTensor> tensors = tensors_;
+    for (auto& [name, t] : tensors) {
+      const auto& b = bytes_.at(name);
+      t.data = reinterpret_cast<const std::byte*>(b.data());
+      t.bytes = static_cast<int64_t>(b.size());
+    }
+    source_ = std::make_unique<io::TensorSource>("memory", std::move(tensors));
+    return *source_;
   }
 
  private:
-  std::string path_ = "memory";
   std::map<std::string, io::SourceTensor> tensors_;
   std::map<std::string, std::vector<uint8_t>> bytes_;
+  mutable std::unique_ptr<io::TensorSource> source_;
 };
 
 // E experts of `rows` rows of `groups` blocks, random codes and scales 120 … 130.

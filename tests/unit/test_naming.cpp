@@ -68,21 +68,21 @@ TEST(Naming, HuggingFaceLayersWithConfigJson) {
   write_bytes(dir.file("model.safetensors"), safetensors_bytes(tensors));
   write_text(dir.file("config.json"), R"({"hidden_act": "silu", "mlp_bias": false})");
 
-  const LoadedBlock loaded = load_block(dir.str(), {1, std::nullopt});  // the folder itself
+  const LoadedBlock loaded = Checkpoint(dir.str()).load_trainable({1, std::nullopt});  // the folder itself
   EXPECT_EQ(loaded.scheme, "hugging face");
   EXPECT_EQ(loaded.block.config().variant, (Variant{true, Activation::swish}));
   EXPECT_NE(loaded.activation_source.find("hidden_act 'silu'"), std::string::npos);
   expect_weights(loaded.block, true);
 
-  expect_error([&] { load_block(dir.file("model.safetensors"), {7, std::nullopt}); },
+  expect_error([&] { Checkpoint(dir.file("model.safetensors")).load_trainable({7, std::nullopt}); },
                {"layer 7 not found", "hugging face", "2 layers, 0 to 1"});
   // A variant that contradicts config.json is an error, not a silently different block.
-  expect_error([&] { load_block(dir.str(), {0, Variant{true, Activation::gelu}}); },
+  expect_error([&] { Checkpoint(dir.str()).load_trainable({0, Variant{true, Activation::gelu}}); },
                {"hidden_act 'silu'", "swish", "geglu"});
-  EXPECT_NO_THROW(load_block(dir.str(), {0, Variant{true, Activation::swish}}));
+  EXPECT_NO_THROW(Checkpoint(dir.str()).load_trainable({0, Variant{true, Activation::swish}}));
 
   write_text(dir.file("config.json"), R"({"hidden_act": "quick_gelu"})");
-  expect_error([&] { load_block(dir.str(), {0, std::nullopt}); }, {"quick_gelu", "not supported"});
+  expect_error([&] { Checkpoint(dir.str()).load_trainable({0, std::nullopt}); }, {"quick_gelu", "not supported"});
 }
 
 TEST(Naming, MetaConsolidatedW1IsGateW3IsUp) {
@@ -92,8 +92,8 @@ TEST(Naming, MetaConsolidatedW1IsGateW3IsUp) {
                                  st("layers.0.feed_forward.w2.weight", {D, H}, kDown),
                                  st("layers.0.feed_forward.w3.weight", {H, D}, kUp)}));
   // No config.json: the activation must be given.
-  expect_error([&] { load_block(dir.file("consolidated.00.safetensors")); }, {"does not say its activation", "--variant"});
-  const LoadedBlock loaded = load_block(dir.file("consolidated.00.safetensors"), {0, Variant{true, Activation::swish}});
+  expect_error([&] { Checkpoint(dir.file("consolidated.00.safetensors")).load_trainable(); }, {"does not say its activation", "--variant"});
+  const LoadedBlock loaded = Checkpoint(dir.file("consolidated.00.safetensors")).load_trainable({0, Variant{true, Activation::swish}});
   EXPECT_EQ(loaded.scheme, "meta");
   expect_weights(loaded.block, true);
 }
@@ -107,7 +107,7 @@ TEST(Naming, Gpt2Conv1dIsTransposedWithBiases) {
                                    st(prefix + "h.0.mlp.c_proj.weight", {H, D}, transpose(kDown, D, H)),
                                    st(prefix + "h.0.mlp.c_proj.bias", {D}, ramp(D, 6))}));
     write_text(dir.file("config.json"), R"({"activation_function": "gelu_new", "n_embd": 4})");
-    const LoadedBlock loaded = load_block(dir.file("model.safetensors"));
+    const LoadedBlock loaded = Checkpoint(dir.file("model.safetensors")).load_trainable();
     EXPECT_EQ(loaded.scheme, "gpt-2");
     EXPECT_EQ(loaded.block.config().variant, (Variant{false, Activation::gelu_tanh}));
     EXPECT_TRUE(loaded.block.config().bias);
@@ -128,17 +128,17 @@ TEST(Naming, ShardedIndex) {
       "model.layers.0.mlp.up_proj.weight": "model-00001-of-00002.safetensors",
       "model.layers.0.mlp.down_proj.weight": "model-00002-of-00002.safetensors"}})");
   write_text(dir.file("config.json"), R"({"hidden_act": "silu"})");
-  expect_weights(load_block(dir.str()).block, true);
-  expect_weights(load_block(dir.file("model.safetensors.index.json")).block, true);
+  expect_weights(Checkpoint(dir.str()).load_trainable().block, true);
+  expect_weights(Checkpoint(dir.file("model.safetensors.index.json")).load_trainable().block, true);
 
   // An index may only name files beside it, and only tensors they hold.
   write_text(dir.file("model.safetensors.index.json"), R"({"weight_map": {"x": "../../etc/passwd"}})");
-  expect_error([&] { load_block(dir.str()); }, {"not a plain file name"});
+  expect_error([&] { Checkpoint(dir.str()).load_trainable(); }, {"not a plain file name"});
   write_text(dir.file("model.safetensors.index.json"),
              R"({"weight_map": {"model.layers.0.mlp.down_proj.weight": "model-00001-of-00002.safetensors"}})");
-  expect_error([&] { load_block(dir.str()); }, {"does not hold it"});
+  expect_error([&] { Checkpoint(dir.str()).load_trainable(); }, {"does not hold it"});
   write_text(dir.file("model.safetensors.index.json"), R"({"weight_map": [1]})");
-  expect_error([&] { load_block(dir.str()); }, {"weight_map"});
+  expect_error([&] { Checkpoint(dir.str()).load_trainable(); }, {"weight_map"});
 }
 
 TEST(Naming, GgufBlkNamesAndArchitecture) {
@@ -152,30 +152,30 @@ TEST(Naming, GgufBlkNamesAndArchitecture) {
   w.write(dir.file("m.gguf"));
   // A config.json beside it does not override the file's own metadata.
   write_text(dir.file("config.json"), R"({"hidden_act": "gelu"})");
-  const LoadedBlock loaded = load_block(dir.file("m.gguf"));
+  const LoadedBlock loaded = Checkpoint(dir.file("m.gguf")).load_trainable();
   EXPECT_EQ(loaded.scheme, "gguf");
   EXPECT_EQ(loaded.block.config().variant, (Variant{true, Activation::swish}));
   EXPECT_NE(loaded.activation_source.find("general.architecture 'llama'"), std::string::npos);
   expect_weights(loaded.block, true);
-  EXPECT_EQ(checkpoint_layers(dir.file("m.gguf")), (std::vector<int64_t>{0}));
+  EXPECT_EQ(Checkpoint(dir.file("m.gguf")).layers(), (std::vector<int64_t>{0}));
 
   // Declared widths must agree with the tensors.
   w.set_u32("llama.embedding_length", D);
   w.set_u32("llama.feed_forward_length", H);
   w.write(dir.file("m.gguf"));
-  EXPECT_NO_THROW(load_block(dir.file("m.gguf")));
+  EXPECT_NO_THROW(Checkpoint(dir.file("m.gguf")).load_trainable());
   w.set_u32("llama.feed_forward_length", 11008);
   w.write(dir.file("m.gguf"));
-  expect_error([&] { load_block(dir.file("m.gguf")); }, {"llama.feed_forward_length = 11008", "say 6"});
+  expect_error([&] { Checkpoint(dir.file("m.gguf")).load_trainable(); }, {"llama.feed_forward_length = 11008", "say 6"});
 }
 
 TEST(Naming, SingleBlockHasNoOtherLayers) {
   TempDir dir("seeds");
   write_bytes(dir.file("w.safetensors"), safetensors_bytes({st("up.weight", {H, D}, kUp), st("down.weight", {D, H}, kDown)}));
-  expect_error([&] { load_block(dir.file("w.safetensors"), {3, Variant{false, Activation::gelu}}); },
+  expect_error([&] { Checkpoint(dir.file("w.safetensors")).load_trainable({3, Variant{false, Activation::gelu}}); },
                {"single block", "layer 3"});
-  expect_error([&] { load_block(dir.file("w.safetensors"), {-1, Variant{false, Activation::gelu}}); }, {"layer = -1"});
-  expect_error([&] { load_block(dir.file("missing.safetensors")); }, {"missing.safetensors"});
+  expect_error([&] { Checkpoint(dir.file("w.safetensors")).load_trainable({-1, Variant{false, Activation::gelu}}); }, {"layer = -1"});
+  expect_error([&] { Checkpoint(dir.file("missing.safetensors")).load_trainable(); }, {"missing.safetensors"});
 }
 
 }  // namespace

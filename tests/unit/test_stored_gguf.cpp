@@ -1,4 +1,4 @@
-// Checkpoints run in the types their files store (Checkpoint::load_inference): a GGUF file's
+// Checkpoints run in the types their files store (Checkpoint::load_layer): a GGUF file's
 // tensors are used as stored — the same bytes as the InferenceBlock made from the f32
 // weights (ggml's quantisers and ours round alike), so the same forward bit for bit —
 // without widening or re-quantising; --dtype converts; mixes of types load per matrix; a
@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -21,6 +22,13 @@ namespace ffn {
 namespace {
 
 GgmlType ggml_type_of(WeightType t) { return static_cast<GgmlType>(weight_type_info(t).gguf_type); }
+
+// A one-layer file's dense layer for inference, in its stored types or in `type`.
+Layer load_layer(const std::string& path, std::optional<WeightType> type = std::nullopt) {
+  LoadOptions o;
+  o.type = type;
+  return Checkpoint(path).load_layer(o);
+}
 
 Matrix random_tokens(int64_t T, int64_t D) {
   Matrix x(T, D);
@@ -67,21 +75,21 @@ TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
     const std::string name = matrix_types_name(t, true);
     test::TempDir dir("stored_gguf");
     write_layer(dir.file("m.gguf"), f32, t);
-    const LoadedInferenceBlock loaded = load_inference_block(dir.file("m.gguf"));
-    EXPECT_EQ(loaded.block.types(), t) << name;
+    const Layer loaded = load_layer(dir.file("m.gguf"));
+    EXPECT_EQ(loaded.dense().types(), t) << name;
     EXPECT_EQ(loaded.stored, t) << name;
-    EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, t), x)) << name;
+    EXPECT_TRUE(same_forward(loaded.dense(), InferenceBlock(f32, t), x)) << name;
 
     // --dtype: a matrix already in the type is used as it is; the others are converted
     // from their stored values, as the f32 block of the file is.
-    const LoadedInferenceBlock as_q8 = load_inference_block(dir.file("m.gguf"), {}, WeightType::q8_0);
-    EXPECT_EQ(as_q8.block.types(), MatrixTypes::all(WeightType::q8_0)) << name;
+    const Layer as_q8 = load_layer(dir.file("m.gguf"), WeightType::q8_0);
+    EXPECT_EQ(as_q8.dense().types(), MatrixTypes::all(WeightType::q8_0)) << name;
     EXPECT_EQ(as_q8.stored, t) << name;
     if (t == MatrixTypes::all(WeightType::q8_0)) {
-      EXPECT_TRUE(same_forward(as_q8.block, loaded.block, x)) << name;
+      EXPECT_TRUE(same_forward(as_q8.dense(), loaded.dense(), x)) << name;
     }
-    const Block widened = load_block(dir.file("m.gguf")).block;
-    EXPECT_TRUE(same_forward(load_inference_block(dir.file("m.gguf"), {}, WeightType::f32).block,
+    const Block widened = Checkpoint(dir.file("m.gguf")).load_trainable().block;
+    EXPECT_TRUE(same_forward(load_layer(dir.file("m.gguf"), WeightType::f32).dense(),
                              InferenceBlock(widened, WeightType::f32), x))
         << name;
   }
@@ -140,13 +148,13 @@ TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
   };
   test::TempDir dir("unread_types");
   write(dir.file("ok.gguf"), false);
-  const LoadedInferenceBlock loaded = load_inference_block(dir.file("ok.gguf"));
-  EXPECT_EQ(loaded.block.types(), MatrixTypes::all(WeightType::q8_0));
-  EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, WeightType::q8_0), random_tokens(2, D)));
-  EXPECT_NO_THROW((void)load_block(dir.file("ok.gguf")));
+  const Layer loaded = load_layer(dir.file("ok.gguf"));
+  EXPECT_EQ(loaded.dense().types(), MatrixTypes::all(WeightType::q8_0));
+  EXPECT_TRUE(same_forward(loaded.dense(), InferenceBlock(f32, WeightType::q8_0), random_tokens(2, D)));
+  EXPECT_NO_THROW((void)Checkpoint(dir.file("ok.gguf")).load_trainable());
   write(dir.file("bad.gguf"), true);
-  test::expect_error([&] { (void)load_inference_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs", "Q8_0"});
-  test::expect_error([&] { (void)load_block(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs"});
+  test::expect_error([&] { (void)load_layer(dir.file("bad.gguf")); }, {"ffn_up.weight", "iq2_xxs", "Q8_0"});
+  test::expect_error([&] { (void)Checkpoint(dir.file("bad.gguf")).load_trainable(); }, {"ffn_up.weight", "iq2_xxs"});
 }
 
 // llama.cpp's Q4_K_M mix as a file stores it (gate and up q4_K, down q6_K): it loads as
@@ -157,9 +165,9 @@ TEST(StoredGguf, KQuantMixRunsAsStored) {
   const MatrixTypes q4_k_m{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K};
   test::TempDir dir("kquant_mix");
   write_layer(dir.file("q4_k_m.gguf"), f32, q4_k_m);
-  const LoadedInferenceBlock loaded = load_inference_block(dir.file("q4_k_m.gguf"));
-  EXPECT_EQ(loaded.block.types(), q4_k_m);
-  EXPECT_TRUE(same_forward(loaded.block, InferenceBlock(f32, q4_k_m), random_tokens(3, c.d_model)));
+  const Layer loaded = load_layer(dir.file("q4_k_m.gguf"));
+  EXPECT_EQ(loaded.dense().types(), q4_k_m);
+  EXPECT_TRUE(same_forward(loaded.dense(), InferenceBlock(f32, q4_k_m), random_tokens(3, c.d_model)));
 }
 
 // A stored block scale that is NaN or infinite (binary16; MXFP4's e8m0 0xff, the OCP
@@ -188,7 +196,7 @@ TEST(StoredGguf, NonFiniteBlockScalesAreAnErrorNamingTheTensor) {
     g.add_tensor("blk.0.ffn_down.weight", ggml_type_of(type), {c.hidden, c.d_model}, w.down.data());
     const std::string path = dir.file("bad.gguf");
     g.write(path);
-    test::expect_error([&] { (void)load_inference_block(path); },
+    test::expect_error([&] { (void)load_layer(path); },
                        {"tensor 'blk.0.ffn_up.weight'", "row 5, block 0", word, "scale"});
     StoredWeights sw{
         StoredMatrix::encode(w.gate, type, "gate"), up, StoredMatrix::encode(w.down, type, "down"), {}, {}, {}};

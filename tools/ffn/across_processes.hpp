@@ -10,10 +10,12 @@
 
 #include "ffn/collective.hpp"
 #include "ffn/config.hpp"
+#include "ffn/moe.hpp"
 
 namespace ffn {
 class Checkpoint;
 class Communicator;
+struct LoadOptions;
 }  // namespace ffn
 
 namespace ffn::cli {
@@ -32,7 +34,9 @@ struct ForwardAcrossProcesses {
 void run_forward_across_processes(const ForwardAcrossProcesses& o);
 // Its mixture-of-experts case: the layer split by experts (forward_moe_across_processes.cpp).
 // Errors are ffn::Error, ended across ranks by run_forward_across_processes.
-void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoint& checkpoint, Communicator& comm);
+// `whole`: the layer's configuration (Checkpoint::inspect).
+void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoint& checkpoint, const LoadOptions& load,
+                                 const MoeConfig& whole, Communicator& comm);
 
 struct BenchAcrossProcesses {
   BlockConfig config;

@@ -151,16 +151,22 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
     load.layer = o.layer;
     if (!o.variant_given.empty()) load.variant = parse_variant(o.variant_given);
     auto checkpoint = std::make_shared<Checkpoint>(o.weights);
-    plan.config = checkpoint->config(load);
+    const LayerInfo info = checkpoint->inspect(load);
+    if (info.is_moe())
+      throw Error("bench: layer " + std::to_string(o.layer) + " of " + o.weights +
+                  " is a mixture of experts; ffn bench --weights times dense layers");
+    plan.config = std::get<BlockConfig>(info.config);
     plan.label = o.weights + " layer " + std::to_string(o.layer);
     const bool gated = plan.config.variant.gated;
     auto from_file = [checkpoint, load, &pool](std::optional<WeightType> t) {
-      return [checkpoint, load, t, &pool] { return checkpoint->load_inference(load, t, &pool).block; };
+      return [checkpoint, load, t, &pool] {
+        LoadOptions in_type = load;
+        in_type.type = t;
+        Layer layer = checkpoint->load_layer(in_type, &pool);
+        return std::get<InferenceBlock>(std::move(layer.block));
+      };
     };
-    if (!o.dtype_given) {
-      const MatrixTypes stored = checkpoint->stored_types(load);
-      plan.rows.push_back({matrix_types_name(stored, gated), stored, from_file(std::nullopt)});
-    }
+    if (!o.dtype_given) plan.rows.push_back({matrix_types_name(info.stored, gated), info.stored, from_file(std::nullopt)});
     for (WeightType t : types)
       plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t), from_file(t)});
     return plan;

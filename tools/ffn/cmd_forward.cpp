@@ -1,4 +1,5 @@
-// ffn forward: y = block(x) for a block read from a safetensors file, x and y as .npy.
+// ffn forward: y = layer(x) for a layer read from a checkpoint (dense or a mixture of
+// experts, Checkpoint::load_layer), x and y as .npy.
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -7,12 +8,9 @@
 #include "across_processes.hpp"
 #include "commands.hpp"
 #include "forward_input.hpp"
-#include "ffn/inference_block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
-#include "ffn/error.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/moe.hpp"
 #include "ffn/npy.hpp"
 #include "ffn/thread_pool.hpp"
 
@@ -30,68 +28,29 @@ struct ForwardOptions {
   bool quiet = false;
 };
 
-void run_moe_forward(const ForwardOptions& o, const LoadedMoeBlock& loaded, std::optional<WeightType> dtype,
-                     ThreadPool& pool) {
-  const MoeBlock& block = loaded.block;
-  const MoeConfig& c = block.config();
-  const int64_t D = c.d_model();
-  const NpyArray x = read_tokens(o.input, o.weights, D);
-  const int64_t T = token_count(x);
-  AlignedFloats y(T * D);
-  const auto start = std::chrono::steady_clock::now();
-  block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  write_npy(o.output, x.shape, y.data());
-  if (o.quiet) return;
-  std::printf(
-      "mixture of experts (%s names, layer %lld; routing from %s; activation from %s): %lld %s experts of hidden "
-      "%lld, top %lld by %s%s%s, d_model %lld, weights %s%s: %lld token%s in %.3f ms (%d threads, %s) → %s\n",
-      loaded.scheme.c_str(), static_cast<long long>(o.layer), loaded.config_source.c_str(),
-      loaded.activation_source.c_str(), static_cast<long long>(c.experts), variant_name(c.expert.variant).c_str(),
-      static_cast<long long>(c.expert.hidden), static_cast<long long>(c.top_k),
-      std::string(router_scoring_name(c.scoring)).c_str(), c.normalize_top_k ? ", renormalised" : "",
-      c.shared_hidden > 0 ? (", shared experts of hidden " + std::to_string(c.shared_hidden)).c_str() : "",
-      static_cast<long long>(D), matrix_types_name(block.expert_types(), true).c_str(),
-      dtype ? (" (stored " + matrix_types_name(loaded.stored, true) + ")").c_str() : "", static_cast<long long>(T),
-      T == 1 ? "" : "s", ms, o.threads, std::string(isa_name(active_isa())).c_str(), o.output.c_str());
-}
-
 void run_forward(const ForwardOptions& o) {
   if (launched_with_several_processes())  // under mpirun: the block split across the processes
     return run_forward_across_processes({o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
-  LoadOptions load;
-  load.layer = o.layer;
-  if (!o.variant.empty()) load.variant = parse_variant(o.variant);
-  ThreadPool pool(o.threads);
   // Each matrix runs in the type the file stores it in, laid once into the forward
   // kernels' panels; --dtype converts (a matrix already stored so is used as it is). A
   // token's output is the same whatever else is in the file of tokens.
-  const std::optional<WeightType> dtype =
-      o.dtype.empty() ? std::nullopt : std::optional<WeightType>(parse_weight_type(o.dtype));
-  const Checkpoint checkpoint(o.weights);
-  if (checkpoint.is_moe(o.layer)) return run_moe_forward(o, checkpoint.load_moe(load, dtype, &pool), dtype, pool);
-  const LoadedInferenceBlock loaded = checkpoint.load_inference(load, dtype, &pool);
-  const InferenceBlock& block = loaded.block;
-  const Variant variant = block.config().variant;
-  const int64_t D = block.config().d_model;
-
-  const NpyArray x = read_tokens(o.input, o.weights, D);
-  const int64_t T = token_count(x);
+  LoadOptions load;
+  load.layer = o.layer;
+  if (!o.variant.empty()) load.variant = parse_variant(o.variant);
+  if (!o.dtype.empty()) load.type = parse_weight_type(o.dtype);
+  ThreadPool pool(o.threads);
+  const Layer layer = Checkpoint(o.weights).load_layer(load, &pool);  // dense or a mixture of experts
+  const int64_t D = layer.d_model();
+  const auto [x, T] = read_tokens(o.input, D);
   AlignedFloats y(T * D);
   const auto start = std::chrono::steady_clock::now();
-  block.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
+  layer.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   write_npy(o.output, x.shape, y.data());
   if (!o.quiet)
-    std::printf(
-        "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s, weights %s%s: %lld token%s in "
-        "%.3f ms (%d threads, %s) → %s\n",
-        variant_name(variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
-        loaded.activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(block.config().hidden),
-        block.config().bias ? " bias" : "", matrix_types_name(block.types(), variant.gated).c_str(),
-        dtype ? (" (stored " + matrix_types_name(loaded.stored, variant.gated) + ")").c_str() : "",
-        static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads, std::string(isa_name(active_isa())).c_str(),
-        o.output.c_str());
+    std::printf("%s: %lld token%s in %.3f ms (%d threads, %s) → %s\n", layer.summary().c_str(),
+                static_cast<long long>(T), T == 1 ? "" : "s", ms, o.threads,
+                std::string(isa_name(active_isa())).c_str(), o.output.c_str());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // preset, the model's published numbers and the MLP's share of a transformer block; for a
 // checkpoint (--weights), each layer's matrices with the type and bytes its file stores.
 #include <cstdio>
+#include <variant>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -45,17 +46,17 @@ void print_checkpoint(const InfoOptions& o) {
     LoadOptions lo;
     lo.layer = layer;
     if (o.file_variant) lo.variant = parse_variant(*o.file_variant);
-    if (ckpt.is_moe(layer)) {
-      const MoeConfig m = ckpt.moe_config(lo);
-      const auto a = account(m);
-      const std::string types = matrix_types_name(ckpt.moe_stored_types(lo), true);  // the routed experts'
+    const LayerInfo info = ckpt.inspect(lo);
+    if (const auto* m = std::get_if<MoeConfig>(&info.config)) {
+      const auto a = account(*m);
+      const std::string types = matrix_types_name(info.stored, true);  // the routed experts'
       out.push_back({{"layer", layer},
                      {"moe", true},
-                     {"experts", m.experts},
-                     {"top_k", m.top_k},
-                     {"d_model", m.d_model()},
-                     {"expert_hidden", m.expert.hidden},
-                     {"shared_hidden", m.shared_hidden},
+                     {"experts", m->experts},
+                     {"top_k", m->top_k},
+                     {"d_model", m->d_model()},
+                     {"expert_hidden", m->expert.hidden},
+                     {"shared_hidden", m->shared_hidden},
                      {"expert_types", types},
                      {"parameters", a.total_parameters},
                      {"active_parameters", a.active_parameters}});
@@ -63,15 +64,15 @@ void print_checkpoint(const InfoOptions& o) {
         std::printf(
             "%-6lld %-8s %7lld %7lld   mixture of %lld experts (%s), top %lld, %s, shared hidden %lld; %s "
             "parameters, %s active\n",
-            static_cast<long long>(layer), "moe", static_cast<long long>(m.d_model()),
-            static_cast<long long>(m.expert.hidden), static_cast<long long>(m.experts), types.c_str(),
-            static_cast<long long>(m.top_k), std::string(router_scoring_name(m.scoring)).c_str(),
-            static_cast<long long>(m.shared_hidden), grouped(a.total_parameters).c_str(),
+            static_cast<long long>(layer), "moe", static_cast<long long>(m->d_model()),
+            static_cast<long long>(m->expert.hidden), static_cast<long long>(m->experts), types.c_str(),
+            static_cast<long long>(m->top_k), std::string(router_scoring_name(m->scoring)).c_str(),
+            static_cast<long long>(m->shared_hidden), grouped(a.total_parameters).c_str(),
             grouped(a.active_parameters).c_str());
       continue;
     }
-    const BlockConfig c = ckpt.config(lo);
-    const MatrixTypes t = ckpt.stored_types(lo);
+    const BlockConfig& c = std::get<BlockConfig>(info.config);
+    const MatrixTypes& t = info.stored;
     const int64_t rows_in[3] = {c.hidden, c.hidden, c.d_model}, cols_in[3] = {c.d_model, c.d_model, c.hidden};
     const WeightType types[3] = {t.gate, t.up, t.down};
     const char* names[3] = {"gate", "up", "down"};

@@ -156,7 +156,7 @@ void run_quantize(const QuantizeOptions& o) {
   int64_t f32_bytes = 0;
   for (int64_t layer : layers) {
     load.layer = layer;
-    LoadedBlock loaded = input.load(load);
+    LoadedBlock loaded = input.load_trainable(load);
     const auto& c = loaded.block.config();
     if (!originals.empty() && !(c.variant == originals.front().config().variant))
       throw Error(o.input + ": layer " + std::to_string(layer) + " is " + variant_name(c.variant) + " but layer " +
@@ -208,7 +208,7 @@ void run_quantize(const QuantizeOptions& o) {
   for (size_t i = 0; i < layers.size(); ++i) {
     print_tensors(file, originals[i], layers[i], choices[i]);
     load.layer = layers[i];
-    const Block stored = written.load(load).block;
+    const Block stored = written.load_trainable(load).block;
     const ErrorReport r = measure_error(originals[i], stored, o.tokens, pool);
     char rms[32], max_abs[32];
     std::snprintf(rms, sizeof rms, "%.2e", r.relative_rms);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <optional>
+#include <variant>
 
 #include "across_processes.hpp"
 #include "forward_input.hpp"
@@ -23,6 +24,7 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   LoadOptions load;
   load.layer = o.layer;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
+  if (!o.dtype.empty()) load.type = parse_weight_type(o.dtype);
   const int threads = threads_per_process(o.threads);
   ThreadPool pool(threads);
   // Each rank reads only its slice of the checkpoint's tensors (for safetensors, only those
@@ -30,23 +32,18 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   // one process runs it (ffn forward). The slice's edges fall on whole blocks (granule):
   // q8_0 / q4_0 blocks run along rows, and the slice's columns of W_down start on one.
   const Checkpoint checkpoint(o.weights);
+  const LayerInfo info = checkpoint.inspect(load);
   // A mixture of experts splits by experts instead (forward_moe_across_processes.cpp).
-  if (checkpoint.is_moe(o.layer)) return run_expert_parallel_forward(o, checkpoint, comm);
-  const BlockConfig whole = checkpoint.config(load);
-  std::optional<WeightType> type;
-  if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
-  const int64_t granule = hidden_granule(type ? *type : checkpoint.stored_types(load).down);
+  if (info.is_moe()) return run_expert_parallel_forward(o, checkpoint, load, std::get<MoeConfig>(info.config), comm);
+  const BlockConfig whole = std::get<BlockConfig>(info.config);
+  const int64_t granule = hidden_granule(load.type.value_or(info.stored.down));
   const HiddenSlice slice = hidden_slice(whole.hidden, comm.rank(), comm.size(), granule);
-  LoadedStoredWeights loaded = checkpoint.load_stored(load, slice.begin, slice.end, type, &pool);
+  LoadedStoredWeights loaded = checkpoint.load_stored(load, slice.begin, slice.end, &pool);
   // The down bias is added once across ranks: by rank 0.
   if (comm.rank() != 0 && whole.bias) std::fill_n(loaded.weights.down_bias.data(), whole.d_model, 0.0f);
   const TensorParallelInferenceBlock tp(InferenceBlock(loaded.config, loaded.weights, &pool), whole, slice, comm);
-  const std::string& scheme = loaded.scheme;
-  const std::string& activation_source = loaded.activation_source;
   const int64_t D = tp.config().d_model;
-
-  const NpyArray x = read_tokens(o.input, o.weights, D);
-  const int64_t T = token_count(x);
+  const auto [x, T] = read_tokens(o.input, D);
 
   Matrix y(T, D);
   TensorParallelTimes times;
@@ -63,8 +60,8 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
         "%s (%s names, layer %lld; activation from %s) d_model %lld hidden %lld%s split over %d processes "
         "(hidden %lld…%lld per process): %lld token%s in %.3f ms (slowest process: slice %.3f ms, all-reduce of "
         "%lld floats %.3f ms; %d thread%s each, %s) → %s\n",
-        variant_name(tp.config().variant).c_str(), scheme.c_str(), static_cast<long long>(o.layer),
-        activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(tp.config().hidden),
+        variant_name(tp.config().variant).c_str(), loaded.scheme.c_str(), static_cast<long long>(o.layer),
+        loaded.activation_source.c_str(), static_cast<long long>(D), static_cast<long long>(tp.config().hidden),
         tp.config().bias ? " bias" : "", comm.size(),
         static_cast<long long>(hidden_slice(whole.hidden, comm.size() - 1, comm.size(), granule).size()),
         static_cast<long long>(tp.slice().size()), static_cast<long long>(T), T == 1 ? "" : "s", ms, local_ms,

@@ -20,26 +20,19 @@
 
 namespace ffn::cli {
 
-void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoint& checkpoint, Communicator& comm) {
-  LoadOptions load;
-  load.layer = o.layer;
-  if (!o.variant.empty()) load.variant = parse_variant(o.variant);
+void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoint& checkpoint, const LoadOptions& load,
+                                 const MoeConfig& whole, Communicator& comm) {
   const int threads = threads_per_process(o.threads);
   ThreadPool pool(threads);
-  std::optional<WeightType> type;
-  if (!o.dtype.empty()) type = parse_weight_type(o.dtype);
-  const MoeConfig whole = checkpoint.moe_config(load);
   const int P = comm.size();
   // expert_range refuses P > E on every rank alike (the same file), before anything is read.
   const ExpertRange mine = expert_range(whole.experts, comm.rank(), P);
-  LoadedMoeExperts loaded = checkpoint.load_moe_experts(load, mine.begin, mine.end, type, &pool);
+  LoadedMoeExperts loaded = checkpoint.load_moe_experts(load, mine.begin, mine.end, &pool);
   const ExpertParallelMoe ep(loaded.config, std::move(loaded.router), std::move(loaded.experts),
                              std::move(loaded.shared), comm);
   const MoeConfig& c = ep.config();
   const int64_t D = c.d_model();
-
-  const NpyArray x = read_tokens(o.input, o.weights, D);
-  const int64_t T = token_count(x);
+  const auto [x, T] = read_tokens(o.input, D);
 
   // This rank's tokens: rows t0 … t1 of the file; y gathers every rank's rows in rank order.
   std::vector<int64_t> rows(static_cast<size_t>(P));
@@ -73,7 +66,7 @@ void run_expert_parallel_forward(const ForwardAcrossProcesses& o, const Checkpoi
       "any, on every process): %lld token%s (%lld…%lld per process) in %.3f ms (slowest process: local %.3f ms, "
       "all-to-all exchanges %.3f ms; %.0f rows of %lld floats sent between processes each way; %d thread%s each, "
       "%s) → %s\n",
-      loaded.scheme.c_str(), static_cast<long long>(o.layer), loaded.config_source.c_str(),
+      loaded.scheme.c_str(), static_cast<long long>(o.layer), loaded.routing_source.c_str(),
       loaded.activation_source.c_str(), static_cast<long long>(c.experts), variant_name(c.expert.variant).c_str(),
       static_cast<long long>(c.expert.hidden), static_cast<long long>(c.top_k),
       std::string(router_scoring_name(c.scoring)).c_str(), c.normalize_top_k ? ", renormalised" : "",

@@ -6,10 +6,10 @@
     report = ffn.torch.patch(model, dtype="q8_0") # every MLP it recognises → an ffn inference block
     print(report)                                 # what it replaced, and what it left and why
 
-Modules: one per variant, with the seeds' constructor signatures (tests/golden/seeds.py):
-SwiGLU, GLU, Bilinear, ReGLU, GEGLU, GatedGeluTanh (d, hidden=None, multiple=256, bias=False)
-and GeluMLP, ReluMLP, GeluTanhMLP, SwishMLP (d, hidden=None, bias=False); Block(variant, d, …)
-for any pair. Their parameters are `gate`, `up`, `down` (nn.Linear-shaped [out, in] weights,
+Modules: one per class of ffn.SEEDS_CLASSES (SwiGLU, GeluMLP, …: the seeds' names,
+tests/golden/seeds.py), with the seeds' constructor signatures — (d, hidden=None,
+multiple=256, bias=False) for gated variants, (d, hidden=None, bias=False) for 2-matrix ones;
+Block(variant, d, …) for any pair. Their parameters are `gate`, `up`, `down` (nn.Linear-shaped [out, in] weights,
 optional biases), so state_dict() loads both ways with the seeds' modules, and they start as
 nn.Linear does (torch's generator: torch.manual_seed gives the seeds' module's weights). The
 parameters *are* the ffn block's weights (torch tensors over its memory), so an optimizer's
@@ -43,8 +43,7 @@ from ffn import _core
 
 Error = _ffn.Error
 
-__all__ = ["Block", "SwiGLU", "GLU", "Bilinear", "ReGLU", "GEGLU", "GatedGeluTanh", "GeluMLP", "ReluMLP",
-           "GeluTanhMLP", "SwishMLP", "InferenceMLP", "patch", "PatchReport"]
+__all__ = ["Block", *_ffn.SEEDS_CLASSES, "InferenceMLP", "patch", "PatchReport"]
 
 _CORE_NAMES = ("gate", "up", "down")
 
@@ -136,11 +135,12 @@ class _TrainFunction(torch.autograd.Function):
 
 
 class Block(nn.Module):
-    """A trainable ffn feed-forward block as an nn.Module: `variant` is relu, gelu, gelu_tanh,
-    swish, glu, bilinear, reglu, geglu, swiglu, swiglu_oai or gated_<activation>. hidden: explicit, else
+    """A trainable ffn feed-forward block as an nn.Module: `variant` is one of ffn.VARIANTS,
+    swiglu_oai, or <activation> / gated_<activation>. hidden: explicit, else
     the seeds' rule (gated: 8/3·d rounded up to `multiple`, default 256; 2-matrix: 4·d). Keywords:
     ffn_dim_multiplier (Llama's rule), threads (ffn's thread count; None, the default, is
-    ffn's own pool of one thread per core — a count makes a new pool at every call, slower),
+    ffn's own pool of one thread per core; a count runs on a pool of that many threads kept
+    for every call that gives the same count),
     recompute (keep only x between forward and backward, recomputing the pre-activations:
     the same gradients, bit for bit), names (the three projections' attribute names, e.g.
     ("gate_proj", "up_proj", "down_proj") so that a patched Hugging Face model keeps its
@@ -223,44 +223,26 @@ class Block(nn.Module):
         return f"variant={self.variant!r}, d={self.d}, hidden={self.hidden}, bias={self.bias}"
 
 
-def _gated(variant, doc):
-    class Gated(Block):
-        __doc__ = doc
-
+def _seeds_class(name, variant):
+    """The module class ffn.SEEDS_CLASSES names for `variant`, with the seeds' signature: gated
+    blocks (d, hidden=None, multiple=256, bias=False), 2-matrix ones (d, hidden=None,
+    bias=False); keywords as Block's."""
+    if _core.variant_info(variant)[1]:
         def __init__(self, d, hidden=None, multiple=256, bias=False, **options):
-            super().__init__(variant, d, hidden, multiple, bias, **options)
-
-    return Gated
-
-
-def _two_matrix(variant, doc):
-    class TwoMatrix(Block):
-        __doc__ = doc
-
+            Block.__init__(self, variant, d, hidden, multiple, bias, **options)
+        rule = "the seeds' (d, hidden=None, multiple=256, bias=False)"
+    else:
         def __init__(self, d, hidden=None, bias=False, **options):
-            super().__init__(variant, d, hidden or 4 * d, None, bias, **options)
+            Block.__init__(self, variant, d, hidden, None, bias, **options)
+        rule = "the seeds' (d, hidden=None, bias=False); hidden = 4·d"
+    return type(name, (Block,), {"__init__": __init__, "__module__": __name__, "__qualname__": name,
+                                 "__doc__": f"{_ffn._variant_formula(variant)}, by ffn: {variant}; {rule}."})
 
-    return TwoMatrix
 
+for _name, _variant in _ffn.SEEDS_CLASSES.items():
+    globals()[_name] = _seeds_class(_name, _variant)
 
-SwiGLU = _gated("swiglu", "down(silu(gate(x)) * up(x)), by ffn; the seeds' SwiGLU(d, hidden=None, multiple=256, bias=False).")
-GLU = _gated("glu", "down(sigmoid(gate(x)) * up(x)), by ffn.")
-Bilinear = _gated("bilinear", "down(gate(x) * up(x)), by ffn.")
-ReGLU = _gated("reglu", "down(relu(gate(x)) * up(x)), by ffn.")
-GEGLU = _gated("geglu", "down(gelu(gate(x)) * up(x)), GELU's exact erf form, by ffn.")
-GatedGeluTanh = _gated("gated_gelu_tanh", "down(gelu_tanh(gate(x)) * up(x)): T5 v1.1's gated GELU, by ffn.")
-GeluMLP = _two_matrix("gelu", "down(gelu(up(x))), GELU's exact erf form, by ffn; hidden = 4·d.")
-ReluMLP = _two_matrix("relu", "down(relu(up(x))), by ffn; hidden = 4·d.")
-GeluTanhMLP = _two_matrix("gelu_tanh", "down(gelu_tanh(up(x))): GPT-2's MLP, by ffn; hidden = 4·d.")
-SwishMLP = _two_matrix("swish", "down(silu(up(x))), by ffn; hidden = 4·d.")
-for _cls, _name in [(SwiGLU, "SwiGLU"), (GLU, "GLU"), (Bilinear, "Bilinear"), (ReGLU, "ReGLU"), (GEGLU, "GEGLU"),
-                    (GatedGeluTanh, "GatedGeluTanh"), (GeluMLP, "GeluMLP"), (ReluMLP, "ReluMLP"),
-                    (GeluTanhMLP, "GeluTanhMLP"), (SwishMLP, "SwishMLP")]:
-    _cls.__name__ = _cls.__qualname__ = _name
-
-CLASS_OF_VARIANT = {"swiglu": SwiGLU, "glu": GLU, "bilinear": Bilinear, "reglu": ReGLU, "geglu": GEGLU,
-                    "gated_gelu_tanh": GatedGeluTanh, "gelu": GeluMLP, "relu": ReluMLP, "gelu_tanh": GeluTanhMLP,
-                    "swish": SwishMLP}
+CLASS_OF_VARIANT = {variant: globals()[name] for name, variant in _ffn.SEEDS_CLASSES.items()}
 
 
 class _InferenceRef:

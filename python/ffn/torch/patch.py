@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 import ffn as _ffn
+from ffn import _core
 
 from . import Block, InferenceMLP
 
@@ -29,12 +30,6 @@ _ACTIVATION_OF_TYPE = {"SiLU": "swish", "SiLUActivation": "swish", "Swish": "swi
                        "FastGELUActivation": "gelu_tanh"}
 _ACTIVATION_OF_FUNCTION = {torch.nn.functional.silu: "swish", torch.nn.functional.relu: "relu",
                            torch.sigmoid: "sigmoid", torch.nn.functional.gelu: "gelu"}
-_HF_ACTIVATION = {"silu": "swish", "swish": "swish", "gelu": "gelu", "gelu_new": "gelu_tanh",
-                  "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh", "relu": "relu", "sigmoid": "sigmoid"}
-_SEEDS_CLASSES = {"SwiGLU": "swiglu", "GLU": "glu", "Bilinear": "bilinear", "ReGLU": "reglu", "GEGLU": "geglu",
-                  "GatedGeluTanh": "gated_gelu_tanh", "GeluMLP": "gelu", "ReluMLP": "relu",
-                  "GeluTanhMLP": "gelu_tanh", "SwishMLP": "swish"}
-_GATED_SEEDS = {"swiglu", "glu", "bilinear", "reglu", "geglu", "gated_gelu_tanh"}
 # (scheme, (gate, up, down) child names; gate None for 2-matrix blocks)
 _SHAPES = [("hugging face", ("gate_proj", "up_proj", "down_proj")), ("meta", ("w1", "w3", "w2")),
            ("seeds", ("gate", "up", "down")), ("gpt-2", (None, "c_fc", "c_proj")), ("seeds", (None, "up", "down"))]
@@ -69,10 +64,10 @@ def _activation(module, gated, scheme):
     """ffn's activation of the MLP module, or None with a reason."""
     cls = type(module).__name__
     if scheme == "seeds":
-        variant = _SEEDS_CLASSES.get(cls)
+        variant = _ffn.SEEDS_CLASSES.get(cls)
         if variant is None:
             return None, f"its class {cls} is not one of the seeds' modules, and it has no activation attribute"
-        if (variant in _GATED_SEEDS) != gated:
+        if _core.variant_info(variant)[1] != gated:
             return None, f"{cls} is {'gated' if not gated else '2-matrix'} but its children say otherwise"
         return variant, None
     for attr in ("act_fn", "act", "activation_fn", "activation"):
@@ -91,7 +86,7 @@ def _activation(module, gated, scheme):
     config = getattr(module, "config", None)
     for key in ("hidden_act", "activation_function"):
         if config is not None and isinstance(getattr(config, key, None), str):
-            name = _HF_ACTIVATION.get(getattr(config, key))
+            name = _core.hf_activation(getattr(config, key))
             return (name, None) if name else (None, f"config.{key}={getattr(config, key)!r} is not one ffn runs")
     if scheme == "meta" and cls == "FeedForward":
         return "swish", None  # Meta's Llama: w2(F.silu(w1(x)) * w3(x))

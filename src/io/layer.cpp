@@ -1,0 +1,60 @@
+// Layer (checkpoint.hpp): a loaded layer run and described the same way whether it is a
+// dense block or a mixture of experts.
+#include <string>
+#include <variant>
+
+#include "ffn/checkpoint.hpp"
+#include "ffn/error.hpp"
+
+namespace ffn {
+namespace {
+
+// " (stored q4_K)" when the file's types are not those the layer runs (a --dtype conversion).
+std::string stored_note(const MatrixTypes& stored, const MatrixTypes& running, bool gated) {
+  const std::string file = matrix_types_name(stored, gated);
+  return file == matrix_types_name(running, gated) ? "" : " (stored " + file + ")";
+}
+
+std::string describe(const LayerSource& s, const InferenceBlock& b) {
+  const BlockConfig& c = b.config();
+  return variant_name(c.variant) + " (" + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
+         s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
+         (c.bias ? " bias" : "") + ", weights " + matrix_types_name(b.types(), c.variant.gated) +
+         stored_note(s.stored, b.types(), c.variant.gated);
+}
+
+std::string describe(const LayerSource& s, const MoeBlock& b) {
+  const MoeConfig& c = b.config();
+  return "mixture of experts (" + s.scheme + " names, layer " + std::to_string(s.layer) + "; routing from " +
+         s.routing_source + "; activation from " + s.activation_source + "): " + std::to_string(c.experts) + " " +
+         variant_name(c.expert.variant) + " experts of hidden " + std::to_string(c.expert.hidden) + ", top " +
+         std::to_string(c.top_k) + " by " + std::string(router_scoring_name(c.scoring)) +
+         (c.normalize_top_k ? ", renormalised" : "") +
+         (c.shared_hidden > 0 ? ", shared experts of hidden " + std::to_string(c.shared_hidden) : "") + ", d_model " +
+         std::to_string(c.d_model()) + ", weights " + matrix_types_name(b.expert_types(), true) +
+         stored_note(s.stored, b.expert_types(), true);
+}
+
+}  // namespace
+
+const InferenceBlock& Layer::dense() const {
+  if (const auto* b = std::get_if<InferenceBlock>(&block)) return *b;
+  throw Error("layer " + std::to_string(layer) + " is a mixture of experts, not a dense block");
+}
+
+const MoeBlock& Layer::moe() const {
+  if (const auto* b = std::get_if<MoeBlock>(&block)) return *b;
+  throw Error("layer " + std::to_string(layer) + " is a dense block, not a mixture of experts");
+}
+
+int64_t Layer::d_model() const { return is_moe() ? moe().config().d_model() : dense().config().d_model; }
+
+void Layer::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
+  std::visit([&](const auto& b) { b.forward(x, y, pool); }, block);
+}
+
+std::string Layer::summary() const {
+  return std::visit([this](const auto& b) { return describe(*this, b); }, block);
+}
+
+}  // namespace ffn
