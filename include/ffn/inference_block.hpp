@@ -86,13 +86,14 @@ class InferenceBlock {
   // step reads; the panels hold these bytes plus padding to 64 rows).
   int64_t weight_bytes() const;
   // What the forward runs on the active ISA, one line: the kernels and activation formats
-  // of both stages, e.g. "gate+up: q_panel_gemm_avx512vnni_2x64 (q8_0 activations), fused;
-  // down: ...".
+  // of both stages, e.g. "gate+up q4_K panels: q4_K_panel_gemm_avx512_vnni_2x64, exact
+  // integer sums per super-block on q8_K activations, …; down q6_K panels: …".
   std::string describe() const;
   // Bytes of scratch a forward of T tokens on `threads` threads uses beyond the weights, x
   // and y: the hidden values [T][H] in f32, a [min(T, 256)][64] tile per thread ([..][128]
-  // when gate and up differ in type), and x and h in the formats the kernels take (bf16:
-  // 2 bytes a value; q8_0: a byte a value, a 4-byte scale per 32, a 4-byte sum per 4).
+  // when gate and up differ in type), and x and h in the activation formats the kernels take
+  // (bf16: 2 bytes a value; q8_0 / q8_K: a byte a value, a 4-byte scale per block of 32 /
+  // 256, a 2-byte sum per 16).
   int64_t workspace_bytes(int64_t T, int threads) const;
 
   // y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool` (default: a

@@ -68,7 +68,7 @@ void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& row
   const int64_t block = activation_block(rows.format);
   p.run([&](int ith, int nth) {
     const auto [c0, c1] = split_range(a.cols, ith, nth, block);
-    quantize_activations(k, rows, a.cols, 0, a.rows, c0, c1, a.data, a.stride);
+    quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
   });
 }
 
@@ -137,7 +137,7 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
         kernels::f32_activation_rows(act, n, nu, u, tile_cols, h.row(t0) + u0, h.stride);
     }
     if (fill_in_stage_1)
-      quantize_activations(k, h_down.rows, H, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel),
+      quantize_activations(k, h_down.rows, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel),
                            h.row(t0), h.stride);
   });
   if (!fill_in_stage_1) fill_rows(k, h_down.rows, h, p);

@@ -68,8 +68,8 @@ ActivationRows activation_rows(WeightType format, std::byte* buffer, int64_t T, 
 
 // The rows' buffer is the caller's (activation_rows made the view of it), so writing through
 // the view's pointers is writing to that buffer.
-void quantize_activations(const kernels::KernelTable& k, const ActivationRows& rows, int64_t K, int64_t t0, int64_t n,
-                          int64_t c0, int64_t c1, const float* x, int64_t ldx) {
+void quantize_activations(const kernels::KernelTable& k, const ActivationRows& rows, int64_t t0, int64_t n, int64_t c0,
+                          int64_t c1, const float* x, int64_t ldx) {
   const WeightType format = rows.format;
   if (format == WeightType::f32 || c1 <= c0 || n <= 0) return;
   if (format == WeightType::bf16) {

@@ -32,7 +32,7 @@ int64_t activation_block(WeightType format);
 // byte for byte ggml's quantize_row_q8_0 / quantize_row_q8_K with the sums of 16 — portable
 // code, O(T·K) against the products' O(T·N·K). c0 and c1 are multiples of
 // activation_block(format). A non-finite value is an ffn::Error (q8); f32 has nothing to do.
-void quantize_activations(const kernels::KernelTable& k, const kernels::ActivationRows& rows, int64_t K, int64_t t0,
-                          int64_t n, int64_t c0, int64_t c1, const float* x, int64_t ldx);
+void quantize_activations(const kernels::KernelTable& k, const kernels::ActivationRows& rows, int64_t t0, int64_t n,
+                          int64_t c0, int64_t c1, const float* x, int64_t ldx);
 
 }  // namespace ffn

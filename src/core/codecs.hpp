@@ -39,12 +39,12 @@ void encode(const float* x, std::byte* row, int64_t n);
 template <WeightType W>
 void unpack(const std::byte* block, SubBlockInts& out);
 
-#define FFN_DECLARE_CODEC(name, ...)                                            \
-  template <>                                                                   \
-  void decode<WeightType::name>(const std::byte* row, float* out, int64_t n);   \
-  template <>                                                                   \
-  void encode<WeightType::name>(const float* x, std::byte* row, int64_t n);     \
-  template <>                                                                   \
+#define FFN_DECLARE_CODEC(name, ...)                                          \
+  template <>                                                                 \
+  void decode<WeightType::name>(const std::byte* row, float* out, int64_t n); \
+  template <>                                                                 \
+  void encode<WeightType::name>(const float* x, std::byte* row, int64_t n);   \
+  template <>                                                                 \
   void unpack<WeightType::name>(const std::byte* block, SubBlockInts& out);
 FFN_WEIGHT_TYPES(FFN_DECLARE_CODEC)
 #undef FFN_DECLARE_CODEC
@@ -78,14 +78,14 @@ Block read_block(const std::byte* p) {
 
 // decode<W> and encode<W> of a ggml block type whose typed codec is dequantize_row_<name> /
 // quantize_row_<name> over Block (in a codec file, namespace ffn).
-#define FFN_BLOCK_CODEC(name, Block, Elements)                                                         \
-  template <>                                                                                          \
-  void decode<WeightType::name>(const std::byte* row, float* out, int64_t n) {                         \
-    codec_detail::decode_blocks<Block, dequantize_row_##name, Elements>(row, out, n);                  \
-  }                                                                                                    \
-  template <>                                                                                          \
-  void encode<WeightType::name>(const float* x, std::byte* row, int64_t n) {                           \
-    codec_detail::encode_blocks<Block, quantize_row_##name, Elements>(x, row, n);                      \
+#define FFN_BLOCK_CODEC(name, Block, Elements)                                        \
+  template <>                                                                         \
+  void decode<WeightType::name>(const std::byte* row, float* out, int64_t n) {        \
+    codec_detail::decode_blocks<Block, dequantize_row_##name, Elements>(row, out, n); \
+  }                                                                                   \
+  template <>                                                                         \
+  void encode<WeightType::name>(const float* x, std::byte* row, int64_t n) {          \
+    codec_detail::encode_blocks<Block, quantize_row_##name, Elements>(x, row, n);     \
   }
 
 }  // namespace ffn

@@ -24,12 +24,12 @@ constexpr int64_t kW = kernels::kPanelWidth;
 
 #define FFN_EXPAND_FIELDS(...) __VA_ARGS__
 const std::array<WeightTypeTraits, kWeightTypeCount> kTable{{
-#define FFN_TRAITS_ENTRY(name, gguf, block, bytes, panels, scales, format, summary)                                 \
-  {{WeightType::name, #name, gguf, block, bytes, summary, PanelFamily::panels != PanelFamily::none},                 \
-   PanelFamily::panels,                                                                                              \
-   kernels::q_format(WeightType::name),                                                                              \
-   decode<WeightType::name>,                                                                                         \
-   encode<WeightType::name>,                                                                                         \
+#define FFN_TRAITS_ENTRY(name, gguf, block, bytes, panels, scales, format, summary)                  \
+  {{WeightType::name, #name, gguf, block, bytes, summary, PanelFamily::panels != PanelFamily::none}, \
+   PanelFamily::panels,                                                                              \
+   kernels::q_format(WeightType::name),                                                              \
+   decode<WeightType::name>,                                                                         \
+   encode<WeightType::name>,                                                                         \
    {FFN_EXPAND_FIELDS scales}},
     FFN_WEIGHT_TYPES(FFN_TRAITS_ENTRY)
 #undef FFN_TRAITS_ENTRY
@@ -162,8 +162,8 @@ WeightType parse_weight_type(std::string_view name) {
   for (const auto& e : kTable)
     if (same(e.info.name, name)) {
       if (!e.info.is_weight)
-        throw Error("weight type '" + std::string(name) + "' is an activation format only; accepted: " +
-                    weight_type_names());
+        throw Error("weight type '" + std::string(name) +
+                    "' is an activation format only; accepted: " + weight_type_names());
       return e.info.type;
     }
   throw Error("weight type '" + std::string(name) + "' is unknown; accepted: " + weight_type_names());

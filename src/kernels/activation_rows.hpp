@@ -5,8 +5,8 @@
 //         odd K's row ending in a zero, the padding a bf16 pair panel's last pair reads;
 //   q8_0  ggml's quantize_row_q8_0 of each 32 values (int8 codes, a binary16 scale kept as
 //         f32), with the sums of each 16 consecutive codes — for the qblock panels and the
-//         32-value qsub types (ggml dots them with q8_0, or with q8_1, whose codes and scale
-//         are q8_0's and whose sum these sums give);
+//         32-value qsub types (ggml dots Q4_1 and Q5_1 with its q8_1, whose codes and scale
+//         are q8_0's and whose sum these sums give: one format serves both);
 //   q8_K  ggml's quantize_row_q8_K of each 256 values (int8 codes, an f32 scale, the sums of
 //         16), for the qsub types of 256-value blocks.
 // T rows of K values laid out in one buffer (core/activation_formats.hpp), sections apart so

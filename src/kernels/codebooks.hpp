@@ -1,5 +1,5 @@
 // ggml's 16-entry codebooks of its non-linear 4-bit types and MXFP4's e8m0 block scale: shared
-// by the block codecs (core/ggml_blocks_{32,k}.cpp) and the K-panel kernels (kq_panels.hpp), which
+// by the block codecs (core/ggml_blocks_{32,k}.cpp) and the qsub panel kernels (qsub_panels.hpp), which
 // map the stored nibbles through the same tables.
 #pragma once
 

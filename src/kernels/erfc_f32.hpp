@@ -14,8 +14,7 @@
 //   - exp(−hi) is the last factor, so a result below FLT_MIN is rounded once.
 // Measured against double-precision erfc on dense grids of [−12, 12] and ±1e−40…1e5: at
 // most 5.8 ulp, 0.4–0.5 on average (SLEEF's erfcf_u15, used before: 2.5 and 0.2), in a
-// third to a fifth of the time (Zen 4, per 16 values: AVX-512 11–15 ns against SLEEF's 48,
-// AVX2 21 against 73). Held to 6 ulp by tests/unit/test_erfc.cpp. GELU takes erfc at
+// fraction of SLEEF's time (docs/performance.md). Held to 6 ulp by tests/unit/test_erfc.cpp. GELU takes erfc at
 // −x/√2, whose own rounding moves erfc by a² ulp (≥ 4.5 ulp once x < −3) whichever erfc.
 // Beyond a = 10.1 erfc(a) < FLT_TRUE_MIN/2, so a is clamped there (which also keeps
 // hi − a² from reading Inf − Inf). NaN stays NaN; erfc(±0) = 1, erfc(−Inf) = 2.

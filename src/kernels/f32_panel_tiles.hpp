@@ -17,11 +17,9 @@
 // its StreamedTokens prefetches nothing: its first strip reads the panel once, in order,
 // and the hardware prefetcher alone streams that fastest — the block's FMAs take less time
 // than its bytes, so there is nothing for a prefetch to hide them behind, and its
-// instructions only cost issue slots (decode on the 7B shape with AVX-512: 1.11–1.15×
-// faster at T = 1 and 4 than with the prefetch at any distance from 2 to 128 KiB; larger
-// blocks in kStreamedTokensPerLineOp). A tile of several passes (AVX2's 6×16 and 3×32)
-// reads each row's lines a pass apart and always keeps the prefetch (6×16 without it:
-// 1.2× slower at T = 1, 1.8× at 4).
+// instructions only cost issue slots (larger blocks: kStreamedTokensPerLineOp). A tile of
+// several passes (AVX2's 6×16 and 3×32) reads each row's lines a pass apart and always keeps
+// the prefetch. (Measurements: docs/performance.md, "The kernels' constants".)
 // Determinism: element C[t][j] is the chain acc ← fma(A[t][k], P[k][j], acc) over k in
 // order from 0, resumed through C between K blocks; edge strips instantiate fewer rows of
 // the same code. So a value depends on neither T nor the token's place in a tile: a token
@@ -41,24 +39,16 @@ inline constexpr int64_t kPanelKBlock = 512;
 // Token blocks of exactly kBalancedStrips strips (13–18 tokens with MR = 6) — where the
 // panel's bytes and the strips' FMAs take about the same time — step K by this much
 // instead: the strips share a 16 KiB piece of the panel from L1 and the next piece is
-// prefetched close ahead. Measured on the 7B shape, alternating in one process: f32
-// 1.05–1.15× faster at T = 13…18, bf16 (vdpbf16ps) 1.07–1.32×, f16 level (1.01–1.03×);
-// AVX2 f32 1.17–1.19× at T = 16. With two strips (memory-bound) or four and more
-// (FMA-bound) it was level or slower.
-// In such a block the first strip, which reads the piece first, issues no prefetch and the
-// other strips share the next piece: f32 1.09–1.14× faster at T = 13…18, AVX2 f32
-// 1.07–1.08×, f16 1.03–1.04×, bf16 (vdpbf16ps) level (0.97–1.05×). Blocks of four strips
-// and more lost by it (f32 0.88× at T = 24).
+// prefetched close ahead; with two strips (memory-bound) or four and more (FMA-bound) that
+// was level or slower. In such a block the first strip, which reads the piece first, issues
+// no prefetch and the other strips share the next piece.
 inline constexpr int64_t kBalancedKBlock = 64;
 inline constexpr int64_t kBalancedStrips = 3;
 // The StreamedTokens of one-pass tiles that dot a 64-byte line with one instruction per
 // token: the AVX-512 f32 tile (16 weights of 4 bytes) and the vdpbf16ps tile (32 of 2).
 // Up to 10 tokens their FMAs finish before memory delivers the block (the balance of this
-// machine's roofs is ≈ 12 f32 tokens). Measured on the 7B shape, alternating in one
-// process, against prefetching from the second strip on: f32 1.03–1.16× faster at
-// T = 7…10, 0.95–0.97× at 11 and 12; bf16 (vdpbf16ps) 1.04–1.13× at 7…12. The f16 tile
-// widens each half-line with a conversion as well and keeps one strip (level at 7 and 8,
-// 0.94–0.97× at 10 and 12 without the prefetch).
+// machine's roofs is ≈ 12 f32 tokens). The f16 tile widens each half-line with a
+// conversion as well and keeps one strip.
 inline constexpr int kStreamedTokensPerLineOp = 10;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
@@ -74,15 +64,11 @@ struct PrefetchShare {
 
 // Which streamed token blocks (at most StreamedTokens, which rely on the hardware
 // prefetcher) still prefetch ahead of the row they read: those of at least `min_tokens`,
-// `bytes` ahead, into L1. Measured on the 7B shape, alternating in one process, against
-// none:
-// - f16, and bf16 widened in registers, 16 KiB at every T: 1.00–1.06× at T = 1 (widened
-//   bf16 1.15×), 1.09–1.20× at 2, 1.21–1.24× at 4. Each half-line widens by a conversion
-//   before its FMA, so the loop does more work per byte than f32's and the out-of-order
-//   window alone no longer runs far enough ahead of the loads (likewise the q8_0 / q4_0 kernel).
-// - bf16 with vdpbf16ps, 8 KiB from 7 tokens (two strips, the second rereading the block):
-//   1.03–1.20× at T = 7…10; at 1…6 tokens 0.93–1.05×, so none there.
-// - f32, none: 0.90× at T = 1 with 8 or 16 KiB, level at 9 and 10.
+// `bytes` ahead, into L1: f16, and bf16 widened in registers, 16 KiB at every T (each
+// half-line widens by a conversion before its FMA, so the loop does more work per byte than
+// f32's and the out-of-order window alone no longer runs far enough ahead of the loads;
+// likewise the integer kernels); bf16 with vdpbf16ps 8 KiB from 7 tokens (two strips, the
+// second rereading the block); f32 none.
 struct StreamAhead {
   int64_t bytes = 0;
   int64_t min_tokens = 1;

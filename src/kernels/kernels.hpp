@@ -86,9 +86,9 @@ using PanelGemm = void (*)(int64_t T, int64_t K, const ActivationRows& A, const 
 
 // A weight type's panel kernel in one ISA's table: the forward's one indirect call a panel.
 struct PanelKernel {
-  std::string name;                           // its contract: "q4_K_panel_gemm_avx512_vnni_2x64"
-  std::string_view arithmetic;                // how it multiplies, for people: "vdpbf16ps", "f32 FMA", …
-  WeightType activations = WeightType::f32;   // the activation format it takes
+  std::string name;                          // its contract: "q4_K_panel_gemm_avx512_vnni_2x64"
+  std::string_view arithmetic;               // how it multiplies, for people: "vdpbf16ps", "f32 FMA", …
+  WeightType activations = WeightType::f32;  // the activation format it takes
   PanelGemm fn = nullptr;
   explicit operator bool() const { return fn != nullptr; }
 };
@@ -221,8 +221,8 @@ const KernelTable& active_kernels();
 // against its reference.
 struct RegisteredKernel {
   Op op;
-  std::string_view name;  // the kernel's function, e.g. "f32_gemm_nt_avx2_3x3" in the avx512_vnni table
-  Isa isa;                // the table's ISA
+  std::string_view name;              // the kernel's function, e.g. "f32_gemm_nt_avx2_3x3" in the avx512_vnni table
+  Isa isa;                            // the table's ISA
   WeightType type = WeightType::f32;  // Op::panel_gemm: the weight type it multiplies
 };
 std::vector<RegisteredKernel> registered_kernels(Isa isa);

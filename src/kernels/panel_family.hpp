@@ -63,10 +63,12 @@ constexpr void for_each_type_of(F&& f) {
   [&]<int... I>(std::integer_sequence<int, I...>) {
     (
         [&] {
-          if constexpr (panel_family(static_cast<WeightType>(I)) == family) f.template operator()<static_cast<WeightType>(I)>();
+          if constexpr (panel_family(static_cast<WeightType>(I)) == family)
+            f.template operator()<static_cast<WeightType>(I)>();
         }(),
         ...);
-  }(std::make_integer_sequence<int, kWeightTypeCount>{});
+  }
+  (std::make_integer_sequence<int, kWeightTypeCount>{});
 }
 
 }  // namespace ffn::kernels

@@ -54,10 +54,9 @@ void f32_panel_kernel(int64_t T, int64_t K, const ActivationRows& A, const std::
 // The set of a family's template kernel, named family_suffix in the kernel file:
 // FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_1x64, panel) defines qsub_panel_gemm_avx2_1x64
 // from panel<W>.
-#define FFN_PANEL_KERNEL_SET(family, suffix, kernel)                                                 \
-  const ::ffn::kernels::PanelGemmSet family##_##suffix = ::ffn::kernels::panel_gemm_set<             \
-      ::ffn::kernels::PanelFamily::family>([]<::ffn::WeightType W>() -> ::ffn::kernels::PanelGemm { \
-    return &kernel<W>;                                                                               \
-  })
+#define FFN_PANEL_KERNEL_SET(family, suffix, kernel)                       \
+  const ::ffn::kernels::PanelGemmSet family##_##suffix =                   \
+      ::ffn::kernels::panel_gemm_set<::ffn::kernels::PanelFamily::family>( \
+          []<::ffn::WeightType W>() -> ::ffn::kernels::PanelGemm { return &kernel<W>; })
 // Registering a set in a register file: FFN_PANEL_KERNELS(table, qsub, panel_gemm_avx2_1x64).
 #define FFN_PANEL_KERNELS(table, family, suffix) ::ffn::kernels::add_panel_kernels(table, family##_##suffix, #suffix)

@@ -22,14 +22,14 @@ namespace ffn::kernels {
 enum class Codebook { none, iq4, mxfp4 };
 
 struct QFormat {
-  int sub = 32;                         // values a sub-block: 16 or 32 (qblock: 32, its block)
-  int offset = 0;                       // subtracted from q (Q8_0 128, Q4_0 8, Q6_K 32, …)
-  bool nibbles = false;                 // q's low 4 bits, two values a byte (else q a byte a value)
-  bool has_min = false;                 // dmin and m present
-  int high_bits = 0;                    // bits of q above the nibble, in the h section (nibble types only)
-  Codebook codebook = Codebook::none;   // the nibbles are looked up (vpshufb) rather than used
-  bool e8m0 = false;                    // d is an e8m0 exponent byte (MXFP4), not binary16
-  int block = 0;                        // values a block: the list's block column (set from it)
+  int sub = 32;                        // values a sub-block: 16 or 32 (qblock: 32, its block)
+  int offset = 0;                      // subtracted from q (Q8_0 128, Q4_0 8, Q6_K 32, …)
+  bool nibbles = false;                // q's low 4 bits, two values a byte (else q a byte a value)
+  bool has_min = false;                // dmin and m present
+  int high_bits = 0;                   // bits of q above the nibble, in the h section (nibble types only)
+  Codebook codebook = Codebook::none;  // the nibbles are looked up (vpshufb) rather than used
+  bool e8m0 = false;                   // d is an e8m0 exponent byte (MXFP4), not binary16
+  int block = 0;                       // values a block: the list's block column (set from it)
 
   constexpr int subs() const { return block / sub; }
   constexpr bool has_codebook() const { return codebook != Codebook::none; }

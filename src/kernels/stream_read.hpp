@@ -3,10 +3,10 @@
 // each advanced by Lines cache lines per round — with full-width loads, summed in at most 4
 // chains per stream.
 //
-// Why several patterns: this machine's memory delivers very different rates to patterns
-// that read the same bytes (2 threads, GB/s, one run: 1 stream × 1 line 72–78, 2 × 1
-// 77–79, 4 × 4 65–68, 1 × 4 61–63, 8 × 1 62–63, 16 × 1 48–49) — a single pattern would
-// judge the kernels against less than the machine gives. The roof is the best of them.
+// Why several patterns: a machine's memory can deliver very different rates to patterns
+// that read the same bytes (docs/performance.md, "The kernels' constants") — a single
+// pattern would judge the kernels against less than the machine gives. The roof is the best
+// of them.
 //   Returns a value depending on every load, so the reads cannot be optimised away.
 #pragma once
 

@@ -2,9 +2,8 @@
 // guided chunks (internal).
 //
 // Why: a static split gives each thread an equal share, and the job ends when the slower
-// thread does. On this project's shared 2-core VM the two cores rarely run at the same
-// speed — the forward's panel sweeps ended 3–23 % of the job's time apart — so the faster
-// thread idled for that long. Here a thread that finishes a chunk takes the next one, and
+// thread does. On a shared machine the cores rarely run at the same speed, so the faster
+// thread idles for the difference (docs/performance.md). Here a thread that finishes a chunk takes the next one, and
 // chunks shrink as the work runs out (guided self-scheduling: the remaining items /
 // (2 · threads), at least a minimum the caller sets), so the threads end within about one
 // such chunk of each other, while the first chunks stay long runs of consecutive items (a
@@ -16,9 +15,7 @@
 // are (token block, panel) pairs thus gets chunks of one token block, and its threads
 // share that block's activations in cache. (Sized from all remaining items instead, the
 // first claims took whole token blocks, one per thread, and each thread swept the panels
-// over a block of its own: at T = 1024 on the GELU 4096→16384 shape, two 16 MB blocks of
-// h in a 32 MB L3, the down projection ran up to 1.06× slower, alternating in one process:
-// above 1.01× in 10 of 12 rounds.)
+// over a block of its own, and two blocks of h competed for the last-level cache.)
 //
 // Which thread computes an item changes nothing in the item's result, so callers whose
 // items are computed independently (each output by one thread, as every forward kernel

@@ -2,9 +2,9 @@
 //
 // Why: a fresh buffer costs a page fault per page on first touch — in a virtual machine the
 // host backs it then too — and the forward and backward of a block need tens of MB of
-// [T][H] buffers and per-thread tiles on every call. Measured on this project's 2-core VM:
-// a SwiGLU(4096) training step at T = 256 spent 28 % of its time faulting in fresh huge
-// pages. So each thread keeps its buffers, one per slot, and grows them when asked for more.
+// [T][H] buffers and per-thread tiles on every call (a training step spent a large share of
+// its time faulting in fresh pages: docs/performance.md). So each thread keeps its buffers,
+// one per slot, and grows them when asked for more.
 //
 // Rules: a view is valid until the same thread asks for the same slot again; its contents
 // are whatever the last user left (memory new to the slot is zero), so callers write before

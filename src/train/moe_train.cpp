@@ -19,9 +19,8 @@ namespace ffn {
 namespace {
 
 // Mean (token, expert) pairs per active expert up to which the experts are shared out among
-// the threads, each computed on one (moe/expert_schedule.hpp). At ffn compare's sizes (64
-// tokens an expert, D 128, H 169) sharing trained 1.4–1.7× faster on 2 threads than
-// splitting each expert's small products (docs/experiment.md).
+// the threads, each computed on one (moe/expert_schedule.hpp): at ffn compare's sizes sharing
+// trains faster than splitting each expert's small products (docs/experiment.md).
 constexpr int64_t kTokensPerExpertForSharing = 256;
 
 BlockConfig shared_config(const MoeConfig& c) {

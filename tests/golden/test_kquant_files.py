@@ -64,7 +64,7 @@ def ggml_type(name):
 
 def block_of(name):
     """Values a block of weight type `name`: the block of the activations ffn and ggml dot it
-    with (q8_K for 256, q8_0 / q8_1 codes for 32)."""
+    with (q8_K for 256, q8_0 codes for 32)."""
     return gguf.GGML_QUANT_SIZES[ggml_type(name)][0]
 
 

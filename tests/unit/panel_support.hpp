@@ -24,21 +24,23 @@ struct Activations {
   std::vector<float> values;  // [T][K]
 };
 
-inline Activations quantise(WeightType format, int64_t T, int64_t K, std::vector<float> x,
-                            Isa isa = Isa::scalar) {
+inline Activations quantise(WeightType format, int64_t T, int64_t K, std::vector<float> x, Isa isa = Isa::scalar) {
   Activations a;
   a.source = std::move(x);
   a.buffer = AlignedFloats(activation_bytes(format, T, K) / 4 + 16);
   a.rows = activation_rows(format, reinterpret_cast<std::byte*>(a.buffer.data()), T, K, a.source.data(), K);
-  quantize_activations(kernels::kernel_table(isa), a.rows, K, 0, T, 0, K, a.source.data(), K);
+  quantize_activations(kernels::kernel_table(isa), a.rows, 0, T, 0, K, a.source.data(), K);
   a.values.resize(size_t(T * K));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t k = 0; k < K; ++k) {
       const kernels::ActivationRows row = a.rows.from_token(t);
       float v = 0;
-      if (format == WeightType::f32) v = row.f32()[k];
-      else if (format == WeightType::bf16) v = bf16_to_f32(row.bf16()[k]);
-      else v = float(row.codes()[k]) * row.scales[k / (K / row.scale_stride)];
+      if (format == WeightType::f32)
+        v = row.f32()[k];
+      else if (format == WeightType::bf16)
+        v = bf16_to_f32(row.bf16()[k]);
+      else
+        v = float(row.codes()[k]) * row.scales[k / (K / row.scale_stride)];
       a.values[size_t(t * K + k)] = v;
     }
   return a;
@@ -70,8 +72,8 @@ inline Panel pack(WeightType t, const std::byte* bytes, int64_t row_bytes, int64
                   Isa isa = Isa::scalar) {
   const auto& traits = weight_type_traits(t);
   Panel p{AlignedFloats((traits.panel_bytes(K) + 3) / 4)};
-  traits.rows_into_panel(kernels::kernel_table(isa), bytes, row_bytes, N, K, reinterpret_cast<std::byte*>(p.storage.data()),
-                         0);
+  traits.rows_into_panel(kernels::kernel_table(isa), bytes, row_bytes, N, K,
+                         reinterpret_cast<std::byte*>(p.storage.data()), 0);
   return p;
 }
 inline Panel pack(WeightType t, const StoredRows& w, int64_t N, int64_t K, Isa isa = Isa::scalar) {

@@ -7,9 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <vector>
-
 #include <cstring>
+#include <vector>
 
 #include "core/activation_formats.hpp"
 #include "ffn/quant.hpp"
@@ -116,7 +115,6 @@ TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
   }
 }
 
-
 // AVX512_BF16's panel product: against the double-precision sum of the rounded operands
 // (activations rounded to bf16 by f32_to_bf16_rows, weights as stored) within K·u·Σ|Ã·P|
 // — each vdpbf16ps step rounds once per product added, products of bf16 are exact in f32.
@@ -133,7 +131,8 @@ TEST(Bf16DotPanel, MatchesDoubleSumOfRoundedOperands) {
       if (p.kernel->activations != WeightType::bf16) continue;
       any = true;
       const auto& k = kernels::kernel_table(isa);
-      ASSERT_NE(k.f32_to_bf16_rows, nullptr) << isa_name(isa) << " has " << p.kernel->name << " but no f32_to_bf16_rows";
+      ASSERT_NE(k.f32_to_bf16_rows, nullptr)
+          << isa_name(isa) << " has " << p.kernel->name << " but no f32_to_bf16_rows";
       for (int64_t K : {0, 1, 5, 511, 512, 513, 700, 1100})
         for (int64_t T : {1, 6, 7, 13, 257}) {
           const int64_t Kp = kernels::bf16_panel_rows(K), lda = Kp + 2;

@@ -5,8 +5,8 @@
 //     the f32 bound of reference_forward_token holds unchanged — except bf16 on
 //     AVX512_BF16, whose products take x and h rounded to bf16: that bound plus the
 //     rounding (operand_rounding 2⁻⁸).
-//   q8_0 / q4_0 (and the 32-blocks of the K-panels, Q4_1 … IQ4_NL, MXFP4, whose q8_1
-//   activations are q8_0's codes and scale): that bound plus the activations' quantisation to q8_0 (at every T): an
+//   q8_0 / q4_0 (and the qsub types of 32-value blocks, Q4_1 … IQ4_NL, MXFP4, which take q8_0
+//   activations too): that bound plus the activations' quantisation to q8_0 (at every T): an
 //     activation of a block with largest magnitude a is off by at most
 //     e(a) = a/254 + 127·max(2⁻¹¹·a/127, 2⁻²⁵)   (half a step, plus the binary16 rounding
 //     of the scale a/127, relative 2⁻¹¹ or absolute 2⁻²⁵ when subnormal), propagated:
@@ -16,7 +16,7 @@
 //       δh = L·δu                                (2-matrix);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
-//   q6_K … q2_K, iq4_xs: the same with the activations quantised to q8_K (blocks of 256, an f32
+//   q6_K … q2_K, iq4_xs, tq1_0, tq2_0: the same with the activations quantised to q8_K (blocks of 256, an f32
 //     scale): e(a) = a/254 + a·2⁻²⁰ (half a step, and the f32 scale's rounding with margin),
 //     a the largest magnitude of the value's block of 256.
 //   A mix of types meets the bound of its widest terms: the quantisation term where any

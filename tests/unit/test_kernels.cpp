@@ -118,7 +118,7 @@ TEST_P(RoofLoop, StreamReadReadsEveryFloat) {
 // an FMA, 4 for a vdpbf16ps pair): so each loop must run exactly that many chains of that
 // many lanes. Its result, the sum of every lane of every chain, shows it: chain c starts at
 // 10⁻³·c (f32_fma_roof.hpp) and steps x ← 0.999·x + 10⁻³ (f32), or x ← x + 2b² with b the
-// bf16 0x3A83 (bf16_dot_avx512bf16.cpp). The model runs in double; f32's roundings stay
+// bf16 0x3A83 (avx512_bf16/bf16_panel_gemm_avx512_bf16.cpp). The model runs in double; f32's roundings stay
 // within 10⁻³ relative for the f32 chains (contracting: ≤ 2u/(1 − 0.999) each) and 10⁻²
 // for the bf16 ones (≤ 1 ulp of x a step), while a chain or a lane too many or too few, or
 // one product a step instead of two, moves the sum by 4% or more.
@@ -261,8 +261,9 @@ TEST(KernelRegistry, AvxLevelsInheritWhatTheyDoNotReplace) {
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::f32_panel_gemm), name_of(Isa::avx512, Op::f32_panel_gemm));
   EXPECT_EQ(name_of(Isa::avx512_bf16, Op::panel_gemm, WeightType::bf16), "bf16_panel_gemm_avx512_bf16_6x64");
   for (const kernels::RegisteredKernel& r : kernels::registered_kernels(Isa::avx512_vnni))
-    if (r.op != Op::panel_gemm || r.type != WeightType::bf16)
+    if (r.op != Op::panel_gemm || r.type != WeightType::bf16) {
       EXPECT_EQ(name_of(Isa::avx512_bf16, r.op, r.type), std::string(r.name));
+    }
 }
 #endif
 

@@ -162,22 +162,22 @@ const std::vector<PanelFamily> kQSub = test::checks_panels({PanelFamily::qsub});
 
 TEST_P(QSubKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
-      for (int64_t K : {256, 512, 2304})
-        for (int64_t N : {1, 31, 64})
-          for (int64_t T : {1, 2, 3, 5}) {
-            const WeightType t = panel.type;
-            const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
-            const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
-            const test::Panel packed = panel_of(t, w, N, K);
-            std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
-            panel.kernel->fn(T, K, x.rows, packed.data(), c.data(), 64);
-            reference(t)(T, K, x.rows, packed.data(), ref.data(), 64);
-            const std::string where = panel.kernel->name + " K=" + std::to_string(K) + " N=" + std::to_string(N) +
-                                      " T=" + std::to_string(T);
-            for (int64_t r = 0; r < T; ++r)
-              for (int64_t n = 0; n < N; ++n) ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)]) << where;
-            EXPECT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
-          }
+    for (int64_t K : {256, 512, 2304})
+      for (int64_t N : {1, 31, 64})
+        for (int64_t T : {1, 2, 3, 5}) {
+          const WeightType t = panel.type;
+          const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
+          const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
+          const test::Panel packed = panel_of(t, w, N, K);
+          std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+          panel.kernel->fn(T, K, x.rows, packed.data(), c.data(), 64);
+          reference(t)(T, K, x.rows, packed.data(), ref.data(), 64);
+          const std::string where =
+              panel.kernel->name + " K=" + std::to_string(K) + " N=" + std::to_string(N) + " T=" + std::to_string(T);
+          for (int64_t r = 0; r < T; ++r)
+            for (int64_t n = 0; n < N; ++n) ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)]) << where;
+          EXPECT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
+        }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(QSubKernels);

@@ -1,5 +1,5 @@
 // AVX2 activations: the loops of activation_tiles.hpp over SLEEF's 8-lane functions.
-// Compiled with -mavx2 -mfma (this file only); used only when the CPU has AVX2 and FMA.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/activation_tiles.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/math_avx2.hpp"

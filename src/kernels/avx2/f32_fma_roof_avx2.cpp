@@ -1,6 +1,6 @@
 // The roofs' loops on ymm registers: compute, 12 FMA chains × 8 lanes (12 of the 16
 // registers); memory, the read patterns of stream_read.hpp with 32-byte loads.
-// Compiled with -mavx2 -mfma.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"

@@ -1,9 +1,7 @@
 // AVX2+FMA f32 GEMMs of backward (NN: C = A·B; TN: C += Aᵀ·B), 6×16 register tile: 6 rows
 // × 2 ymm = 12 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 16 registers).
 // Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx2.hpp.
-// Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
-// The forward's f32_gemm_nt_packed (row-major blocks, many tokens) is here too: the panel
-// tile of f32_panel_tiles.hpp, 6×16 in four passes, over weight rows transposed per call.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"

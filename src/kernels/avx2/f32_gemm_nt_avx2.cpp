@@ -1,7 +1,7 @@
 // AVX2+FMA f32 GEMM (C = A·Bᵀ), 3×3 register tile: 9 ymm accumulators of 8 lanes
 // (+ 3 weight vectors + 1 activation vector of the 16 registers). Loops in
 // f32_gemm_nt_tiles.hpp, vector operations in vec_avx2.hpp.
-// Compiled with -mavx2 -mfma (this file only); called only when the CPU has both.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"

@@ -1,7 +1,7 @@
 // AVX2 panel kernel for 16-bit weights (C = A·widen(P)), the tiles of f32_panel_gemm_avx2
 // with loads that widen 8 weights to one ymm: bf16 pairs by masking or shifting left 16
 // (exact), f16 by F16C's vcvtph2ps (exact).
-// Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <cstring>
 
 #include "kernels/avx2/vec_avx2.hpp"
@@ -86,10 +86,9 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
 // out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
 // each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
 // tokens, bf16 up to 2 (as bf16_pair_tile, which widens both rows of a pair load) — and
-// the rest the four-pass 6×16 tile. Measured on the 7B shape, alternating in one process:
-// one token × 64 columns against 6×16 at T = 1, f16 1.81×, bf16 1.78×; 2×64 against the
-// tiles before it, f16 1.35× at T = 2, 1.06× at 3, 1.04× at 4, 0.91× at 5; bf16 1.53× at
-// T = 2, 0.90–0.95× at 3 and 4. Either tile gives every element the same bits.
+// the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning
+// (docs/performance.md, "The kernels' constants"). Either tile gives every element the same
+// bits.
 void f16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                    int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);

@@ -1,8 +1,7 @@
 // AVX2 integer product with a qblock panel (Q8_0, Q4_0) packed at load (layout and arithmetic
 // in qblock_panels.hpp), the 1×64 tile of qblock_tile_avx2.hpp.
-// Against a 1×32 tile that read each block's two halves in two passes over a K block, on
-// the 7B shape, alternating in one process: q8_0 1.35× faster at T = 1, 1.11× at 4,
-// 1.02–1.03× at 16 and 64; q4_0 1.65× at T = 1, 1.12–1.15× at 4…64.
+// (It beat a 1×32 tile reading each block's two halves in two passes at every T measured:
+// docs/performance.md, "The kernels' constants".)
 // A group's 4 weights of 8 rows are one vector: vpmaddubsw multiplies unsigned by signed
 // bytes into pairs of int16, vpmaddwd adds the pairs into int32 lanes — each lane the exact
 // Σ of its row's 4 products. q4_0's nibbles (w + 8, at most 15) stay unsigned and the sum
@@ -11,7 +10,7 @@
 // so exact — and widened by one vpmaddwd a block instead of one a vector. q8_0 multiplies
 // |w| by x carrying w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no
 // correction (two such pairs could: its pairs are widened one vector at a time).
-// Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/qblock_tile_avx2.hpp"
 
@@ -26,7 +25,9 @@ struct MaddubsSums {
   template <WeightType W, class XGroup, class XSum>
   static void sums(const std::byte* q, const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) {
     constexpr QFormat f = q_format(W);
-    auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
+    auto w_vec = [&](int g, int v) {
+      return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
+    };
     if constexpr (!f.nibbles) {
       static_assert(f.offset == 128, "byte codes are read back as signed weights by flipping their top bit");
       const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
@@ -48,8 +49,8 @@ struct MaddubsSums {
           const __m256i raw = w_vec(g, v);
           const __m256i lo = _mm256_and_si256(raw, nibble);
           const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-          pairs[v] = _mm256_add_epi16(
-              pairs[v], _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi)));
+          pairs[v] = _mm256_add_epi16(pairs[v],
+                                      _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi)));
         }
       }
       const __m256i c = _mm256_set1_epi32(-f.offset * x_sum());

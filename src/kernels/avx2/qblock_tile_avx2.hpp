@@ -42,7 +42,8 @@ inline void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bo
       return _mm256_set1_epi32(bytes);
     };
     __m256i sum[8];
-    BlockSums::template sums<W>(blk + kQBlockScaleBytes, x_group, [&] { return q8_block_sum(A.sums, b); }, sum);
+    BlockSums::template sums<W>(
+        blk + kQBlockScaleBytes, x_group, [&] { return q8_block_sum(A.sums, b); }, sum);
     const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v) {
       const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 2 * 8 * v));

@@ -15,7 +15,7 @@
 // are not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its
 // own. MXFP4's d is made from its e8m0 byte in integer registers. The 32-blocks (one
 // sub-block a block, whose scale the panel stores as 1) skip the scales: vpmaddwd by ones.
-// Compiled with -mavx2 -mfma -mf16c (this file only); called only when the CPU has them.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -54,9 +54,9 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
   constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
   __m256i codebook = _mm256_setzero_si256();
   if constexpr (f.has_codebook())
-    codebook =
-        _mm256_add_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
-                        _mm256_set1_epi8(char(bias)));
+    codebook = _mm256_add_epi8(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
+        _mm256_set1_epi8(char(bias)));
   // The two halves' int16 pairs may be added before vpmaddwd (at most 4·(max|q| + bias)·127
   // each).
   constexpr bool add_halves = 4 * (f.max_abs_q() + bias) * 127 < 32768;

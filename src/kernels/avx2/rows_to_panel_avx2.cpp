@@ -2,7 +2,7 @@
 // 8 rows × 8 values at a time transposed in registers (32-bit: transpose_avx2.hpp; 16-bit:
 // three rounds of unpacks), 64 values of k at a time so that the writes stay within a few
 // KiB of the panel; the edges one value at a time.
-// Compiled with -mavx2 (this file only); called only when the CPU has it.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -9,8 +9,7 @@
 // saturates. Against AVX2's vpmaddubsw form that is 1 instruction a q8_0 vector instead of
 // 5 (xor, abs, sign, vpmaddubsw, vpmaddwd and the add) and 2 dot products a q4_0 vector
 // instead of 3 operations and a share of the widening.
-// Compiled with -mavx2 -mfma -mf16c -mavxvnni (this file only); called only when the CPU
-// has them.
+// Compiled with the avx2_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx2/qblock_tile_avx2.hpp"
 #include "kernels/avx2_vnni/avx2_vnni_kernels.hpp"
 
@@ -21,7 +20,9 @@ struct DpbusdSums {
   template <WeightType W, class XGroup, class XSum>
   static void sums(const std::byte* q, const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) {
     constexpr QFormat f = q_format(W);
-    auto w_vec = [&](int g, int v) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)); };
+    auto w_vec = [&](int g, int v) {
+      return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
+    };
     const __m256i c = _mm256_set1_epi32(-f.offset * x_sum());
     for (int v = 0; v < 8; ++v) sum[v] = c;
     if constexpr (!f.nibbles) {

@@ -14,8 +14,7 @@
 // (vpdpbusd adds in int32). MXFP4's d is made from its e8m0 byte in integer registers.
 // With the first token (prefetch) the panel kQPanelPrefetchBytes ahead is pulled into L1,
 // a sub-block's share of its lines at a time, as the AVX2 kernel does.
-// Compiled with -mavx2 -mfma -mf16c -mavxvnni (this file only); called only when the CPU
-// has them.
+// Compiled with the avx2_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -32,8 +31,12 @@ constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 
 inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
 
 // 8 bytes at p widened to int32 lanes, signed or unsigned.
-inline __m256i i8x8(const uint8_t* p) { return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
-inline __m256i u8x8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+inline __m256i i8x8(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256i u8x8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
 
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when resume.
 template <WeightType W>
@@ -46,9 +49,9 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   __m256i biased_codebook = _mm256_setzero_si256();
   if constexpr (f.has_codebook())
-    biased_codebook =
-        _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
-                         _mm256_set1_epi8(char(0x80)));
+    biased_codebook = _mm256_xor_si256(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
+        _mm256_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
   // The d of 8 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
   // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
@@ -119,7 +122,8 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
       }
       // The 32-blocks' one scale is 1 (qsub_panels.hpp): no multiply.
       for (int v = 0; v < 8; ++v)
-        I[v] = f.subs() == 1 ? s[v] : _mm256_add_epi32(I[v], _mm256_mullo_epi32(s[v], i8x8(blk + L.sc + u * 64 + 8 * v)));
+        I[v] =
+            f.subs() == 1 ? s[v] : _mm256_add_epi32(I[v], _mm256_mullo_epi32(s[v], i8x8(blk + L.sc + u * 64 + 8 * v)));
     }
     const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v)
@@ -129,7 +133,8 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
       for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
       for (int u = 0; u < f.subs(); ++u) {
         const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
-        for (int v = 0; v < 8; ++v) M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * v), B));
+        for (int v = 0; v < 8; ++v)
+          M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * v), B));
       }
       for (int v = 0; v < 8; ++v) {
         const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));

@@ -1,5 +1,5 @@
 // AVX-512 activations: the loops of activation_tiles.hpp over SLEEF's 16-lane functions.
-// Compiled with -mavx512f -mavx2 -mfma (this file only); used only when the CPU has AVX-512F.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/activation_tiles.hpp"
 #include "kernels/avx512/avx512_kernels.hpp"
 #include "kernels/avx512/math_avx512.hpp"

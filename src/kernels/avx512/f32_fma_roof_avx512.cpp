@@ -1,6 +1,6 @@
 // The roofs' loops on zmm registers: compute, 24 FMA chains × 16 lanes (24 of the 32
 // registers); memory, the read patterns of stream_read.hpp with 64-byte loads.
-// Compiled with -mavx512f -mfma.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/avx512/avx512_kernels.hpp"

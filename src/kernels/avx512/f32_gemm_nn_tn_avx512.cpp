@@ -1,9 +1,7 @@
 // AVX-512F f32 GEMMs of backward (NN: C = A·B; TN: C += Aᵀ·B), 8×32 register tile: 8 rows
 // × 2 zmm = 16 accumulators (+ 2 vectors of a row of B + 1 broadcast of the 32 registers).
 // Loops and packing in f32_gemm_nn_tn_tiles.hpp, vector operations in vec_avx512.hpp.
-// Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
-// The forward's f32_gemm_nt_packed (row-major blocks, many tokens) is here too: the panel
-// tile of f32_panel_tiles.hpp, 6×64, over weight rows transposed per call.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_gemm_nn_tn_tiles.hpp"
 #include "kernels/f32_panel_tiles.hpp"

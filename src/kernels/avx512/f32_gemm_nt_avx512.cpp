@@ -1,7 +1,7 @@
 // AVX-512F f32 GEMM (C = A·Bᵀ), 4×4 register tile: 16 zmm accumulators of 16 lanes
 // (+ 4 weight vectors + 1 activation vector of the 32 registers). Loops in
 // f32_gemm_nt_tiles.hpp, vector operations in vec_avx512.hpp.
-// Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/f32_gemm_nt_tiles.hpp"
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/avx512/avx512_kernels.hpp"

@@ -3,12 +3,11 @@
 // registers): 10 loads per 24 FMAs, the whole 64-column panel in one pass. Blocks of 7 and
 // 8 tokens take an 8×64 tile instead, whose 32 accumulators the compiler partly keeps on
 // the stack: one strip reads each panel row once, where 6×64 would read the block again
-// for a second strip of 1 or 2 tokens. Measured on the 7B shape, alternating in one
-// process: 1.13–1.17× faster at T = 7, 1.10–1.12× at 8, but 0.93× at 9 (8 + 1 tokens) and
-// 0.95–0.98× at 10 and 12; a 12×64 tile was 1.16×, 1.10×, 0.99×, 0.74× at 7, 8, 10, 12.
+// for a second strip of 1 or 2 tokens (it loses from 9 tokens on, as a 12×64 tile does
+// from 10).
 // Both tiles give every element the same chain (f32_panel_tiles.hpp), so the same bits.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx512.hpp.
-// Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx512/avx512_kernels.hpp"

@@ -1,7 +1,7 @@
 // AVX-512F panel kernel for 16-bit weights (C = A·widen(P)), the 6×64 tile of
 // f32_panel_gemm_avx512 with loads that widen 16 weights to one zmm: bf16 pairs by masking
 // or shifting left 16 (exact: bf16 is an f32's upper half), f16 by vcvtph2ps (exact).
-// Compiled with -mavx512f -mfma (this file only); called only when the CPU has AVX-512F.
+// Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <cstring>
 
 #include "kernels/avx512/vec_avx512.hpp"

@@ -1,7 +1,7 @@
 // AVX512_BF16 kernels (contracts in kernels.hpp): the bf16 panel product with bf16
 // activations by vdpbf16ps, the rounding of f32 activations to bf16 (vcvtneps2bf16), and
-// the bf16 compute roof's loop. Compiled with -mavx512f -mavx512bw -mavx512vl
-// -mavx512bf16 (this file only); called only when the CPU has AVX512_BF16.
+// the bf16 compute roof's loop.
+// Compiled with the avx512_bf16 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 //
 // The tile is f32_panel_tiles.hpp's 6 tokens × 64 columns, stepping over pairs of k: the
 // panel's pair row (64 rows × weights k, k + 1) is four zmm loads, each token's pair of

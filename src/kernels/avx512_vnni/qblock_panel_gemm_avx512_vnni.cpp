@@ -5,8 +5,7 @@
 // scale vector per block — and the panel streams as one linear array, its next blocks
 // prefetched into L2. The weights enter as unsigned bytes (q8_0 + 128, q4_0 nibbles + 8);
 // each block sum starts from the activations' −offset·Σx, which makes it exact.
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c (this file only);
-// called only when the CPU has them all.
+// Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -20,11 +19,8 @@ namespace {
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 panel
 
 // The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0) into L1
-// (T0). Measured on the 7B shape, 2 threads, alternating in one process: against 8 blocks
-// ahead into L2 (T1), 1.15–1.27× faster at T = 1 and 1.10–1.17× at T = 4, 1.04× at 16,
-// level from 64; the distance is flat from ~6.5 to ~11 KiB and 1.05–1.10× slower at 2–4 KiB.
-// Into L2 the demand loads still waited on L2 and the decode streamed ~20 % fewer GB/s
-// than the f32 kernel, whose loop does less work per byte.
+// (T0): into L2 the demand loads still waited on L2, the loop doing more work per byte than
+// the f32 kernel's.
 
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled

@@ -9,8 +9,7 @@
 // its sign bit flipped), and the sums start from −128·B_u, which takes the 128 back out
 // exactly (no saturation: vpdpbusd adds in int32). MXFP4's d is made from its e8m0 byte in
 // integer registers.
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vnni -mfma -mf16c (this file only);
-// called only when the CPU has them all.
+// Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>

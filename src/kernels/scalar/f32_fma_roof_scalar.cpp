@@ -1,7 +1,7 @@
 // The roofs' loops in plain C++: compute, one lane, a separate multiply and add (baseline
 // x86-64 has no FMA; contraction is off); memory, one stream of 64-bit integer sums, which
 // the compiler vectorises with SSE2 (float sums it may not reorder, and 4 streams of them
-// add at a quarter of the speed memory reads: measured 15 GB/s against 50).
+// add far slower than memory reads).
 #include <cstring>
 
 #include "kernels/f32_fma_roof.hpp"
