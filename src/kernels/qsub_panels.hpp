@@ -71,4 +71,7 @@ constexpr int qsub_value(const QFormat& f, int g, uint8_t nibble_pair, uint8_t h
   return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
 }
 
+// B_u, the activations' sum over sub-block u of a block, from the block's sums of 16 (bs).
+inline int32_t qsub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
+
 }  // namespace ffn::kernels

@@ -21,14 +21,12 @@
 #include <algorithm>
 
 #include "kernels/avx2/avx2_kernels.hpp"
-#include "kernels/qsub_panels.hpp"
+#include "kernels/avx2/qsub_tile_avx2.hpp"
 
 namespace ffn::kernels {
 namespace {
 
-constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
-
-inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
+using namespace avx2_qsub;
 
 // 8 rows' int8 values at p, each as an int16 in both halves of its 32-bit lane.
 inline __m256i scales_in_pairs(const uint8_t* p) {
@@ -60,18 +58,6 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
   // The two halves' int16 pairs may be added before vpmaddwd (at most 4·(max|q| + bias)·127
   // each).
   constexpr bool add_halves = 4 * (f.max_abs_q() + bias) * 127 < 32768;
-  // The d of 8 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
-  // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
-  auto scale_d = [&](const uint8_t* blk, int v) {
-    if constexpr (f.e8m0) {
-      const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 8 * v)));
-      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-      const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
-    } else {
-      return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
-    }
-  };
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x = A.codes + b * f.block;
@@ -145,61 +131,32 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
       }
     }
     if constexpr (offset != 0 && unit_scale) {
-      const __m256i Z = _mm256_set1_epi32(offset * sub_sum(bs, f.sub, 0));  // I −= offset·B_0
+      const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs, f.sub, 0));  // I −= offset·B_0
       for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], Z);
     } else if constexpr (offset != 0) {
       // I −= offset·Σ_u sc_u·B_u.
       __m256i Z[8];
       for (int v = 0; v < 8; ++v) Z[v] = _mm256_setzero_si256();
       for (int u = 0; u < f.subs(); ++u) {
-        const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
+        const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
         for (int v = 0; v < 8; ++v) {
-          const __m256i sc =
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + L.sc + u * 64 + 8 * v)));
-          Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(sc, B));
+          Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(i8x8(blk + L.sc + u * 64 + 8 * v), B));
         }
       }
       for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
     }
     const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v) {
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d(blk, v), dx), acc[v]);
+      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
     }
-    if constexpr (f.has_min) {
-      __m256i M[8];
-      for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
-      for (int u = 0; u < f.subs(); ++u) {
-        const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
-        for (int v = 0; v < 8; ++v) {
-          const __m256i m =
-              _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + L.m + u * 64 + 8 * v)));
-          M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(m, B));
-        }
-      }
-      for (int v = 0; v < 8; ++v) {
-        const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));
-        acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
-      }
-    }
+    subtract_mins<W>(blk, bs, dx, acc);
   }
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
 template <WeightType W>
-void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / q_format(W).block;
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
-    for (int64_t t = 0; t < T; ++t) {
-      const Q8Rows row{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
-      tile<W>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
-    }
-  }
-}
-
-template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  panel_rows<W>(T, K, Q8Rows{A.codes(), A.scales, A.sums}, P, C, ldc);
+  avx2_qsub::panel<W>(T, K, A, P, C, ldc, [](const auto&... args) { tile<W>(args...); });
 }
 
 }  // namespace

@@ -19,24 +19,13 @@
 
 #include <algorithm>
 
+#include "kernels/avx2/qsub_tile_avx2.hpp"
 #include "kernels/avx2_vnni/avx2_vnni_kernels.hpp"
-#include "kernels/qsub_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
 
-constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
-
-// B_u of token row bs (the block's 16 bsums) for sub-blocks of `sub` values.
-inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
-
-// 8 bytes at p widened to int32 lanes, signed or unsigned.
-inline __m256i i8x8(const uint8_t* p) {
-  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-inline __m256i u8x8(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
+using namespace avx2_qsub;
 
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when resume.
 template <WeightType W>
@@ -53,18 +42,6 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
         _mm256_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
-  // The d of 8 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
-  // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
-  auto scale_d = [&](const uint8_t* blk, int v) {
-    if constexpr (f.e8m0) {
-      const __m256i e = u8x8(blk + 8 * v);
-      const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-      const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-      return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
-    } else {
-      return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
-    }
-  };
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x = A.codes + b * f.block;
@@ -81,7 +58,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
         for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
           _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
       __m256i s[8];
-      const __m256i init = _mm256_set1_epi32(-bias * sub_sum(bs, f.sub, u));
+      const __m256i init = _mm256_set1_epi32(-bias * qsub_sum(bs, f.sub, u));
       for (int v = 0; v < 8; ++v) s[v] = init;
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
@@ -127,40 +104,15 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
     }
     const __m256 dx = _mm256_set1_ps(A.scales[b]);
     for (int v = 0; v < 8; ++v)
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d(blk, v), dx), acc[v]);
-    if constexpr (f.has_min) {
-      __m256i M[8];
-      for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
-      for (int u = 0; u < f.subs(); ++u) {
-        const __m256i B = _mm256_set1_epi32(sub_sum(bs, f.sub, u));
-        for (int v = 0; v < 8; ++v)
-          M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * v), B));
-      }
-      for (int v = 0; v < 8; ++v) {
-        const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));
-        acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
-      }
-    }
+      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
+    subtract_mins<W>(blk, bs, dx, acc);
   }
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
 template <WeightType W>
-void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / q_format(W).block;
-  // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
-    for (int64_t t = 0; t < T; ++t) {
-      const Q8Rows row{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
-      tile<W>(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
-    }
-  }
-}
-
-template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  panel_rows<W>(T, K, Q8Rows{A.codes(), A.scales, A.sums}, P, C, ldc);
+  avx2_qsub::panel<W>(T, K, A, P, C, ldc, [](const auto&... args) { tile<W>(args...); });
 }
 
 }  // namespace

@@ -22,9 +22,6 @@ namespace {
 
 constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
-// B_u of token row bs (the block's 16 bsums) for sub-blocks of `sub` values.
-inline int32_t sub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
-
 // MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume; the
 // first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L1.
 template <WeightType W, int MT>
@@ -81,7 +78,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
           _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
       __m512i s[MT][4];
       for (int t = 0; t < MT; ++t) {
-        const __m512i init = _mm512_set1_epi32(-bias * sub_sum(bs[t], f.sub, u));
+        const __m512i init = _mm512_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
         for (int v = 0; v < 4; ++v) s[t][v] = init;
       }
       const auto* q = reinterpret_cast<const __m512i*>(blk + L.q_of(f, u));
@@ -152,7 +149,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
       for (int u = 0; u < f.subs(); ++u) {
         const auto* m = reinterpret_cast<const __m128i*>(blk + L.m + u * 64);
         __m512i B[MT];
-        for (int t = 0; t < MT; ++t) B[t] = _mm512_set1_epi32(sub_sum(bs[t], f.sub, u));
+        for (int t = 0; t < MT; ++t) B[t] = _mm512_set1_epi32(qsub_sum(bs[t], f.sub, u));
         for (int v = 0; v < 4; ++v) {
           const __m512i mins = _mm512_cvtepu8_epi32(_mm_load_si128(m + v));
           for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], _mm512_mullo_epi32(mins, B[t]));

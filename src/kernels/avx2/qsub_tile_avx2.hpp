@@ -1,0 +1,81 @@
+// What the two 256-bit qsub panel kernels share (avx2/qsub_panel_gemm_avx2.cpp, vpmaddubsw;
+// avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the 1×64 tile's panel driver,
+// the widening of 8 rows' block scales d, and the mins term. The two differ only in how a
+// block's exact integer sums I are formed; the float arithmetic after them is the contract's
+// (qsub_panels.hpp), so both agree with the scalar reference bit for bit.
+// Included only by files compiled with at least the avx2 level's flags.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/kernels.hpp"
+#include "kernels/panel_family.hpp"
+#include "kernels/qsub_panels.hpp"
+
+namespace ffn::kernels::avx2_qsub {
+
+inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
+
+// 8 bytes at p widened to int32 lanes, signed or unsigned.
+inline __m256i i8x8(const uint8_t* p) {
+  return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+inline __m256i u8x8(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The d of rows 8v … 8v + 7 of a block as f32: binary16 widened, or MXFP4's e8m0 byte e as
+// 2^(e − 128), whose bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
+template <WeightType W>
+inline __m256 scale_d(const uint8_t* blk, int v) {
+  if constexpr (q_format(W).e8m0) {
+    const __m256i e = u8x8(blk + 8 * v);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i tiny = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+  } else {
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
+  }
+}
+
+// acc ← fma(M, −(dmin·d_x), acc), M = Σ_u m_u·B_u, for the types with mins (bs: the block's
+// sums of 16).
+template <WeightType W>
+inline void subtract_mins(const uint8_t* blk, const int16_t* bs, __m256 dx, __m256 acc[8]) {
+  constexpr QFormat f = q_format(W);
+  constexpr QSubLayout L = qsub_layout(f);
+  if constexpr (f.has_min) {
+    __m256i M[8];
+    for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
+    for (int u = 0; u < f.subs(); ++u) {
+      const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
+      for (int v = 0; v < 8; ++v)
+        M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * v), B));
+    }
+    for (int v = 0; v < 8; ++v) {
+      const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));
+      acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
+    }
+  }
+}
+
+// C[t][0..63] for every token t < T (the qsub contract), K in blocks of kKValues so that a
+// token's pass re-reads the panel block from L2: tile(row, P, b0, b1, resume, prefetch, C)
+// is one token × the panel's 64 rows over blocks [b0, b1), the first token prefetching.
+template <WeightType W, class Tile>
+inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc, Tile tile) {
+  constexpr int64_t block = q_format(W).block;
+  const int64_t blocks = K / block;
+  // K = 0 still visits one (empty) range, so that C is written (zeros).
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / block);
+    for (int64_t t = 0; t < T; ++t) {
+      const Q8Rows row{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
+      tile(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+    }
+  }
+}
+
+}  // namespace ffn::kernels::avx2_qsub
