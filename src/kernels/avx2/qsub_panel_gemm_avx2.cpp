@@ -145,11 +145,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
       }
       for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
     }
-    const __m256 dx = _mm256_set1_ps(A.scales[b]);
-    for (int v = 0; v < 8; ++v) {
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
-    }
-    subtract_mins<W>(blk, bs, dx, acc);
+    accumulate_block<W>(I, blk, bs, A.scales[b], acc);
   }
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }

@@ -1,6 +1,6 @@
 // What the two 256-bit qsub panel kernels share (avx2/qsub_panel_gemm_avx2.cpp, vpmaddubsw;
 // avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the 1×64 tile's panel driver,
-// the widening of 8 rows' block scales d, and the mins term. The two differ only in how a
+// the widening of 8 rows' block scales d, and the float terms of a block. The two differ only in how a
 // block's exact integer sums I are formed; the float arithmetic after them is the contract's
 // (qsub_panels.hpp), so both agree with the scalar reference bit for bit.
 // Included only by files compiled with at least the avx2 level's flags.
@@ -40,12 +40,16 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
   }
 }
 
-// acc ← fma(M, −(dmin·d_x), acc), M = Σ_u m_u·B_u, for the types with mins (bs: the block's
-// sums of 16).
+// One block's terms added to the chains of rows 0 … 63: acc ← fma(float(I), d·d_x, acc), then
+// for the types with mins acc ← fma(float(M), −(dmin·d_x), acc), M = Σ_u m_u·B_u (bs: the
+// block's sums of 16).
 template <WeightType W>
-inline void subtract_mins(const uint8_t* blk, const int16_t* bs, __m256 dx, __m256 acc[8]) {
+inline void accumulate_block(const __m256i I[8], const uint8_t* blk, const int16_t* bs, float d_x, __m256 acc[8]) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
+  const __m256 dx = _mm256_set1_ps(d_x);
+  for (int v = 0; v < 8; ++v)
+    acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
   if constexpr (f.has_min) {
     __m256i M[8];
     for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();

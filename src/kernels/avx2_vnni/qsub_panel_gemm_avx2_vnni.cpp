@@ -102,10 +102,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
         I[v] =
             f.subs() == 1 ? s[v] : _mm256_add_epi32(I[v], _mm256_mullo_epi32(s[v], i8x8(blk + L.sc + u * 64 + 8 * v)));
     }
-    const __m256 dx = _mm256_set1_ps(A.scales[b]);
-    for (int v = 0; v < 8; ++v)
-      acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
-    subtract_mins<W>(blk, bs, dx, acc);
+    accumulate_block<W>(I, blk, bs, A.scales[b], acc);
   }
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
