@@ -28,7 +28,8 @@ SEEDS_CLASSES = {"SwiGLU": "swiglu", "GLU": "glu", "Bilinear": "bilinear", "ReGL
                  "SwishMLP": "swish"}
 
 __all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", *SEEDS_CLASSES, "load", "load_trainable", "from_torch",
-           "active_isa", "dequantize", "quantize", "QUANT_TYPES", "VARIANTS", "SEEDS_CLASSES", "Error"]
+           "active_isa", "supported_isas", "ISAS", "dequantize", "quantize", "QUANT_TYPES", "VARIANTS", "SEEDS_CLASSES",
+           "Error"]
 
 
 def __getattr__(name):
@@ -40,11 +41,21 @@ def __getattr__(name):
     raise AttributeError(f"module 'ffn' has no attribute {name!r}")
 
 
+# The instruction-set levels of this build (the library's list, narrowest first: on x86-64 scalar, avx2,
+# avx2_vnni, avx512, avx512_vnni, avx512_bf16), the values FFN_ISA takes.
+ISAS = tuple(_core.isas())
+
+
 def active_isa():
-    """The instruction set the kernels use: scalar, avx2, avx2_vnni, avx512, avx512_vnni or avx512_bf16
-    (the widest this CPU supports unless FFN_ISA names another). On avx512_bf16 bf16 inference blocks round
-    their activations to bf16 for the dot products (see the README's accuracy table)."""
+    """The instruction set the kernels use, one of ISAS: the widest this CPU supports (supported_isas())
+    unless FFN_ISA names another. On avx512_bf16 bf16 inference blocks round their activations to bf16 for
+    the dot products (see the README's accuracy table)."""
     return _core.active_isa()
+
+
+def supported_isas():
+    """The levels of ISAS this CPU supports, narrowest first."""
+    return tuple(_core.supported_isas())
 
 
 # ggml's lower-case names of every type of ffn's weight-type table ("q4_k", "iq4_nl", "mxfp4", ...).

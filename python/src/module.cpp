@@ -229,6 +229,17 @@ PYBIND11_MODULE(_core, m) {
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());
   m.def("active_isa", [] { return std::string(ffn::isa_name(ffn::active_isa())); });
+  // This build's ISA levels (ffn/isa_list.hpp), narrowest first, and those this CPU supports.
+  m.def("isas", [] {
+    std::vector<std::string> names;
+    for (const ffn::Isa isa : ffn::all_isas()) names.emplace_back(ffn::isa_name(isa));
+    return names;
+  });
+  m.def("supported_isas", [] {
+    std::vector<std::string> names;
+    for (const ffn::Isa isa : ffn::supported_isas()) names.emplace_back(ffn::isa_name(isa));
+    return names;
+  });
   bind_quant(m);
   bind_moe(m);
   bind_moe_train(m);

@@ -239,3 +239,15 @@ def test_stored_types(ffn_module, tmp_path):
     assert loaded.dtype == "q8_0"
     np.testing.assert_array_equal(loaded(x), block.for_inference("q8_0")(x))
     assert ffn.load(tmp_path / "model.safetensors", variant="swiglu").dtype == "f32"
+
+
+def test_isa_lists_are_the_library_s(ffn_module, run_ffn):
+    """ffn.ISAS is the library's list of levels (the one ffn forward --help and ffn types name), narrowest
+    first from scalar; the CPU's levels are among them and the active one among those."""
+    ffn = ffn_module
+    assert ffn.ISAS[0] == "scalar" and len(set(ffn.ISAS)) == len(ffn.ISAS)
+    assert set(ffn.supported_isas()) <= set(ffn.ISAS) and ffn.supported_isas()[0] == "scalar"
+    assert ffn.active_isa() in ffn.supported_isas()
+    assert "FFN_ISA=" + "|".join(ffn.ISAS) in " ".join(run_ffn("forward", "--help").stdout.split())
+    kernels = json.loads(run_ffn("types", "--json").stdout)[0]["kernels"]
+    assert set(kernels) == set(ffn.supported_isas())  # a JSON object: keys in no particular order
