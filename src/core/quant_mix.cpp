@@ -1,5 +1,5 @@
-// The MLP rules of llama.cpp's quantisation mixes (ffn/quant_mix.hpp says which).
-#include "ffn/quant_mix.hpp"
+// The MLP rules of llama.cpp's quantisation mixes (core/quant_mix.hpp says which).
+#include "core/quant_mix.hpp"
 
 #include <cctype>
 

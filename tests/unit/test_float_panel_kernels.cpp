@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "core/activation_formats.hpp"
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "ffn/tensor.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"

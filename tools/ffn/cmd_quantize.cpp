@@ -11,12 +11,12 @@
 #include <random>
 
 #include "commands.hpp"
+#include "core/quant_mix.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
-#include "ffn/gguf.hpp"
-#include "ffn/quant_mix.hpp"
 #include "format.hpp"
+#include "io/gguf.hpp"
 
 namespace ffn::cli {
 namespace {
