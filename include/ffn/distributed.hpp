@@ -12,8 +12,8 @@
 //
 // Rounding: each partial is an f32 sum over the slice's hidden units and the all-reduce
 // adds P partials, so y differs in its last bits from one process's sum over all H; both
-// stay within the reference's bound for any f32 summation order (block.hpp,
-// reference_forward_token), which is what the tests check.
+// stay within the double-precision oracle's bound for any f32 summation order (README,
+// "Accuracy"), which is what the tests check.
 //
 // Without MPI (FFN_MPI=OFF) the slicing functions work and Communicator::world() throws
 // ffn::Error saying ffn was built without MPI.

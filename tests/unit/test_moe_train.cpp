@@ -18,6 +18,7 @@
 #include <numeric>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe_train.hpp"

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/block.hpp"
