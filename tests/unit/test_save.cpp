@@ -3,7 +3,6 @@
 // rule `ffn quantize` applies per layer.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <vector>
 
 #include "core/quant_mix.hpp"
@@ -11,26 +10,19 @@
 #include "ffn/checkpoint.hpp"
 #include "ffn/save.hpp"
 #include "io/gguf.hpp"
+#include "random_data.hpp"
+#include "same_bits.hpp"
 #include "test_files.hpp"
 
 namespace ffn {
 namespace {
 
-Matrix random_tokens(int64_t T, int64_t D) {
-  Matrix x(T, D);
-  std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  return x;
-}
-
+// The two blocks' outputs on x, bit for bit.
 bool same_forward(const InferenceBlock& a, const InferenceBlock& b, const Matrix& x) {
   Matrix ya(x.rows(), x.cols()), yb(x.rows(), x.cols());
   a.forward(x.view(), ya.view());
   b.forward(x.view(), yb.view());
-  for (int64_t i = 0; i < ya.size(); ++i)
-    if (ya.data()[i] != yb.data()[i]) return false;
-  return true;
+  return test::same_bits(ya, yb);
 }
 
 // Two layers in their own types load back as stored: the same forward, bit for bit, as the
@@ -50,7 +42,7 @@ TEST(Save, LayersLoadBackInTheirTypes) {
   EXPECT_EQ(l3.dense().types(), t3);
   EXPECT_EQ(l7.dense().types(), t7);
   EXPECT_EQ(l3.dense().config().variant, c.variant);  // from ffn.variant: GGUF has no activation of its own here
-  const Matrix x = random_tokens(3, c.d_model);
+  const Matrix x = test::random_matrix(3, c.d_model, 1);
   EXPECT_TRUE(same_forward(l3.dense(), InferenceBlock(b3, t3), x));
   EXPECT_TRUE(same_forward(l7.dense(), InferenceBlock(b7, t7), x));
 
