@@ -32,11 +32,6 @@
 
 namespace ffn {
 
-// True when this process was started by mpirun/mpiexec (OpenMPI's OMPI_COMM_WORLD_SIZE or
-// a PMI launcher's PMI_SIZE is set) with more than one process: the CLI then splits work
-// across the processes on its own.
-bool launched_with_several_processes();
-
 // How a sum across ranks reaches every rank.
 //   allreduce:        one MPI_Allreduce. The MPI standard does not promise that every rank
 //                     receives the same bits (only recommends that a reduction be
