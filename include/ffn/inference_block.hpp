@@ -86,9 +86,8 @@ class InferenceBlock {
   // step reads; the panels hold these bytes plus padding to 64 rows).
   int64_t weight_bytes() const;
   // What the forward runs on the active ISA, one line: the kernels and activation formats
-  // of both stages, e.g. "gate+up q4_K panels: q4_K_panel_gemm_avx512_vnni_2x64, exact integer
-  // sums per super-block on q8_K activations, gate and up in one panel, activation fused;
-  // down q6_K panels: ...".
+  // of both stages, e.g. "gate+up: q_panel_gemm_avx512vnni_2x64 (q8_0 activations), fused;
+  // down: ...".
   std::string describe() const;
   // Bytes of scratch a forward of T tokens on `threads` threads uses beyond the weights, x
   // and y: the hidden values [T][H] in f32, a [min(T, 256)][64] tile per thread ([..][128]
