@@ -24,10 +24,10 @@
 
 #include "cli.hpp"
 #include "ffn/block.hpp"
-#include "ffn/npy.hpp"
-#include "ffn/safetensors.hpp"
 #include "fuzz_input_file.hpp"
 #include "fuzz_split.hpp"
+#include "io/npy.hpp"
+#include "io/safetensors.hpp"
 
 namespace {
 

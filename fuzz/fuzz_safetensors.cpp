@@ -4,8 +4,8 @@
 
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
-#include "ffn/safetensors.hpp"
 #include "fuzz_input_file.hpp"
+#include "io/safetensors.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = ffn::fuzz::write_input(data, size, ".safetensors");

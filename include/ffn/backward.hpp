@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "ffn/block.hpp"
 #include "ffn/config.hpp"
@@ -67,35 +66,5 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
 // Bytes per token kept between forward and backward, for reporting: x (D floats) plus, in
 // saved mode, the pre-activations (2H floats gated, H for 2-matrix blocks).
 int64_t saved_bytes_per_token(const BlockConfig& config, bool recompute);
-
-// ---- The oracle of backward: double precision, one token at a time, straightforward ----
-
-// One parameter's gradient, row-major in its weight's shape, summed over the tokens given
-// so far, with the two sums the f32 error bound is made of.
-struct ReferenceGradient {
-  std::vector<double> value;       // Σ_t ∂(dy·y)/∂θ, exact in double
-  std::vector<double> propagated;  // Σ_t |exact factor| · (bound on the error of the f32 factor)
-  std::vector<double> magnitude;   // Σ_t |term|
-};
-
-struct ReferenceGradients {
-  explicit ReferenceGradients(const BlockConfig& config);  // zeros, shaped like BlockGradients
-  ReferenceGradient gate, up, down, gate_bias, up_bias, down_bias;
-  int64_t tokens = 0;  // tokens accumulated
-
-  // A rigorous first-order bound (doubled for the higher-order terms) on
-  // |f32 gradient − value[i]| for any f32 backward from zeroed gradients whose products
-  // and sums each err by at most n·u·Σ|terms| (u = 2⁻²⁴; true of every summation order,
-  // PyTorch's included) and whose activations and their derivatives are within a few ulps:
-  //   2·(propagated[i] + tokens·u·magnitude[i]).
-  // Derivation in src/block/reference_backward.cpp.
-  double bound(const ReferenceGradient& g, int64_t i) const;
-};
-
-// Backward of one token in double precision: x, dy: [D] (f32, as the fast path sees them).
-// Writes dx_out [D] and, if dx_bound_out is not null, a bound on |dx_f32 − dx| per element
-// (same terms as above); adds this token's terms into grads.
-void reference_backward_token(const Block& block, const float* x, const float* dy, double* dx_out,
-                              ReferenceGradients& grads, double* dx_bound_out = nullptr);
 
 }  // namespace ffn

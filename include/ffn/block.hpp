@@ -71,19 +71,4 @@ ThreadPool& default_thread_pool();
 // freed when it exits); the next call allocates again.
 void release_scratch();
 
-// The oracle: forward of one token in double precision (products, sums and activation
-// all in double, from the f32 weights and input), single-threaded, straightforward.
-// y_out: [D]. If error_bound_out is not null it receives, per output, a rigorous
-// first-order bound on |y_f32 - y_exact| for any f32 forward that sums each dot product of
-// length n with error ≤ n·u·Σ|terms| (u = 2⁻²⁴; true of every summation order) and
-// evaluates the activation within a few ulps — see reference.cpp for its derivation.
-// operand_rounding: the relative error r with which a forward rounds the activations that
-// enter its products (x, and h before the down projection) — 2⁻⁸ for the bf16 dot product
-// of bf16 inference blocks on AVX512_BF16 (Isa::avx512_bf16); 0 where they stay f32.
-void reference_forward_token(const Block& block, const float* x, double* y_out,
-                             double* error_bound_out = nullptr, double operand_rounding = 0.0);
-
-// Reference forward of every row of x, rounded to f32.
-void reference_forward(const Block& block, ConstMatrixView x, MatrixView y);
-
 }  // namespace ffn

@@ -12,8 +12,8 @@
 //
 // Rounding: each partial is an f32 sum over the slice's hidden units and the all-reduce
 // adds P partials, so y differs in its last bits from one process's sum over all H; both
-// stay within the reference's bound for any f32 summation order (block.hpp,
-// reference_forward_token), which is what the tests check.
+// stay within the double-precision oracle's bound for any f32 summation order (README,
+// "Accuracy"), which is what the tests check.
 //
 // Without MPI (FFN_MPI=OFF) the slicing functions work and Communicator::world() throws
 // ffn::Error saying ffn was built without MPI.
@@ -31,11 +31,6 @@
 #include "ffn/thread_pool.hpp"
 
 namespace ffn {
-
-// True when this process was started by mpirun/mpiexec (OpenMPI's OMPI_COMM_WORLD_SIZE or
-// a PMI launcher's PMI_SIZE is set) with more than one process: the CLI then splits work
-// across the processes on its own.
-bool launched_with_several_processes();
 
 // How a sum across ranks reaches every rank.
 //   allreduce:        one MPI_Allreduce. The MPI standard does not promise that every rank

@@ -80,15 +80,6 @@ struct Routing {
   std::vector<float> weights;    // [T][k]
 };
 
-// A routing's T·k (token, slot) pairs sorted by expert (one counting sort), tokens in
-// increasing order within each: offsets[e] … offsets[e+1] are expert e's pairs ([E + 1]),
-// pair_token[a] the token of sorted pair a, row_of[t·k + j] the sorted position of token
-// t's slot j. Each expert's pairs are the batch it runs.
-struct ExpertPairs {
-  std::vector<int64_t> offsets, pair_token, row_of;
-};
-ExpertPairs sort_by_expert(const Routing& routing, int64_t experts);
-
 // The router alone: config's rule on x ([T][D]). ffn::Error on a shape mismatch or a token
 // whose logits are not finite (a NaN or Inf in x or the router).
 Routing route(const MoeConfig& config, const MoeRouter& router, ConstMatrixView x, ThreadPool* pool = nullptr);

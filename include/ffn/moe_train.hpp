@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,27 +74,23 @@ struct MoeGradients {
 };
 MoeGradients zero_gradients(const MoeConfig& config);
 
-// What forward_train keeps for backward (storage reused while the shapes stay).
+// What forward_train keeps for backward (storage reused while the shapes stay): the routing
+// and the logits, which a caller may read, and the rest of the forward's state (the pairs
+// sorted by expert, their inputs and outputs, the experts' caches, backward's temporaries),
+// which only forward_train and backward use (src/train/moe_train.cpp).
 struct MoeCache {
   int64_t tokens = 0;
-  Routing routing;                        // [T][k]
-  Matrix logits;                          // [T][E], bias added, before scoring
-  ExpertPairs pairs;                      // the (token, slot) pairs sorted by expert
-  Matrix inputs;                          // [T·k][D] the pairs' x rows, sorted by expert
-  Matrix outputs;                         // [T·k][D] each pair's expert output, unweighted
-  std::vector<ForwardCache> expert_cache; // E
-  Matrix shared_out;                      // [T][D] shared(x), when there are shared experts
-  std::vector<float> shared_gate;         // [T] σ(g·x_t), with the shared gate
-  ForwardCache shared_cache;
-  double balance_loss = 0;                // loss_b of this forward (always computed)
-  // backward's temporaries, kept here so that a training loop allocates them once:
-  // [T·k][D] upstream gradients and dx of the pairs, [T][E] d logits, [T][D] the router's
-  // and the shared experts' dx and the shared experts' upstream gradient, [T·k] dw, [T] dz.
-  struct Scratch {
-    Matrix dy_pairs, dx_pairs, dlogits, dx_router, dshared, dx_shared;
-    std::vector<double> dw;
-    std::vector<float> dz;
-  } scratch;
+  Routing routing;          // [T][k]
+  Matrix logits;            // [T][E], bias added, before scoring
+  double balance_loss = 0;  // loss_b of this forward (always computed)
+
+  struct Work;
+  std::unique_ptr<Work> work;  // made by the first forward_train
+
+  MoeCache();
+  ~MoeCache();
+  MoeCache(MoeCache&&) noexcept;
+  MoeCache& operator=(MoeCache&&) noexcept;
 };
 
 // y = block(x) (the same rule and order as MoeBlock::forward; f32 experts computed by

@@ -64,8 +64,6 @@ std::string_view weight_type_name(WeightType t);
 // The weight type of that name; ffn::Error listing the weight types' names otherwise (an
 // activation-only format's name too: no matrix is stored in it).
 WeightType parse_weight_type(std::string_view name);
-// The weight type of a GGUF tensor's ggml type number, if ffn runs matrices of it.
-bool weight_type_from_gguf(uint32_t gguf_type, WeightType& out);
 // The weight types' names joined: "f32, bf16, f16, q8_0, q4_0, …".
 std::string weight_type_names();
 

@@ -10,10 +10,10 @@
 #include "block/inference_panels.hpp"
 #include "block/loaded_weights.hpp"
 #include "core/activation_formats.hpp"
+#include "core/quant.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 #include "kernels/kernels.hpp"
 
 namespace ffn {

@@ -21,12 +21,14 @@
 // A forward that rounds its products' activation operands with relative error r (x before
 // the gate/up products, h before the down projection) adds r·G_j to e_g (r·U_j to e_u) and
 // r·|h_j| to e_h; the products of r with u are higher order (covered by the doubling).
+#include "block/reference.hpp"
+
 #include <cmath>
 #include <vector>
 
+#include "block/reference_math.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
-#include "block/reference_math.hpp"
 
 namespace ffn {
 namespace {

@@ -34,6 +34,7 @@
 #include <cmath>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "block/reference_math.hpp"
 #include "ffn/backward.hpp"
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/ggml_blocks.hpp"
+#include "core/quant.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 
 namespace ffn {
 namespace {

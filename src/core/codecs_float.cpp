@@ -1,9 +1,9 @@
 // The codecs of the element types (codecs.hpp): f32 as it is, bf16 and f16 widened exactly and
-// rounded to nearest even (ffn/quant.hpp's conversions), little-endian as the files store them.
+// rounded to nearest even (core/quant.hpp's conversions), little-endian as the files store them.
 #include <cstring>
 
 #include "core/codecs.hpp"
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 
 namespace ffn {
 namespace {

@@ -1,16 +1,16 @@
-// ggml's block formats beyond Q8_0 / Q4_0 (those are in ffn/quant.hpp), byte for byte as
+// ggml's block formats beyond Q8_0 / Q4_0 (those are in core/quant.hpp), byte for byte as
 // ggml lays them out (ggml-common.h), with ggml's dequantisation and its reference
 // quantisers (quantize_row_*_ref, no importance matrix): the typed form of their codecs
 // (codecs.hpp), which the weight-type table points at; the kernels read the panels made of them.
 //
 // Super-block types cover 256 consecutive values of one row (kSuperBlock); the 32-value types
-// kQuantBlock (ffn/quant.hpp). Every `d`/`dmin`/`m` is IEEE binary16 bits (MXFP4's scale: an
+// kQuantBlock (core/quant.hpp). Every `d`/`dmin`/`m` is IEEE binary16 bits (MXFP4's scale: an
 // e8m0 exponent byte).
 #pragma once
 
 #include <cstdint>
 
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "kernels/codebooks.hpp"  // kIq4Values, kMxfp4Values, e8m0_half_to_f32
 
 namespace ffn {

@@ -11,8 +11,8 @@
 
 #include "core/codecs.hpp"
 #include "core/ggml_blocks.hpp"
+#include "core/quant.hpp"
 #include "core/quant_checks.hpp"
-#include "ffn/quant.hpp"
 
 namespace ffn {
 namespace {

@@ -2,7 +2,7 @@
 // ggml's reference quantisers operation for operation (f32 arithmetic, unfused: the scale
 // d, its reciprocal id computed from the unrounded d, then a rounding of x·id), so a row
 // quantised here is byte-identical to one quantised by ggml built without FMA contraction.
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 
 #include "core/codecs.hpp"
 

@@ -1,7 +1,11 @@
-// The MLP rules of llama.cpp's quantisation mixes (ffn/quant_mix.hpp says which).
-#include "ffn/quant_mix.hpp"
+// The MLP rules of llama.cpp's quantisation mixes (core/quant_mix.hpp says which), and
+// llama_mix_types, their public form (ffn/save.hpp).
+#include "core/quant_mix.hpp"
 
 #include <cctype>
+
+#include "ffn/error.hpp"
+#include "ffn/save.hpp"
 
 namespace ffn {
 namespace {
@@ -61,6 +65,16 @@ MixChoice quant_mix_types(const QuantMix& mix, int64_t layer, int64_t layers) {
     return layer < layers / 16 ? pick(W::q3_K, W::q5_K, "q3_k_m: " + where + " in the first sixteenth → q5_K")
                                : pick(W::q3_K, W::q4_K, "q3_k_m: " + where + " past the first sixteenth → q4_K");
   return pick(W::q2_K, W::q3_K, "q2_k: down always q3_K");
+}
+
+MatrixTypes llama_mix_types(std::string_view mix, int64_t layer, int64_t layers) {
+  const QuantMix* m = find_quant_mix(mix);
+  if (!m) {
+    std::string names;
+    for (const auto& known : kMixes) names += (names.empty() ? "" : ", ") + std::string(known.name);
+    throw Error("unknown quantisation mix '" + std::string(mix) + "': the mixes are " + names);
+  }
+  return quant_mix_types(*m, layer, layers).types;
 }
 
 }  // namespace ffn

@@ -48,6 +48,9 @@ void check_block_scales(WeightType t, const std::byte* data, int64_t rows, int64
 // see that a checkpoint's scales are checked once.
 int64_t block_scales_checked();
 
+// The weight type of a GGUF tensor's ggml type number, if ffn runs matrices of it.
+bool weight_type_from_gguf(uint32_t gguf_type, WeightType& out);
+
 // Every entry, weight types and activation formats, indexed by WeightType.
 std::span<const WeightTypeTraits> weight_type_table();
 const WeightTypeTraits& weight_type_traits(WeightType t);

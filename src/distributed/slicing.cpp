@@ -1,8 +1,10 @@
-// Which hidden units a rank holds, and the Block that holds them (include/ffn/distributed.hpp).
+// Which hidden units a rank holds, and the Block that holds them (include/ffn/distributed.hpp);
+// whether the launcher started several processes (distributed/launch.hpp).
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "distributed/launch.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 

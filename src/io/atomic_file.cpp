@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "ffn/atomic_file.hpp"
 #include "ffn/error.hpp"
 
 namespace ffn::io {

@@ -6,7 +6,7 @@
 // block), at most 4 dimensions whose element and byte counts fit 63 bits, a row length that
 // is whole blocks, an aligned offset, bytes inside the data section and no overlap; only the
 // types ffn converts can be read as f32, the others are an error when read.
-#include "ffn/gguf.hpp"
+#include "io/gguf.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -17,9 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/quant.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 #include "io/atomic_file.hpp"
 #include "io/tensor_window.hpp"
 

@@ -2,7 +2,7 @@
 // length (u16 in 1.0; u32 in 2.0/3.0), then a Python dict literal
 // {'descr': '<f4', 'fortran_order': False, 'shape': (T, D), } padded with spaces to a
 // multiple of 64 bytes and ended by '\n', then the data.
-#include "ffn/npy.hpp"
+#include "io/npy.hpp"
 
 #include <sys/stat.h>
 

@@ -3,7 +3,7 @@
 // of non-negative integers whose byte size fits 64 bits and equals its data_offsets span;
 // the spans tile the data section exactly (no overlap, no hole, nothing past the end), as
 // the format's specification requires.
-#include "ffn/safetensors.hpp"
+#include "io/safetensors.hpp"
 
 
 #include <algorithm>

@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/quant.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
-#include "ffn/safetensors.hpp"
 #include "io/atomic_file.hpp"
+#include "io/safetensors.hpp"
 
 namespace ffn {
 namespace {

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "ffn/gguf.hpp"
-#include "ffn/safetensors.hpp"
 #include "ffn/weight_type.hpp"
+#include "io/gguf.hpp"
+#include "io/safetensors.hpp"
 
 namespace ffn::io {
 

@@ -1,7 +1,7 @@
-// The roofs of include/ffn/roofs.hpp, measured with the active ISA's roof loops (its
+// The roofs of measure/roofs.hpp, measured with the active ISA's roof loops (its
 // kernel table's f32_fma_roof, bf16_dot_roof and stream_read) on every thread of a pool.
 // Measuring sits above both the kernels and the thread pool, so it is neither.
-#include "ffn/roofs.hpp"
+#include "measure/roofs.hpp"
 
 #include <algorithm>
 #include <chrono>

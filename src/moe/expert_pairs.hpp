@@ -1,7 +1,7 @@
-// What every MoE forward shares (inference, training, expert parallelism) besides the
-// counting sort (sort_by_expert, ffn/moe.hpp): the experts that received pairs, and the sum
-// of each token's weighted expert outputs plus the shared experts'. One definition, so that
-// the three compute the same bits (include/ffn/moe.hpp states the order).
+// What every MoE forward shares (inference, training, expert parallelism): the counting sort
+// of a routing's pairs by expert, the experts that received pairs, and the sum of each
+// token's weighted expert outputs plus the shared experts'. One definition, so that the three
+// compute the same bits (include/ffn/moe.hpp states the order).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,15 @@
 #include "ffn/thread_pool.hpp"
 
 namespace ffn {
+
+// A routing's T·k (token, slot) pairs sorted by expert (one counting sort), tokens in
+// increasing order within each: offsets[e] … offsets[e+1] are expert e's pairs ([E + 1]),
+// pair_token[a] the token of sorted pair a, row_of[t·k + j] the sorted position of token
+// t's slot j. Each expert's pairs are the batch it runs.
+struct ExpertPairs {
+  std::vector<int64_t> offsets, pair_token, row_of;
+};
+ExpertPairs sort_by_expert(const Routing& routing, int64_t experts);
 
 // The experts that received pairs, in increasing index.
 std::vector<int32_t> active_experts(const ExpertPairs& pairs);

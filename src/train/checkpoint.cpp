@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "ffn/error.hpp"
-#include "ffn/safetensors.hpp"
+#include "io/safetensors.hpp"
 
 namespace ffn::train_detail {
 namespace {

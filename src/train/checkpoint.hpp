@@ -1,10 +1,10 @@
-// Save and restore a training run's state (format in include/ffn/train.hpp, CheckpointOptions).
+// Save and restore a training run's state (format in train/train.hpp, CheckpointOptions).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "ffn/train.hpp"
+#include "train/train.hpp"
 
 namespace ffn::train_detail {
 

@@ -6,7 +6,7 @@
 
 #include "core/counter_random.hpp"
 #include "ffn/error.hpp"
-#include "ffn/train.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "ffn/collective.hpp"
-#include "ffn/train.hpp"
+#include "train/train.hpp"
 
 namespace ffn::train_detail {
 

@@ -1,4 +1,4 @@
-// The byte-level language model (include/ffn/train.hpp): initialisation, forward and
+// The byte-level language model (train/train.hpp): initialisation, forward and
 // backward through embedding → W_in → L × (RMSNorm → block, residual) → RMSNorm → W_out.
 #include <cmath>
 #include <string>
@@ -6,8 +6,8 @@
 #include "core/counter_random.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
-#include "ffn/train.hpp"
 #include "train/layers.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 namespace {

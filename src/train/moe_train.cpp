@@ -2,21 +2,54 @@
 // gradients). The forward follows MoeBlock's order: routing, a counting sort of the
 // (token, slot) pairs by expert, each expert's tokens as one batch, each token's k outputs
 // summed in increasing expert index, then the shared experts.
+#include "ffn/moe_train.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "block/view_checks.hpp"
 #include "core/counter_random.hpp"
 #include "ffn/error.hpp"
-#include "ffn/moe_train.hpp"
 #include "moe/expert_pairs.hpp"
 #include "moe/expert_schedule.hpp"
 #include "train/layers.hpp"
 
 namespace ffn {
+
+// The forward's state beyond MoeCache's public fields.
+struct MoeCache::Work {
+  ExpertPairs pairs;                       // the (token, slot) pairs sorted by expert
+  Matrix inputs;                           // [T·k][D] the pairs' x rows, sorted by expert
+  Matrix outputs;                          // [T·k][D] each pair's expert output, unweighted
+  std::vector<ForwardCache> expert_cache;  // E
+  Matrix shared_out;                       // [T][D] shared(x), when there are shared experts
+  std::vector<float> shared_gate;          // [T] σ(g·x_t), with the shared gate
+  ForwardCache shared_cache;
+  // backward's temporaries, kept here so that a training loop allocates them once:
+  // [T·k][D] upstream gradients and dx of the pairs, [T][E] d logits, [T][D] the router's
+  // and the shared experts' dx and the shared experts' upstream gradient, [T·k] dw, [T] dz.
+  struct Scratch {
+    Matrix dy_pairs, dx_pairs, dlogits, dx_router, dshared, dx_shared;
+    std::vector<double> dw;
+    std::vector<float> dz;
+  } scratch;
+};
+
+MoeCache::MoeCache() = default;
+MoeCache::~MoeCache() = default;
+MoeCache::MoeCache(MoeCache&&) noexcept = default;
+MoeCache& MoeCache::operator=(MoeCache&&) noexcept = default;
+
 namespace {
+
+// The cache's Work, made on first use (empty, as a fresh cache's state was).
+MoeCache::Work& work_of(MoeCache& cache) {
+  if (!cache.work) cache.work = std::make_unique<MoeCache::Work>();
+  return *cache.work;
+}
 
 // Mean (token, expert) pairs per active expert up to which the experts are shared out among
 // the threads, each computed on one (moe/expert_schedule.hpp): at ffn compare's sizes sharing
@@ -135,33 +168,34 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
     throw Error(c.shared_hidden > 0 ? "the configuration has shared experts but none were given"
                                     : "shared experts given, but the configuration has none");
   ThreadPool& pool = pool_arg ? *pool_arg : default_thread_pool();
+  MoeCache::Work& state = work_of(cache);
   cache.tokens = T;
   shape(cache.logits, T, E);
   cache.routing = route(c, moe.router, x, cache.logits.view(), &pool);
   const Routing& r = cache.routing;
 
-  cache.pairs = sort_by_expert(r, E);
-  const ExpertPairs& pairs = cache.pairs;
+  state.pairs = sort_by_expert(r, E);
+  const ExpertPairs& pairs = state.pairs;
 
-  shape(cache.inputs, T * k, D);
-  shape(cache.outputs, T * k, D);
+  shape(state.inputs, T * k, D);
+  shape(state.outputs, T * k, D);
   for (int64_t i = 0; i < T * k; ++i)
-    std::memcpy(cache.inputs.row(i), x.data + pairs.pair_token[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
-  cache.expert_cache.resize(static_cast<size_t>(E));
-  run_experts(pool, active_experts(cache.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
-    const int64_t first = cache.pairs.offsets[e], n = cache.pairs.offsets[e + 1] - first;
-    forward_train(moe.experts[e], rows_of(cache.inputs, first, n), rows_of(cache.outputs, first, n),
-                  cache.expert_cache[e], false, &on);
+    std::memcpy(state.inputs.row(i), x.data + pairs.pair_token[i] * x.stride, static_cast<size_t>(D) * sizeof(float));
+  state.expert_cache.resize(static_cast<size_t>(E));
+  run_experts(pool, active_experts(state.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+    const int64_t first = state.pairs.offsets[e], n = state.pairs.offsets[e + 1] - first;
+    forward_train(moe.experts[e], rows_of(state.inputs, first, n), rows_of(state.outputs, first, n),
+                  state.expert_cache[e], false, &on);
   });
 
   if (moe.shared) {
-    shape(cache.shared_out, T, D);
-    forward_train(*moe.shared, x, cache.shared_out.view(), cache.shared_cache, false, &pool);
-    cache.shared_gate.assign(static_cast<size_t>(T), 1.0f);
+    shape(state.shared_out, T, D);
+    forward_train(*moe.shared, x, state.shared_out.view(), state.shared_cache, false, &pool);
+    state.shared_gate.assign(static_cast<size_t>(T), 1.0f);
   }
-  combine_expert_outputs(c, moe.router, x, r, pairs, cache.outputs.view(),
-                         moe.shared ? ConstMatrixView(cache.shared_out.view()) : ConstMatrixView{}, y, pool,
-                         moe.shared ? cache.shared_gate.data() : nullptr);
+  combine_expert_outputs(c, moe.router, x, r, pairs, state.outputs.view(),
+                         moe.shared ? ConstMatrixView(state.shared_out.view()) : ConstMatrixView{}, y, pool,
+                         moe.shared ? state.shared_gate.data() : nullptr);
 
   // The balance loss E·Σ_e f_e·P_e (P from the softmax of the logits, summed in token order).
   std::vector<double> P(static_cast<size_t>(E), 0.0);
@@ -174,7 +208,7 @@ double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, M
   }
   double balance = 0;
   for (int64_t e = 0; e < E && T > 0; ++e)
-    balance += double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T) * (P[e] / double(T));
+    balance += double(state.pairs.offsets[e + 1] - state.pairs.offsets[e]) / double(T) * (P[e] / double(T));
   cache.balance_loss = double(E) * balance;
   return cache.balance_loss;
 }
@@ -198,10 +232,11 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
                 (g.shared ? " and shared experts" : "") + "; the block " + std::to_string(E) +
                 (moe.shared ? " and shared experts" : ""));
   ThreadPool& pool = pool_arg ? *pool_arg : default_thread_pool();
+  MoeCache::Work& state = work_of(cache);
   const Routing& r = cache.routing;
 
   // Each pair's upstream gradient w·dy_t, and each weight's gradient dy_t·out (in double).
-  MoeCache::Scratch& scratch = cache.scratch;  // every element used is written before it is read
+  MoeCache::Work::Scratch& scratch = state.scratch;  // every element used is written before it is read
   shape(scratch.dy_pairs, T * k, D);
   shape(scratch.dx_pairs, T * k, D);
   shape(scratch.dlogits, T, E);
@@ -214,9 +249,9 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
     for (int64_t t = t0; t < t1; ++t) {
       const float* dyt = dy.data + t * dy.stride;
       for (int64_t j = 0; j < k; ++j) {
-        const int64_t row = cache.pairs.row_of[t * k + j];
+        const int64_t row = state.pairs.row_of[t * k + j];
         const float w = r.weights[t * k + j];
-        const float* o = cache.outputs.row(row);
+        const float* o = state.outputs.row(row);
         float* d = dy_pairs.row(row);
         double dot = 0;
         for (int64_t i = 0; i < D; ++i) {
@@ -236,10 +271,10 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
         for (int64_t e = 0; e < E; ++e) sum += (p[e] = std::exp(double(l[e]) - top));
         for (int64_t e = 0; e < E; ++e) {
           p[e] /= sum;
-          pc += p[e] * double(E) * double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T);
+          pc += p[e] * double(E) * double(state.pairs.offsets[e + 1] - state.pairs.offsets[e]) / double(T);
         }
         for (int64_t e = 0; e < E; ++e) {
-          const double ce = double(E) * double(cache.pairs.offsets[e + 1] - cache.pairs.offsets[e]) / double(T);
+          const double ce = double(E) * double(state.pairs.offsets[e + 1] - state.pairs.offsets[e]) / double(T);
           dl_t[e] += balance * p[e] * (ce - pc) / double(T);
         }
       }
@@ -249,9 +284,9 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
   });
 
   // The experts, each its tokens as one batch.
-  run_experts(pool, active_experts(cache.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
-    const int64_t first = cache.pairs.offsets[e], n = cache.pairs.offsets[e + 1] - first;
-    backward(moe.experts[e], rows_of(cache.inputs, first, n), cache.expert_cache[e], rows_of(dy_pairs, first, n),
+  run_experts(pool, active_experts(state.pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+    const int64_t first = state.pairs.offsets[e], n = state.pairs.offsets[e + 1] - first;
+    backward(moe.experts[e], rows_of(state.inputs, first, n), state.expert_cache[e], rows_of(dy_pairs, first, n),
              dx.data ? rows_of(dx_pairs, first, n) : MatrixView{}, g.experts[e], &on);
   });
 
@@ -273,19 +308,19 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
     pool.run([&](int ith, int nth) {
       const auto [t0, t1] = split_range(T, ith, nth);
       for (int64_t t = t0; t < t1; ++t) {
-        const float gate = cache.shared_gate[t];
+        const float gate = state.shared_gate[t];
         const float* dyt = dy.data + t * dy.stride;
         float* dst = ds.row(t);
         double dot = 0;
         for (int64_t d = 0; d < D; ++d) {
           dst[d] = gate * dyt[d];
-          dot += double(dyt[d]) * double(cache.shared_out.row(t)[d]);
+          dot += double(dyt[d]) * double(state.shared_out.row(t)[d]);
         }
         if (c.shared_gate) dz[t] = static_cast<float>(dot * double(gate) * (1.0 - double(gate)));
       }
     });
     if (dx.data) shape(dx_shared, T, D);
-    backward(*moe.shared, x, cache.shared_cache, ds.view(), dx.data ? dx_shared.view() : MatrixView{}, *g.shared,
+    backward(*moe.shared, x, state.shared_cache, ds.view(), dx.data ? dx_shared.view() : MatrixView{}, *g.shared,
              &pool);
     if (c.shared_gate)
       for (int64_t t = 0; t < T; ++t) {
@@ -301,7 +336,7 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
     const auto [t0, t1] = split_range(T, ith, nth);
     std::vector<int64_t> rows(static_cast<size_t>(k));
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) rows[j] = cache.pairs.row_of[t * k + j];
+      for (int64_t j = 0; j < k; ++j) rows[j] = state.pairs.row_of[t * k + j];
       std::sort(rows.begin(), rows.end());
       float* dxt = dx.data + t * dx.stride;
       std::fill(dxt, dxt + D, 0.0f);

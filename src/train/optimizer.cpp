@@ -1,10 +1,10 @@
-// AdamW, the learning-rate schedule and global gradient-norm clipping (include/ffn/train.hpp).
+// AdamW, the learning-rate schedule and global gradient-norm clipping (train/train.hpp).
 #include <cmath>
 #include <numbers>
 #include <string>
 
 #include "ffn/error.hpp"
-#include "ffn/train.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 

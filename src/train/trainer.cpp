@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "ffn/error.hpp"
-#include "ffn/train.hpp"
 #include "train/checkpoint.hpp"
 #include "train/data_parallel.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 

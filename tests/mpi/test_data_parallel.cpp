@@ -11,8 +11,8 @@
 
 #include "across_ranks.hpp"
 #include "ffn/distributed.hpp"
-#include "ffn/train.hpp"
 #include "train/data_parallel.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 namespace {

@@ -13,10 +13,11 @@
 #include <vector>
 
 #include "across_ranks.hpp"
+#include "block/reference.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
-#include "tensor_parallel_checks.hpp"
 #include "random_data.hpp"
+#include "tensor_parallel_checks.hpp"
 
 namespace ffn {
 namespace {

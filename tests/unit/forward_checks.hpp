@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "ffn/block.hpp"
 
 namespace ffn::test {

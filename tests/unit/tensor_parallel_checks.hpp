@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/distributed.hpp"

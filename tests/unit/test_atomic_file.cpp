@@ -1,4 +1,4 @@
-// write_file_atomically / check_file_writable (ffn/atomic_file.hpp): the content arrives
+// write_file_atomically / check_file_writable (io/atomic_file.hpp): the content arrives
 // whole, an existing file is replaced, no temporary is left, and a path that cannot be
 // written is an ffn::Error naming it — before any work, for check_file_writable.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "expect_error.hpp"
-#include "ffn/atomic_file.hpp"
+#include "io/atomic_file.hpp"
 #include "test_files.hpp"
 
 namespace ffn {

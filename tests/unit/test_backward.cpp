@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "expect_error.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/error.hpp"

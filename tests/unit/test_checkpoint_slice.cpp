@@ -13,8 +13,8 @@
 #include "expect_error.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
-#include "ffn/gguf.hpp"
-#include "ffn/safetensors.hpp"
+#include "io/gguf.hpp"
+#include "io/safetensors.hpp"
 #include "same_bits.hpp"
 #include "test_files.hpp"
 

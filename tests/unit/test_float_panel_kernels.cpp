@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/activation_formats.hpp"
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "ffn/tensor.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"

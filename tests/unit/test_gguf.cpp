@@ -7,13 +7,13 @@
 #include <random>
 #include <string_view>
 
+#include "core/quant.hpp"
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/config.hpp"
 #include "ffn/error.hpp"
-#include "ffn/gguf.hpp"
-#include "ffn/quant.hpp"
+#include "io/gguf.hpp"
 #include "io/tensor_source.hpp"
 #include "test_files.hpp"
 

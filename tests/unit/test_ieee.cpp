@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "block/reference_math.hpp"
 #include "ffn/block.hpp"
 #include "ffn/thread_pool.hpp"

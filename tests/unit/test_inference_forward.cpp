@@ -7,12 +7,12 @@
 #include <cmath>
 #include <vector>
 
+#include "core/quant.hpp"
+#include "expect_error.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
-#include "ffn/inference_block.hpp"
-#include "expect_error.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
+#include "ffn/inference_block.hpp"
 #include "forward_checks.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"

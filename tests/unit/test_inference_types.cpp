@@ -31,6 +31,7 @@
 #include <random>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "block/reference_math.hpp"
 #include "expect_error.hpp"
 #include "ffn/block.hpp"

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/quant.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "core/weight_type_table.hpp"
 #include "expect_error.hpp"
 #include "ffn/checkpoint.hpp"
-#include "ffn/gguf.hpp"
-#include "ffn/safetensors.hpp"
-#include "core/weight_type_table.hpp"
+#include "io/gguf.hpp"
+#include "io/safetensors.hpp"
 #include "same_bits.hpp"
 #include "test_files.hpp"
 

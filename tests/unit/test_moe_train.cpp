@@ -18,12 +18,13 @@
 #include <numeric>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe_train.hpp"
-#include "ffn/train.hpp"
 #include "random_data.hpp"
 #include "same_bits.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 namespace {

@@ -5,7 +5,7 @@
 #include "expect_error.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
-#include "ffn/gguf.hpp"
+#include "io/gguf.hpp"
 #include "test_files.hpp"
 
 namespace ffn {

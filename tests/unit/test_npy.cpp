@@ -4,7 +4,7 @@
 
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
-#include "ffn/npy.hpp"
+#include "io/npy.hpp"
 #include "test_files.hpp"
 
 namespace ffn {

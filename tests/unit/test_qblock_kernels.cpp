@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "isa_param.hpp"
 #include "panel_support.hpp"
 

@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "core/codecs.hpp"
+#include "core/quant.hpp"
 #include "core/weight_type_table.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/panel_kernels.hpp"

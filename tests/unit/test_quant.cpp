@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "core/quant.hpp"
 #include "expect_error.hpp"
-#include "ffn/quant.hpp"
 
 namespace ffn {
 namespace {

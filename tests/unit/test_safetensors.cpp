@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "core/quant.hpp"
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
-#include "ffn/quant.hpp"
-#include "ffn/safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "test_files.hpp"
 
 namespace ffn {

@@ -14,8 +14,8 @@
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
-#include "ffn/gguf.hpp"
 #include "ffn/inference_block.hpp"
+#include "io/gguf.hpp"
 #include "test_files.hpp"
 
 namespace ffn {

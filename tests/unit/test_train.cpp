@@ -1,4 +1,4 @@
-// The byte-level language model and its training (include/ffn/train.hpp): the whole
+// The byte-level language model and its training (src/train/train.hpp): the whole
 // model's gradient against central finite differences, one step lowering the loss,
 // determinism across runs and thread counts, the data split, the schedule and clipping.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "expect_error.hpp"
-#include "ffn/train.hpp"
+#include "train/train.hpp"
 
 namespace ffn {
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/launch.hpp"
 #include "ffn/collective.hpp"
 #include "ffn/config.hpp"
 #include "ffn/moe.hpp"

@@ -14,13 +14,13 @@
 #include <random>
 
 #include "across_processes.hpp"
-#include "ffn/atomic_file.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "io/atomic_file.hpp"
 #include "machine.hpp"
+#include "measure/roofs.hpp"
 
 namespace ffn::cli {
 namespace {

@@ -15,11 +15,11 @@
 #include "bench_moe.hpp"
 #include "bench_rows.hpp"
 #include "ffn/accounting.hpp"
-#include "ffn/atomic_file.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "io/atomic_file.hpp"
+#include "measure/roofs.hpp"
 #include "timing.hpp"
 
 namespace ffn::cli {

@@ -23,19 +23,19 @@
 #include "bench_rows.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
-#include "ffn/atomic_file.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
-#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/presets.hpp"
-#include "ffn/roofs.hpp"
 #include "format.hpp"
-#include "timing.hpp"
+#include "io/atomic_file.hpp"
 #include "machine.hpp"
+#include "measure/roofs.hpp"
 #include "roofline_svg.hpp"
+#include "timing.hpp"
 
 namespace ffn::cli {
 namespace {

@@ -1,5 +1,5 @@
 // ffn compare: Shazeer's GLU-variants experiment (2020, table 1) on this machine. Trains
-// the byte-level language model of include/ffn/train.hpp once per variant and seed, the
+// the byte-level language model of train/train.hpp once per variant and seed, the
 // FFN block being the one thing that changes, at equal parameter count (the gated blocks'
 // hidden = 2/3 of the 2-matrix blocks'), on the same batches, and prints the held-out loss.
 // The variant "moe" is a mixture of SwiGLU experts (Mixtral's router, the Switch
@@ -16,12 +16,12 @@
 
 #include "across_processes.hpp"
 #include "commands.hpp"
-#include "ffn/atomic_file.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/train.hpp"
 #include "format.hpp"
+#include "io/atomic_file.hpp"
 #include "shipped_files.hpp"
+#include "train/train.hpp"
 
 #ifndef FFN_SOURCE_DIR
 #error "FFN_SOURCE_DIR must name the source tree (set by tools/ffn/CMakeLists.txt)"

@@ -8,14 +8,15 @@
 #include <cstdio>
 #include <vector>
 
+#include "block/reference.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/block.hpp"
-#include "ffn/inference_block.hpp"
 #include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/roofs.hpp"
 #include "format.hpp"
+#include "measure/roofs.hpp"
 #include "timing.hpp"
 
 namespace ffn::cli {

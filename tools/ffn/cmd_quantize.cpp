@@ -11,12 +11,13 @@
 #include <random>
 
 #include "commands.hpp"
+#include "core/quant_mix.hpp"
 #include "ffn/block.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
-#include "ffn/gguf.hpp"
-#include "ffn/quant_mix.hpp"
+#include "ffn/save.hpp"
 #include "format.hpp"
+#include "io/gguf.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -31,9 +32,6 @@ struct QuantizeOptions {
   int64_t tokens = 16;
   int threads = ThreadPool::default_threads();
 };
-
-// The GGUF tensor type of a weight type (the weight-type table's number).
-GgmlType ggml_type_of(WeightType t) { return static_cast<GgmlType>(weight_type_info(t).gguf_type); }
 
 // What --type asks for: one type for every matrix, a type per matrix ("q4_K:q4_K:q6_K",
 // gate:up:down), or a mix whose rules pick per layer.
@@ -61,21 +59,6 @@ TypeChoice parse_type_choice(const std::string& text) {
 MixChoice layer_types(const TypeChoice& c, int64_t layer, int64_t layers) {
   if (c.mix) return quant_mix_types(*c.mix, layer, layers);
   return {c.types, "--type"};
-}
-
-// Adds one layer's tensors under GGUF's names; weights [out][in] are ne = {in, out}.
-void add_layer(GgufWriter& w, const Block& b, int64_t layer, const MatrixTypes& types) {
-  const auto& c = b.config();
-  const auto& wt = b.weights();
-  const std::string p = "blk." + std::to_string(layer) + ".ffn_";
-  if (c.variant.gated) w.add_tensor(p + "gate.weight", ggml_type_of(types.gate), {c.d_model, c.hidden}, wt.gate.data());
-  w.add_tensor(p + "up.weight", ggml_type_of(types.up), {c.d_model, c.hidden}, wt.up.data());
-  w.add_tensor(p + "down.weight", ggml_type_of(types.down), {c.hidden, c.d_model}, wt.down.data());
-  if (c.bias) {
-    if (c.variant.gated) w.add_tensor(p + "gate.bias", GgmlType::f32, {c.hidden}, wt.gate_bias.data());
-    w.add_tensor(p + "up.bias", GgmlType::f32, {c.hidden}, wt.up_bias.data());
-    w.add_tensor(p + "down.bias", GgmlType::f32, {c.d_model}, wt.down_bias.data());
-  }
 }
 
 struct ErrorReport {
@@ -151,7 +134,6 @@ void run_quantize(const QuantizeOptions& o) {
   std::vector<MixChoice> choices;
 
   const bool progress = isatty(fileno(stderr)) != 0;  // a progress line only on a terminal
-  GgufWriter writer;
   std::vector<Block> originals;
   int64_t f32_bytes = 0;
   for (int64_t layer : layers) {
@@ -176,7 +158,6 @@ void run_quantize(const QuantizeOptions& o) {
                   std::to_string(weight_type_info(bad).block_elements) + " weights, as " +
                   std::string(weight_type_name(bad)) + " stores them");
     }
-    add_layer(writer, loaded.block, layer, types);
     f32_bytes += *weight_bytes(c, WeightType::f32);
     load.variant = c.variant;  // every layer must be the same block
     originals.push_back(std::move(loaded.block));
@@ -186,13 +167,10 @@ void run_quantize(const QuantizeOptions& o) {
     }
   }
   const auto& first = originals.front().config();
-  writer.set_string("general.name", std::filesystem::path(o.input).filename().string() + " MLP (ffn quantize)");
-  writer.set_string("ffn.variant", variant_name(first.variant));
-  writer.set_u64("ffn.d_model", static_cast<uint64_t>(first.d_model));
-  writer.set_u64("ffn.hidden", static_cast<uint64_t>(first.hidden));
-  writer.set_u64("ffn.layer_count", layers.size());
-  writer.set_string("ffn.quantization", o.type);
-  writer.write(o.output);
+  std::vector<LayerToSave> to_save;
+  for (size_t i = 0; i < layers.size(); ++i) to_save.push_back({layers[i], &originals[i], choices[i].types});
+  save_gguf(o.output, to_save,
+            {.name = std::filesystem::path(o.input).filename().string() + " MLP (ffn quantize)", .quantization = o.type});
   const auto out_bytes = static_cast<int64_t>(std::filesystem::file_size(o.output));
   if (progress) std::fprintf(stderr, "\r%40s\r", "");
   const std::string as = choice.mix ? std::string(choice.mix->name) + " (" + std::string(choice.mix->summary) + ")"

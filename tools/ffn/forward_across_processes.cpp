@@ -9,13 +9,13 @@
 #include <variant>
 
 #include "across_processes.hpp"
-#include "forward_input.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/npy.hpp"
 #include "ffn/thread_pool.hpp"
+#include "forward_input.hpp"
+#include "io/npy.hpp"
 
 namespace ffn::cli {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <utility>
 
-#include "ffn/npy.hpp"
 #include "ffn/tensor.hpp"
+#include "io/npy.hpp"
 
 namespace ffn::cli {
 

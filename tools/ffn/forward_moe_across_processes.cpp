@@ -10,13 +10,13 @@
 #include <string>
 
 #include "across_processes.hpp"
-#include "forward_input.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/error.hpp"
 #include "ffn/expert_parallel.hpp"
 #include "ffn/isa.hpp"
-#include "ffn/npy.hpp"
 #include "ffn/thread_pool.hpp"
+#include "forward_input.hpp"
+#include "io/npy.hpp"
 
 namespace ffn::cli {
 

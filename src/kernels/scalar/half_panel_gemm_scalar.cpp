@@ -1,7 +1,7 @@
 // The plain C++ panel kernels for 16-bit weights (C = A·widen(P)), the scalar reference: each
-// weight widened exactly (ffn/quant.hpp), one accumulator, k in order, as
+// weight widened exactly (core/quant.hpp), one accumulator, k in order, as
 // f32_panel_gemm_scalar. Compiled with FMA contraction off.
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "kernels/scalar/scalar_kernels.hpp"
 
 namespace ffn::kernels {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "kernels/qblock_panels.hpp"
 #include "kernels/scalar/scalar_kernels.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "ffn/quant.hpp"
+#include "core/quant.hpp"
 #include "kernels/qsub_panels.hpp"
 #include "kernels/scalar/scalar_kernels.hpp"
 

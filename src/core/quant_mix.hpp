@@ -2,6 +2,8 @@
 // Ollama's default) store gate and up in one K-quant type and down, on some layers, in a
 // wider one. These are the rules of llama.cpp's llama_tensor_get_type for ffn_gate, ffn_up
 // and ffn_down of dense (non-expert, non-Falcon) models without an importance matrix.
+// The library's users reach them through llama_mix_types (ffn/save.hpp); `ffn quantize` also
+// prints each mix's summary and the rule that picked each layer's types.
 #pragma once
 
 #include <cstdint>

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ffn/mapped_file.hpp"
+#include "io/mapped_file.hpp"
 
 namespace ffn {
 

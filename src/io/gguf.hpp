@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "ffn/mapped_file.hpp"
+#include "io/mapped_file.hpp"
 
 namespace ffn {
 
