@@ -66,7 +66,7 @@ struct LayerSource {
   std::string routing_source;
   // Each matrix's type in the file (f32 where it is in none of the weight types); of the
   // routed experts for a mixture of experts.
-  MatrixTypes stored;
+  MatrixTypes file_types;
 };
 
 // What a layer is, from its tensors' names and shapes and the checkpoint's metadata alone.

@@ -10,8 +10,8 @@ namespace ffn {
 namespace {
 
 // " (stored q4_K)" when the file's types are not those the layer runs (a --dtype conversion).
-std::string stored_note(const MatrixTypes& stored, const MatrixTypes& running, bool gated) {
-  const std::string file = matrix_types_name(stored, gated);
+std::string stored_note(const MatrixTypes& in_file, const MatrixTypes& running, bool gated) {
+  const std::string file = matrix_types_name(in_file, gated);
   return file == matrix_types_name(running, gated) ? "" : " (stored " + file + ")";
 }
 
@@ -20,7 +20,7 @@ std::string describe(const LayerSource& s, const InferenceBlock& b) {
   return variant_name(c.variant) + " (" + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
          s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
          (c.bias ? " bias" : "") + ", weights " + matrix_types_name(b.types(), c.variant.gated) +
-         stored_note(s.stored, b.types(), c.variant.gated);
+         stored_note(s.file_types, b.types(), c.variant.gated);
 }
 
 std::string describe(const LayerSource& s, const MoeBlock& b) {
@@ -32,7 +32,7 @@ std::string describe(const LayerSource& s, const MoeBlock& b) {
          (c.normalize_top_k ? ", renormalised" : "") +
          (c.shared_hidden > 0 ? ", shared experts of hidden " + std::to_string(c.shared_hidden) : "") + ", d_model " +
          std::to_string(c.d_model()) + ", weights " + matrix_types_name(b.expert_types(), true) +
-         stored_note(s.stored, b.expert_types(), true);
+         stored_note(s.file_types, b.expert_types(), true);
 }
 
 }  // namespace

@@ -112,7 +112,7 @@ TEST(LoadLayer, AGgufMixtureOfExpertsChecksEachTensorsScalesOnce) {
   const MoeConfig& c = layer.moe().config();
   EXPECT_EQ(c.experts, kE);
   EXPECT_EQ(c.top_k, 2);
-  EXPECT_EQ(layer.stored, MatrixTypes::all(WeightType::q8_0));
+  EXPECT_EQ(layer.file_types, MatrixTypes::all(WeightType::q8_0));
   EXPECT_EQ(layer.scheme, "gguf");
   EXPECT_EQ(layer.routing_source, "GGUF metadata (llama)");
   // Every q8_0 block of the three expert tensors (ffn_gate_exps, ffn_up_exps, ffn_down_exps:

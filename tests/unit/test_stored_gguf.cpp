@@ -77,14 +77,14 @@ TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
     write_layer(dir.file("m.gguf"), f32, t);
     const Layer loaded = load_layer(dir.file("m.gguf"));
     EXPECT_EQ(loaded.dense().types(), t) << name;
-    EXPECT_EQ(loaded.stored, t) << name;
+    EXPECT_EQ(loaded.file_types, t) << name;
     EXPECT_TRUE(same_forward(loaded.dense(), InferenceBlock(f32, t), x)) << name;
 
     // --dtype: a matrix already in the type is used as it is; the others are converted
     // from their stored values, as the f32 block of the file is.
     const Layer as_q8 = load_layer(dir.file("m.gguf"), WeightType::q8_0);
     EXPECT_EQ(as_q8.dense().types(), MatrixTypes::all(WeightType::q8_0)) << name;
-    EXPECT_EQ(as_q8.stored, t) << name;
+    EXPECT_EQ(as_q8.file_types, t) << name;
     if (t == MatrixTypes::all(WeightType::q8_0)) {
       EXPECT_TRUE(same_forward(as_q8.dense(), loaded.dense(), x)) << name;
     }

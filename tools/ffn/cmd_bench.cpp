@@ -166,7 +166,7 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
         return std::get<InferenceBlock>(std::move(layer.block));
       };
     };
-    if (!o.dtype_given) plan.rows.push_back({matrix_types_name(info.stored, gated), info.stored, from_file(std::nullopt)});
+    if (!o.dtype_given) plan.rows.push_back({matrix_types_name(info.file_types, gated), info.file_types, from_file(std::nullopt)});
     for (WeightType t : types)
       plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t), from_file(t)});
     return plan;

@@ -49,7 +49,7 @@ void print_checkpoint(const InfoOptions& o) {
     const LayerInfo info = ckpt.inspect(lo);
     if (const auto* m = std::get_if<MoeConfig>(&info.config)) {
       const auto a = account(*m);
-      const std::string types = matrix_types_name(info.stored, true);  // the routed experts'
+      const std::string types = matrix_types_name(info.file_types, true);  // the routed experts'
       out.push_back({{"layer", layer},
                      {"moe", true},
                      {"experts", m->experts},
@@ -72,7 +72,7 @@ void print_checkpoint(const InfoOptions& o) {
       continue;
     }
     const BlockConfig& c = std::get<BlockConfig>(info.config);
-    const MatrixTypes& t = info.stored;
+    const MatrixTypes& t = info.file_types;
     const int64_t rows_in[3] = {c.hidden, c.hidden, c.d_model}, cols_in[3] = {c.d_model, c.d_model, c.hidden};
     const WeightType types[3] = {t.gate, t.up, t.down};
     const char* names[3] = {"gate", "up", "down"};

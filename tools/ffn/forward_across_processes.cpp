@@ -36,7 +36,7 @@ void run(const ForwardAcrossProcesses& o, Communicator& comm) {
   // A mixture of experts splits by experts instead (forward_moe_across_processes.cpp).
   if (info.is_moe()) return run_expert_parallel_forward(o, checkpoint, load, std::get<MoeConfig>(info.config), comm);
   const BlockConfig whole = std::get<BlockConfig>(info.config);
-  const int64_t granule = hidden_granule(load.type.value_or(info.stored.down));
+  const int64_t granule = hidden_granule(load.type.value_or(info.file_types.down));
   const HiddenSlice slice = hidden_slice(whole.hidden, comm.rank(), comm.size(), granule);
   LoadedStoredWeights loaded = checkpoint.load_stored(load, slice.begin, slice.end, &pool);
   // The down bias is added once across ranks: by rank 0.
