@@ -99,10 +99,10 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
   StageInput x_gate;
   if (split) {
     // A gate of another type whose kernel takes the same activations reads up's.
-    x_gate = k.panel(w.gate.type).activations == x_up.rows.format
-                 ? StageInput{&k.panel(w.gate.type), x_up.rows}
-                 : stage_input(k, w.gate.type, x, Scratch::gate_activations);
-    if (x_gate.rows.values != x_up.rows.values) fill_rows(k, x_gate.rows, x, p);
+    const bool reads_up_s = k.panel(w.gate.type).activations == x_up.rows.format;
+    x_gate = reads_up_s ? StageInput{&k.panel(w.gate.type), x_up.rows}
+                        : stage_input(k, w.gate.type, x, Scratch::gate_activations);
+    if (!reads_up_s) fill_rows(k, x_gate.rows, x, p);
   }
   const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
   const StageInput h_down = stage_input(k, w.down.type, h, Scratch::hidden_activations);

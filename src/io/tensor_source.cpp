@@ -3,7 +3,6 @@
 // config.json parsed once.
 #include "io/tensor_source.hpp"
 
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstring>

@@ -16,44 +16,37 @@ namespace ffn::kernels {
 
 enum class PanelFamily { f32, f16, bf16, qblock, qsub, none };
 
+// A type's line of the list as the kernels see it.
+struct TypeFacts {
+  std::string_view name;
+  PanelFamily family;
+  QFormat format;       // its block set from the line's block column
+  int64_t block_bytes;  // bytes a block
+};
+
 namespace detail {
 
-#define FFN_EXPAND_FIELDS(...) __VA_ARGS__
-inline constexpr PanelFamily kFamilies[] = {
-#define FFN_TYPE_FAMILY(name, gguf, block, bytes, panels, scales, format, summary) PanelFamily::panels,
-    FFN_WEIGHT_TYPES(FFN_TYPE_FAMILY)
-#undef FFN_TYPE_FAMILY
-};
 constexpr QFormat with_block(QFormat f, int block) {
   f.block = block;
   return f;
 }
-inline constexpr QFormat kFormats[] = {
-#define FFN_TYPE_FORMAT(name, gguf, block, bytes, panels, scales, format, summary) \
-  with_block(QFormat{FFN_EXPAND_FIELDS format}, block),
-    FFN_WEIGHT_TYPES(FFN_TYPE_FORMAT)
-#undef FFN_TYPE_FORMAT
+#define FFN_EXPAND_FIELDS(...) __VA_ARGS__
+inline constexpr TypeFacts kTypeFacts[] = {
+#define FFN_TYPE_FACTS(name, gguf, block, bytes, panels, scales, format, summary) \
+  {#name, PanelFamily::panels, with_block(QFormat{FFN_EXPAND_FIELDS format}, block), bytes},
+    FFN_WEIGHT_TYPES(FFN_TYPE_FACTS)
+#undef FFN_TYPE_FACTS
 };
 #undef FFN_EXPAND_FIELDS
 
-inline constexpr int64_t kBlockBytes[] = {
-#define FFN_TYPE_BLOCK_BYTES(name, gguf, block, bytes, ...) bytes,
-    FFN_WEIGHT_TYPES(FFN_TYPE_BLOCK_BYTES)
-#undef FFN_TYPE_BLOCK_BYTES
-};
-inline constexpr std::string_view kNames[] = {
-#define FFN_TYPE_NAME(name, ...) #name,
-    FFN_WEIGHT_TYPES(FFN_TYPE_NAME)
-#undef FFN_TYPE_NAME
-};
-
 }  // namespace detail
 
-constexpr PanelFamily panel_family(WeightType t) { return detail::kFamilies[static_cast<int>(t)]; }
-constexpr std::string_view type_name(WeightType t) { return detail::kNames[static_cast<int>(t)]; }
+constexpr const TypeFacts& type_facts(WeightType t) { return detail::kTypeFacts[static_cast<int>(t)]; }
+constexpr PanelFamily panel_family(WeightType t) { return type_facts(t).family; }
+constexpr std::string_view type_name(WeightType t) { return type_facts(t).name; }
 // Bytes a block of type t (its values a block: q_format(t).block for the integer families).
-constexpr int64_t type_block_bytes(WeightType t) { return detail::kBlockBytes[static_cast<int>(t)]; }
-constexpr QFormat q_format(WeightType t) { return detail::kFormats[static_cast<int>(t)]; }
+constexpr int64_t type_block_bytes(WeightType t) { return type_facts(t).block_bytes; }
+constexpr QFormat q_format(WeightType t) { return type_facts(t).format; }
 
 // Calls f.template operator()<W>() for every type W of family `family`, in the list's order:
 // how a kernel file instantiates its template for its family's types, and the table code
