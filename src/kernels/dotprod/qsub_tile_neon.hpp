@@ -1,0 +1,178 @@
+// The Arm qsub panel kernels (the K-quants, Q4_1 / Q5_0 / Q5_1, IQ4_NL / IQ4_XS / MXFP4,
+// TQ1_0 / TQ2_0; layout, integers and arithmetic in qsub_panels.hpp) by SDOT. Every qsub
+// type's panel values are nibbles: with their high bits at most 63, through a codebook signed
+// int8 — both SDOT's signed operand as they are, so USDOT (i8mm) would run the same
+// instructions and the i8mm level inherits these kernels.
+// A sub-block u's sum S_u = Σ q·x − offset·B_u starts from −offset·B_u and takes one SDOT a
+// group and row vector; I = Σ_u sc_u·S_u by one MLA a sub-block and row vector against the
+// sub-block's scales widened to int32 lanes (skipped by the 32-value types, whose panels hold
+// sc = 1); M = Σ_u m_u·B_u by one MLA a sub-block and row vector. Then per block the
+// contract's two fused steps, acc ← fma(float(I), d·d_x, acc) and, with mins,
+// acc ← fma(float(M), −(dmin·d_x), acc) (FMLA, FMLS), so every tile gives the scalar
+// reference's bits. Values: the low nibble AND 0x0F, the high USHR 4; the high bits of group g
+// moved to bits 4 … by one shift and AND and ORed in; a codebook looked up by one TBL.
+// Two tiles, the f32 chains in registers for a whole K block:
+//   1×64  one token × the panel's 16 row vectors, super-block after super-block (decode),
+//         each block's integers 2 row vectors at a time: 16 chains + 2 I + 2 S + the
+//         sub-block's activations, high bits and constants of the 32 registers;
+//   4×8   4 tokens × 2 row vectors, a row vector at a time, each panel vector's values made
+//         once and dotted with the 4 tokens; the panel's 8 strips of rows read a K block
+//         (kKValues) each, so that the strips after the first read it from cache.
+// Included only by files compiled with at least the dotprod level's flags.
+#pragma once
+
+#include <algorithm>
+
+#include "kernels/dotprod/q_tile_neon.hpp"
+#include "kernels/panel_family.hpp"
+#include "kernels/qsub_panels.hpp"
+
+namespace ffn::kernels::neon_qsub {
+
+using namespace neon_q;
+
+inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
+inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 2 row vectors
+inline constexpr int kStripVectors = 2;
+
+// Group G's high bits (at bits high_bits·G … of each byte of h) moved to bits 4 ….
+template <QFormat f, int G>
+inline uint8x16_t high_of(uint8x16_t h) {
+  constexpr int shift = 4 - f.high_bits * G;
+  uint8x16_t moved = h;
+  if constexpr (shift > 0) moved = vshlq_n_u8(h, shift);
+  if constexpr (shift < 0) moved = vshrq_n_u8(h, -shift);
+  return vandq_u8(moved, vdupq_n_u8(uint8_t(((1 << f.high_bits) - 1) << 4)));
+}
+
+// MT tokens × RV row vectors from row vector r0, super-blocks [b0, b1), integers CV row
+// vectors at a time; chains start from C when resume; with prefetch (the first tile over a K
+// block) the panel kQPanelPrefetchBytes ahead is pulled in, a sub-block's share of its lines
+// at a time: into L1 by the one-pass tile, into L2 by a strip tile.
+template <WeightType W, int MT, int RV, int CV>
+inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0, int64_t b1, bool resume,
+                 bool prefetch, float* C, int64_t ldc) {
+  static constexpr QFormat f = q_format(W);
+  static_assert(f.nibbles, "every qsub type's values are nibbles (qsub_panels.hpp); bytes would need USDOT");
+  static_assert(RV % CV == 0);
+  static constexpr QSubLayout L = qsub_layout(f);
+  constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
+  constexpr int locality = RV == kRowVectors ? 3 : 2;
+  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
+  constexpr int pairs = f.sub / 8;            // group pairs a sub-block
+  constexpr int xv = f.sub / 16;              // activation vectors a sub-block
+  int8x16_t codebook = vdupq_n_s8(0);
+  if constexpr (f.has_codebook()) codebook = vld1q_s8(f.codebook_values());
+  float32x4_t acc[MT][RV];
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < RV; ++v) acc[t][v] = resume ? vld1q_f32(C + t * ldc + 4 * (r0 + v)) : vdupq_n_f32(0.0f);
+  for (int64_t b = b0; b < b1; ++b) {
+    const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
+    const int8_t* x[MT];
+    const int16_t* bs[MT];
+    float dx[MT];
+    for (int t = 0; t < MT; ++t) {
+      x[t] = A.codes() + t * A.row_bytes + b * f.block;
+      bs[t] = A.sums + t * A.sum_stride + b * (f.block / 16);
+      dx[t] = A.scales[t * A.scale_stride + b];
+    }
+    static_for<RV / CV>([&](auto chunk) FFN_INLINE {
+      constexpr int c0 = decltype(chunk)::value * CV;
+      const int rv = r0 + c0;  // the chunk's first row vector in the panel
+      int32x4_t I[MT][CV];
+      for (int t = 0; t < MT; ++t)
+        for (int v = 0; v < CV; ++v) I[t][v] = vdupq_n_s32(0);
+      for (int u = 0; u < f.subs(); ++u) {
+        if (prefetch && c0 == 0)
+          for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
+            __builtin_prefetch(blk + ahead + line, 0, locality);
+        int8x16_t xs[MT][xv];
+        int32x4_t s[MT][CV];
+        for (int t = 0; t < MT; ++t) {
+          for (int i = 0; i < xv; ++i) xs[t][i] = vld1q_s8(x[t] + u * f.sub + 16 * i);
+          const int32x4_t start = vdupq_n_s32(-f.offset * qsub_sum(bs[t], f.sub, u));
+          for (int v = 0; v < CV; ++v) s[t][v] = start;
+        }
+        const uint8_t* q = blk + L.q_of(f, u) + 16 * rv;
+        uint8x16_t high[CV];
+        if constexpr (f.high_bits != 0)
+          for (int v = 0; v < CV; ++v) high[v] = vld1q_u8(blk + L.h_of(u) + 16 * (rv + v));
+        // Group pair g: the low nibbles are values 4g + l, the high nibbles 4(g + pairs) + l;
+        // value 4G + l is lane G % 4 of activation vector G / 4.
+        static_for<pairs>([&](auto g) FFN_INLINE {
+          constexpr int G = decltype(g)::value, H = G + pairs;
+          for (int v = 0; v < CV; ++v) {
+            const uint8x16_t raw = vld1q_u8(q + 256 * G + 16 * v);
+            uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
+            if constexpr (f.high_bits != 0) {
+              lo = vorrq_u8(lo, high_of<f, G>(high[v]));
+              hi = vorrq_u8(hi, high_of<f, H>(high[v]));
+            }
+            if constexpr (f.has_codebook()) {
+              lo = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, lo));
+              hi = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, hi));
+            }
+            for (int t = 0; t < MT; ++t) {
+              s[t][v] = Sdot::dot<G % 4>(s[t][v], lo, xs[t][G / 4]);
+              s[t][v] = Sdot::dot<H % 4>(s[t][v], hi, xs[t][H / 4]);
+            }
+          }
+        });
+        if constexpr (unit_scale) {
+          for (int t = 0; t < MT; ++t)
+            for (int v = 0; v < CV; ++v) I[t][v] = s[t][v];
+        } else {
+          int32x4_t sc[CV];
+          widen<CV, true>(blk + L.sc + u * 64 + 4 * rv, sc);
+          for (int t = 0; t < MT; ++t)
+            for (int v = 0; v < CV; ++v) I[t][v] = vmlaq_s32(I[t][v], s[t][v], sc[v]);
+        }
+      }
+      for (int v = 0; v < CV; ++v) {
+        const float32x4_t d = f.e8m0 ? e8m0x4(blk + 4 * (rv + v)) : f16x4(blk + 8 * (rv + v));
+        for (int t = 0; t < MT; ++t)
+          acc[t][c0 + v] = vfmaq_f32(acc[t][c0 + v], vcvtq_f32_s32(I[t][v]), vmulq_n_f32(d, dx[t]));
+      }
+      if constexpr (f.has_min) {
+        int32x4_t M[MT][CV];
+        for (int t = 0; t < MT; ++t)
+          for (int v = 0; v < CV; ++v) M[t][v] = vdupq_n_s32(0);
+        for (int u = 0; u < f.subs(); ++u) {
+          int32x4_t m[CV];
+          widen<CV, false>(blk + L.m + u * 64 + 4 * rv, m);
+          for (int t = 0; t < MT; ++t) {
+            const int32_t B = qsub_sum(bs[t], f.sub, u);
+            for (int v = 0; v < CV; ++v) M[t][v] = vmlaq_n_s32(M[t][v], m[v], B);
+          }
+        }
+        for (int v = 0; v < CV; ++v) {
+          const float32x4_t dmin = f16x4(blk + L.dmin + 8 * (rv + v));
+          for (int t = 0; t < MT; ++t)  // fma(M, −(dmin·d_x), acc)
+            acc[t][c0 + v] = vfmsq_f32(acc[t][c0 + v], vcvtq_f32_s32(M[t][v]), vmulq_n_f32(dmin, dx[t]));
+        }
+      }
+    });
+  }
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < RV; ++v) vst1q_f32(C + t * ldc + 4 * (r0 + v), acc[t][v]);
+}
+
+// C[t][0..63] for every token t < T (the qsub contract): K in blocks of kKValues; strips of
+// kStripTokens tokens by the 4×8 tile, the tokens left over (and a lone token) by the 1×64.
+template <WeightType W>
+inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  constexpr int64_t block = q_format(W).block;
+  const int64_t blocks = K / block;
+  // K = 0 still visits one (empty) range, so that C is written (zeros).
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / block);
+    int64_t t = 0;
+    for (; t + kStripTokens <= T; t += kStripTokens)
+      for (int r0 = 0; r0 < kRowVectors; r0 += kStripVectors)
+        tile<W, kStripTokens, kStripVectors, 1>(A.from_token(t), P, r0, b0, b1, b0 > 0, t == 0 && r0 == 0,
+                                                C + t * ldc, ldc);
+    for (; t < T; ++t) tile<W, 1, kRowVectors, 2>(A.from_token(t), P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+  }
+}
+
+}  // namespace ffn::kernels::neon_qsub
