@@ -11,13 +11,14 @@
 // acc ← fma(float(M), −(dmin·d_x), acc) (FMLA, FMLS), so every tile gives the scalar
 // reference's bits. Values: the low nibble AND 0x0F, the high USHR 4; the high bits of group g
 // moved to bits 4 … by one shift and AND and ORed in; a codebook looked up by one TBL.
-// Two tiles, the f32 chains in registers for a whole K block:
-//   1×64  one token × the panel's 16 row vectors, super-block after super-block (decode),
-//         each block's integers 2 row vectors at a time: 16 chains + 2 I + 2 S + the
-//         sub-block's activations, high bits and constants of the 32 registers;
-//   4×8   4 tokens × 2 row vectors, a row vector at a time, each panel vector's values made
-//         once and dotted with the 4 tokens; the panel's 8 strips of rows read a K block
-//         (kKValues) each, so that the strips after the first read it from cache.
+// Two tiles over the whole 64 rows, so that the panel streams as the linear array it is; the
+// f32 chains live in C, touched once a block and row vector (a super-block is 256 values), so
+// that the registers hold the integers of a chunk of row vectors:
+//   1×64  one token (decode), chunks of 4 row vectors (2 for the types with high bits, whose
+//         high-bit vectors stay loaded across the sub-block's groups): 4 I + 4 S + the
+//         sub-block's 2 activation vectors, the values being made and the constants;
+//   4×64  4 tokens, chunks of 2 row vectors (1 with high bits), each panel vector's values
+//         made once and dotted with the 4 tokens' activations (8 vectors).
 // Included only by files compiled with at least the dotprod level's flags.
 #pragma once
 
@@ -32,8 +33,7 @@ namespace ffn::kernels::neon_qsub {
 using namespace neon_q;
 
 inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
-inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 2 row vectors
-inline constexpr int kStripVectors = 2;
+inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 64 rows
 
 // Group G's high bits (at bits high_bits·G … of each byte of h) moved to bits 4 ….
 template <QFormat f, int G>
@@ -45,27 +45,27 @@ inline uint8x16_t high_of(uint8x16_t h) {
   return vandq_u8(moved, vdupq_n_u8(uint8_t(((1 << f.high_bits) - 1) << 4)));
 }
 
-// MT tokens × RV row vectors from row vector r0, super-blocks [b0, b1), integers CV row
-// vectors at a time; chains start from C when resume; with prefetch (the first tile over a K
-// block) the panel kQPanelPrefetchBytes ahead is pulled in, a sub-block's share of its lines
-// at a time: into L1 by the one-pass tile, into L2 by a strip tile.
-template <WeightType W, int MT, int RV, int CV>
-inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0, int64_t b1, bool resume,
-                 bool prefetch, float* C, int64_t ldc) {
+// MT tokens × the panel's 64 rows over super-blocks [b0, b1), the integers CV row vectors at
+// a time; the chains start from C when resume (else from zeros written there) and live in C,
+// touched once a block and row vector. With prefetch (the first strip of tokens), the panel
+// kQPanelPrefetchBytes ahead is pulled into L1, a sub-block's share of its lines at a time: a
+// burst of all its lines at once would overrun the core's outstanding-miss buffers.
+template <WeightType W, int MT, int CV>
+[[gnu::noinline]] void tile(const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume,
+                            bool prefetch, float* C, int64_t ldc) {
   static constexpr QFormat f = q_format(W);
   static_assert(f.nibbles, "every qsub type's values are nibbles (qsub_panels.hpp); bytes would need USDOT");
-  static_assert(RV % CV == 0);
+  static_assert(kRowVectors % CV == 0);
   static constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
-  constexpr int locality = RV == kRowVectors ? 3 : 2;
   constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
   constexpr int pairs = f.sub / 8;            // group pairs a sub-block
   constexpr int xv = f.sub / 16;              // activation vectors a sub-block
   int8x16_t codebook = vdupq_n_s8(0);
   if constexpr (f.has_codebook()) codebook = vld1q_s8(f.codebook_values());
-  float32x4_t acc[MT][RV];
-  for (int t = 0; t < MT; ++t)
-    for (int v = 0; v < RV; ++v) acc[t][v] = resume ? vld1q_f32(C + t * ldc + 4 * (r0 + v)) : vdupq_n_f32(0.0f);
+  if (!resume)
+    for (int t = 0; t < MT; ++t)
+      for (int v = 0; v < kRowVectors; ++v) vst1q_f32(C + t * ldc + 4 * v, vdupq_n_f32(0.0f));
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x[MT];
@@ -76,16 +76,14 @@ inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0
       bs[t] = A.sums + t * A.sum_stride + b * (f.block / 16);
       dx[t] = A.scales[t * A.scale_stride + b];
     }
-    static_for<RV / CV>([&](auto chunk) FFN_INLINE {
-      constexpr int c0 = decltype(chunk)::value * CV;
-      const int rv = r0 + c0;  // the chunk's first row vector in the panel
+    for (int rv = 0; rv < kRowVectors; rv += CV) {  // the chunk's first row vector
       int32x4_t I[MT][CV];
       for (int t = 0; t < MT; ++t)
         for (int v = 0; v < CV; ++v) I[t][v] = vdupq_n_s32(0);
       for (int u = 0; u < f.subs(); ++u) {
-        if (prefetch && c0 == 0)
+        if (prefetch && rv == 0)
           for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
-            __builtin_prefetch(blk + ahead + line, 0, locality);
+            __builtin_prefetch(blk + ahead + line, 0, 3);
         int8x16_t xs[MT][xv];
         int32x4_t s[MT][CV];
         for (int t = 0; t < MT; ++t) {
@@ -128,10 +126,11 @@ inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0
             for (int v = 0; v < CV; ++v) I[t][v] = vmlaq_s32(I[t][v], s[t][v], sc[v]);
         }
       }
+      float32x4_t acc[MT][CV];
       for (int v = 0; v < CV; ++v) {
         const float32x4_t d = f.e8m0 ? e8m0x4(blk + 4 * (rv + v)) : f16x4(blk + 8 * (rv + v));
         for (int t = 0; t < MT; ++t)
-          acc[t][c0 + v] = vfmaq_f32(acc[t][c0 + v], vcvtq_f32_s32(I[t][v]), vmulq_n_f32(d, dx[t]));
+          acc[t][v] = vfmaq_f32(vld1q_f32(C + t * ldc + 4 * (rv + v)), vcvtq_f32_s32(I[t][v]), vmulq_n_f32(d, dx[t]));
       }
       if constexpr (f.has_min) {
         int32x4_t M[MT][CV];
@@ -148,30 +147,31 @@ inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0
         for (int v = 0; v < CV; ++v) {
           const float32x4_t dmin = f16x4(blk + L.dmin + 8 * (rv + v));
           for (int t = 0; t < MT; ++t)  // fma(M, −(dmin·d_x), acc)
-            acc[t][c0 + v] = vfmsq_f32(acc[t][c0 + v], vcvtq_f32_s32(M[t][v]), vmulq_n_f32(dmin, dx[t]));
+            acc[t][v] = vfmsq_f32(acc[t][v], vcvtq_f32_s32(M[t][v]), vmulq_n_f32(dmin, dx[t]));
         }
       }
-    });
+      for (int t = 0; t < MT; ++t)
+        for (int v = 0; v < CV; ++v) vst1q_f32(C + t * ldc + 4 * (rv + v), acc[t][v]);
+    }
   }
-  for (int t = 0; t < MT; ++t)
-    for (int v = 0; v < RV; ++v) vst1q_f32(C + t * ldc + 4 * (r0 + v), acc[t][v]);
 }
 
-// C[t][0..63] for every token t < T (the qsub contract): K in blocks of kKValues; strips of
-// kStripTokens tokens by the 4×8 tile, the tokens left over (and a lone token) by the 1×64.
+// C[t][0..63] for every token t < T (the qsub contract): K in blocks of kKValues, so that a
+// strip's pass re-reads the panel block from L2; strips of kStripTokens tokens by the 4×64
+// tile, the tokens left over (and a lone token) by the 1×64. The types with high bits hold
+// them for each row vector of a chunk, so take half the chunk.
 template <WeightType W>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  constexpr int64_t block = q_format(W).block;
-  const int64_t blocks = K / block;
+  constexpr QFormat f = q_format(W);
+  constexpr int high = f.high_bits != 0;
+  const int64_t blocks = K / f.block;
   // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / block);
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / f.block) {
+    const int64_t b1 = std::min(blocks, b0 + kKValues / f.block);
     int64_t t = 0;
     for (; t + kStripTokens <= T; t += kStripTokens)
-      for (int r0 = 0; r0 < kRowVectors; r0 += kStripVectors)
-        tile<W, kStripTokens, kStripVectors, 1>(A.from_token(t), P, r0, b0, b1, b0 > 0, t == 0 && r0 == 0,
-                                                C + t * ldc, ldc);
-    for (; t < T; ++t) tile<W, 1, kRowVectors, 2>(A.from_token(t), P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+      tile<W, kStripTokens, (2 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    for (; t < T; ++t) tile<W, 1, (4 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }
 }
 

@@ -10,7 +10,7 @@ namespace {
 KernelTable dotprod_entries() {
   KernelTable t{.isa = Isa::dotprod};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_dotprod_1x64_4x8);
-  FFN_PANEL_KERNELS(t, qsub, panel_gemm_dotprod_1x64_4x8);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_dotprod_1x64_4x64);
   return t;
 }
 
