@@ -36,7 +36,7 @@ inline constexpr int kStripVectors = 2;
 // block), the blocks kQPanelPrefetchBytes ahead are pulled in: into L1 by the one-pass tile,
 // which reads every byte of them next, into L2 by a strip tile, which reads an eighth.
 template <WeightType W, class Dot, int MT, int RV, int CV>
-inline void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0, int64_t b1, bool resume,
+[[gnu::noinline]] void tile(const ActivationRows& A, const std::byte* P, int r0, int64_t b0, int64_t b1, bool resume,
                  bool prefetch, float* C, int64_t ldc) {
   static constexpr QFormat f = q_format(W);
   static_assert(f.nibbles || f.offset == 128, "byte codes are q8_0's: w + 128");

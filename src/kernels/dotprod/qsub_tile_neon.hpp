@@ -10,7 +10,7 @@
 // contract's two fused steps, acc ← fma(float(I), d·d_x, acc) and, with mins,
 // acc ← fma(float(M), −(dmin·d_x), acc) (FMLA, FMLS), so every tile gives the scalar
 // reference's bits. Values: the low nibble AND 0x0F, the high USHR 4; the high bits of group g
-// moved to bits 4 … by one shift and AND and ORed in; a codebook looked up by one TBL.
+// moved to bits 4 … by one shift and inserted by one BSL; a codebook looked up by one TBL.
 // Two tiles over the whole 64 rows, so that the panel streams as the linear array it is; the
 // f32 chains live in C, touched once a block and row vector (a super-block is 256 values), so
 // that the registers hold the integers of a chunk of row vectors:
@@ -35,14 +35,15 @@ using namespace neon_q;
 inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 64 rows
 
-// Group G's high bits (at bits high_bits·G … of each byte of h) moved to bits 4 ….
+// The nibbles of group G (bits 0 … 3, the bits above clear) with the group's high bits (at
+// bits high_bits·G … of each byte of h) moved to bits 4 … and inserted by one BSL.
 template <QFormat f, int G>
-inline uint8x16_t high_of(uint8x16_t h) {
+inline uint8x16_t with_high(uint8x16_t nibbles, uint8x16_t h) {
   constexpr int shift = 4 - f.high_bits * G;
   uint8x16_t moved = h;
   if constexpr (shift > 0) moved = vshlq_n_u8(h, shift);
   if constexpr (shift < 0) moved = vshrq_n_u8(h, -shift);
-  return vandq_u8(moved, vdupq_n_u8(uint8_t(((1 << f.high_bits) - 1) << 4)));
+  return vbslq_u8(vdupq_n_u8(uint8_t(((1 << f.high_bits) - 1) << 4)), moved, nibbles);
 }
 
 // MT tokens × the panel's 64 rows over super-blocks [b0, b1), the integers CV row vectors at
@@ -103,8 +104,8 @@ template <WeightType W, int MT, int CV>
             const uint8x16_t raw = vld1q_u8(q + 256 * G + 16 * v);
             uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
             if constexpr (f.high_bits != 0) {
-              lo = vorrq_u8(lo, high_of<f, G>(high[v]));
-              hi = vorrq_u8(hi, high_of<f, H>(high[v]));
+              lo = with_high<f, G>(lo, high[v]);
+              hi = with_high<f, H>(hi, high[v]);
             }
             if constexpr (f.has_codebook()) {
               lo = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, lo));
