@@ -96,4 +96,44 @@ inline FFN_INLINE void widen(const uint8_t* p, int32x4_t out[CV]) {
   }
 }
 
+// Lane t of v in every lane, and d times lane t of dx (FMUL by element: d·dx[t], the one
+// rounding of the scalar product); t a constant once the token loops are unrolled.
+inline FFN_INLINE int32x4_t lane_s32(int32x4_t v, int t) {
+  switch (t) {
+    case 0: return vdupq_laneq_s32(v, 0);
+    case 1: return vdupq_laneq_s32(v, 1);
+    case 2: return vdupq_laneq_s32(v, 2);
+    default: return vdupq_laneq_s32(v, 3);
+  }
+}
+inline FFN_INLINE float32x4_t mul_lane(float32x4_t d, float32x4_t dx, int t) {
+  switch (t) {
+    case 0: return vmulq_laneq_f32(d, dx, 0);
+    case 1: return vmulq_laneq_f32(d, dx, 1);
+    case 2: return vmulq_laneq_f32(d, dx, 2);
+    default: return vmulq_laneq_f32(d, dx, 3);
+  }
+}
+
+// Of tokens 0 … MT − 1 (MT ≤ 4) of A, block b of 32 values: the activations' Σx (the block's
+// two sums of 16, added by one pairwise ADDL) and the block scales d_x, a lane a token.
+template <int MT>
+inline int32x4_t q8_block_sums(const ActivationRows& A, int64_t b) {
+  static_assert(MT <= 4);
+  int32x4_t pairs = vdupq_n_s32(0);
+  for (int t = 0; t < MT; ++t) {
+    int32_t two;
+    __builtin_memcpy(&two, A.sums + t * A.sum_stride + 2 * b, 4);
+    pairs = vsetq_lane_s32(two, pairs, t);
+  }
+  return vpaddlq_s16(vreinterpretq_s16_s32(pairs));
+}
+template <int MT>
+inline float32x4_t q8_block_scales(const ActivationRows& A, int64_t b) {
+  static_assert(MT <= 4);
+  float32x4_t dx = vdupq_n_f32(0.0f);
+  for (int t = 0; t < MT; ++t) dx = vsetq_lane_f32(A.scales[t * A.scale_stride + b], dx, t);
+  return dx;
+}
+
 }  // namespace ffn::kernels::neon_q

@@ -54,21 +54,20 @@ template <WeightType W, class Dot, int MT, int RV, int CV>
     if (prefetch)
       for (int64_t line = 0; line < block_bytes; line += 64) __builtin_prefetch(blk + ahead + line, 0, locality);
     int8x16_t x[MT][2];  // the block's 32 activations of each token
-    int32_t start[MT];   // −offset·Σx
-    float dx[MT];
     for (int t = 0; t < MT; ++t) {
       const int8_t* xt = A.codes() + t * A.row_bytes + 32 * b;
       x[t][0] = vld1q_s8(xt);
       x[t][1] = vld1q_s8(xt + 16);
-      start[t] = offset ? -offset * q8_block_sum(A.sums + t * A.sum_stride, b) : 0;
-      dx[t] = A.scales[t * A.scale_stride + b];
     }
+    // −offset·Σx and d_x, a token a lane.
+    const int32x4_t start = offset ? vmulq_n_s32(q8_block_sums<MT>(A, b), -offset) : vdupq_n_s32(0);
+    const float32x4_t dx = q8_block_scales<MT>(A, b);
     static_for<RV / CV>([&](auto chunk) FFN_INLINE {
       constexpr int c0 = decltype(chunk)::value * CV;
       const uint8_t* q = blk + kQBlockScaleBytes + 16 * (r0 + c0);
       int32x4_t s[MT][CV];
       for (int t = 0; t < MT; ++t)
-        for (int v = 0; v < CV; ++v) s[t][v] = vdupq_n_s32(start[t]);
+        for (int v = 0; v < CV; ++v) s[t][v] = lane_s32(start, t);
       if constexpr (!f.nibbles) {
         static_for<8>([&](auto g) FFN_INLINE {
           constexpr int G = decltype(g)::value;
@@ -96,7 +95,7 @@ template <WeightType W, class Dot, int MT, int RV, int CV>
       for (int v = 0; v < CV; ++v) {
         const float32x4_t d = f16x4(blk + 8 * (r0 + c0 + v));
         for (int t = 0; t < MT; ++t)
-          acc[t][c0 + v] = vfmaq_f32(acc[t][c0 + v], vcvtq_f32_s32(s[t][v]), vmulq_n_f32(d, dx[t]));
+          acc[t][c0 + v] = vfmaq_f32(acc[t][c0 + v], vcvtq_f32_s32(s[t][v]), mul_lane(d, dx, t));
       }
     });
   }

@@ -1,7 +1,8 @@
-// The i8mm level's kernels (contracts in qblock_panels.hpp): USDOT (unsigned × signed, the
-// arithmetic of x86's vpdpbusd) where it saves an instruction over the dotprod level's SDOT —
-// q8_0, whose unsigned codes it takes as they are. Its set holds q8_0 alone: q4_0's nibbles
-// and every qsub value are signed bytes already, so those types keep the dotprod kernels.
+// The i8mm level's kernels (contracts in qblock_panels.hpp): the qblock panel kernels by
+// USDOT and USMMLA (unsigned × signed, the arithmetic of x86's vpdpbusd): a one-token tile by
+// USDOT, which takes q8_0's unsigned codes as they are (no EOR), and a 4-token tile by USMMLA,
+// 32 products an instruction. The qsub types keep the dotprod kernels: their values are
+// signed bytes already, so USDOT would run SDOT's instructions.
 #pragma once
 
 #include "kernels/panel_kernels.hpp"

@@ -1,11 +1,11 @@
-// USDOT product with a q8_0 panel packed at load (layout and arithmetic in qblock_panels.hpp):
-// the 1×64 and 4×8 tiles of dotprod/qblock_tile_neon.hpp with USDOT, which multiplies the
-// unsigned codes q = w + 128 by the signed activations as they are — no EOR a panel vector —
-// each block sum starting from −128·Σx (the same exact integer as SDOT's of w, so the same
-// bits). Only q8_0 is in the set (i8mm_kernels.hpp).
+// USDOT and USMMLA product with a qblock panel (Q8_0, Q4_0) packed at load (layout and
+// arithmetic in qblock_panels.hpp): a lone token (and the tokens a strip leaves) by the 1×64
+// tile of dotprod/qblock_tile_neon.hpp with USDOT — the unsigned codes as they are, each block
+// sum starting from −offset·Σx, no EOR for q8_0 — and strips of 4 tokens by the 4×8 USMMLA
+// tile of qblock_tile_mmla.hpp. Both the same exact integers as SDOT's, so the same bits.
 // Compiled with the i8mm level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
-#include "kernels/dotprod/qblock_tile_neon.hpp"
 #include "kernels/i8mm/i8mm_kernels.hpp"
+#include "kernels/i8mm/qblock_tile_mmla.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -21,18 +21,11 @@ struct Usdot {
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  neon_qblock::panel<W, Usdot>(T, K, A, P, C, ldc);
+  mmla_qblock::panel<W, Usdot>(T, K, A, P, C, ldc);
 }
 
 }  // namespace
 
-// q8_0 alone: the byte codes, the only ones SDOT cannot take as they are.
-const PanelGemmSet qblock_panel_gemm_i8mm_1x64_4x8 =
-    panel_gemm_set<PanelFamily::qblock>([]<WeightType W>() -> PanelGemm {
-      if constexpr (q_format(W).nibbles)
-        return nullptr;
-      else
-        return &panel<W>;
-    });
+FFN_PANEL_KERNEL_SET(qblock, panel_gemm_i8mm_1x64_4x8, panel);
 
 }  // namespace ffn::kernels
