@@ -1,12 +1,14 @@
 // The Arm qblock panel kernels (Q8_0, Q4_0; layout and arithmetic in qblock_panels.hpp) as a
-// template over the dot instruction (q_tile_neon.hpp): dotprod/qblock_panel_gemm_dotprod.cpp
-// takes SDOT, i8mm/qblock_panel_gemm_i8mm.cpp USDOT. Two tiles, both keeping their f32 chains
-// in registers for the whole K block:
+// template over the dot instruction (q_tile_neon.hpp), one for each tile:
+// dotprod/qblock_panel_gemm_dotprod.cpp takes SDOT for both, i8mm/qblock_panel_gemm_i8mm.cpp
+// USDOT for q8_0's one-token tile. Two tiles, both keeping their f32 chains in registers for
+// the whole K block, each compiled on its own (noinline) so that their registers do not mix:
 //   1×64  one token × the panel's 16 row vectors, block after block, so the panel streams as
 //         the linear array it is (decode); the block's 16 integer sums in two halves of 8
 //         (16 f32 chains + 8 sums + the block's 2 activation vectors of the 32 registers);
 //   4×8   4 tokens × 2 row vectors (8 rows), each loaded (and flipped) panel vector dotted
-//         with the 4 tokens: 8 chains + 8 sums + 4 × 2 activation vectors. The panel's 8 strips
+//         with the 4 tokens: 8 chains + 8 sums + 4 × 2 activation vectors; the tokens' −offset·Σx
+//         and d_x a token a lane, taken by lane. The panel's 8 strips
 //         of rows each read 32 bytes of every 256-byte group, a K block (kKBlocks) at a time,
 //         so that the strips after the first read it from cache.
 // Integer sums: q4_0's nibbles (≤ 15) enter either instruction as they are (low nibble: AND
@@ -104,8 +106,9 @@ template <WeightType W, class Dot, int MT, int RV, int CV>
 }
 
 // C[t][0..63] for every token t < T (the qblock contract): K in blocks of kKBlocks; strips of
-// kStripTokens tokens by the 4×8 tile, the tokens left over (and a lone token) by the 1×64.
-template <WeightType W, class Dot>
+// kStripTokens tokens by the 4×8 tile with the dot instruction StripDot, the tokens left over
+// (and a lone token) by the 1×64 with Dot.
+template <WeightType W, class Dot, class StripDot = Dot>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / 32;
   // K = 0 still visits one (empty) range, so that C is written (zeros).
@@ -114,7 +117,7 @@ inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte
     int64_t t = 0;
     for (; t + kStripTokens <= T; t += kStripTokens)
       for (int r0 = 0; r0 < kRowVectors; r0 += kStripVectors)
-        tile<W, Dot, kStripTokens, kStripVectors, kStripVectors>(A.from_token(t), P, r0, b0, b1, b0 > 0,
+        tile<W, StripDot, kStripTokens, kStripVectors, kStripVectors>(A.from_token(t), P, r0, b0, b1, b0 > 0,
                                                                  t == 0 && r0 == 0, C + t * ldc, ldc);
     for (; t < T; ++t) tile<W, Dot, 1, kRowVectors, 8>(A.from_token(t), P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }

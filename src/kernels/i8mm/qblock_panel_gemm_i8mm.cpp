@@ -1,11 +1,12 @@
-// USDOT and USMMLA product with a qblock panel (Q8_0, Q4_0) packed at load (layout and
-// arithmetic in qblock_panels.hpp): a lone token (and the tokens a strip leaves) by the 1×64
-// tile of dotprod/qblock_tile_neon.hpp with USDOT — the unsigned codes as they are, each block
-// sum starting from −offset·Σx, no EOR for q8_0 — and strips of 4 tokens by the 4×8 USMMLA
-// tile of qblock_tile_mmla.hpp. Both the same exact integers as SDOT's, so the same bits.
+// USDOT product with a q8_0 panel packed at load (layout and arithmetic in qblock_panels.hpp):
+// the tiles of dotprod/qblock_tile_neon.hpp, the 1×64 with USDOT, which multiplies the
+// unsigned codes q = w + 128 by the signed activations as they are — no EOR a panel vector —
+// each block sum starting from −128·Σx (the same exact integer as SDOT's of w, so the same
+// bits); the 4×8 keeps SDOT, whose EOR its 4 tokens share, cheaper than 4 tokens' −128·Σx.
+// Only q8_0 is in the set (i8mm_kernels.hpp).
 // Compiled with the i8mm level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
+#include "kernels/dotprod/qblock_tile_neon.hpp"
 #include "kernels/i8mm/i8mm_kernels.hpp"
-#include "kernels/i8mm/qblock_tile_mmla.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -21,11 +22,18 @@ struct Usdot {
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  mmla_qblock::panel<W, Usdot>(T, K, A, P, C, ldc);
+  neon_qblock::panel<W, Usdot, neon_q::Sdot>(T, K, A, P, C, ldc);
 }
 
 }  // namespace
 
-FFN_PANEL_KERNEL_SET(qblock, panel_gemm_i8mm_1x64_4x8, panel);
+// q8_0 alone: the byte codes, the only ones SDOT cannot take as they are.
+const PanelGemmSet qblock_panel_gemm_i8mm_1x64_4x8 =
+    panel_gemm_set<PanelFamily::qblock>([]<WeightType W>() -> PanelGemm {
+      if constexpr (q_format(W).nibbles)
+        return nullptr;
+      else
+        return &panel<W>;
+    });
 
 }  // namespace ffn::kernels

@@ -1,6 +1,6 @@
-// The i8mm table: the dotprod table with the qblock panel kernels by USDOT (one token) and
-// USMMLA (4 tokens), the same bits as the SDOT kernels they replace; the qsub types keep the
-// dotprod kernels (i8mm_kernels.hpp says why).
+// The i8mm table: the dotprod table with q8_0's panel kernel by USDOT (its unsigned codes as
+// they are, no EOR, for a lone token), the same bits as the SDOT kernel it replaces; q4_0 and
+// the qsub types keep the dotprod kernels (i8mm_kernels.hpp says why).
 #include "kernels/i8mm/i8mm_kernels.hpp"
 #include "kernels/register.hpp"
 
