@@ -9,7 +9,8 @@
 // consecutive activations — vdotq_laneq_s32(s, w, x, lane) adds to lane i of s (row 4v + i)
 // Σ_l w[4i + l]·x[4·lane + l], exactly. A row vector v (rows 4v … 4v + 3) of group g is the
 // 16 bytes at 256g + 16v of the group's section.
-// Included only by files compiled with at least the dotprod level's flags.
+// Included by the dotprod and i8mm levels' files, and by the neon level's with WideningDot
+// (the instructions of a policy are instantiated only where a file uses it).
 #pragma once
 
 #include <arm_neon.h>
@@ -45,6 +46,23 @@ struct Sdot {
   template <int lane>
   static inline FFN_INLINE int32x4_t dot(int32x4_t s, uint8x16_t w, int8x16_t x) {
     return vdotq_laneq_s32(s, vreinterpretq_s8_u8(w), x, lane);
+  }
+};
+
+// SDOT's arithmetic in Armv8.0 Advanced SIMD, for the neon level (CPUs without dotprod:
+// Cortex-A72, A53): the 4 activation bytes of `lane` broadcast, 16 byte products widened to
+// int16 by SMULL/SMULL2, adjacent pairs added by ADDP and added pairwise into the int32 lanes
+// by SADALP — the same exact sums (|w| ≤ 128, |x| ≤ 127: a pair of products stays within int16),
+// 5 instructions for SDOT's one. The weights are signed bytes, as for SDOT.
+struct WideningDot {
+  static constexpr bool kUnsignedBytes = false;
+  template <int lane>
+  static inline FFN_INLINE int32x4_t dot(int32x4_t s, uint8x16_t w, int8x16_t x) {
+    const int8x16_t xs = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(x), lane));
+    const int8x16_t ws = vreinterpretq_s8_u8(w);
+    const int16x8_t rows01 = vmull_s8(vget_low_s8(ws), vget_low_s8(xs));  // rows 0, 1: 4 products each
+    const int16x8_t rows23 = vmull_high_s8(ws, xs);                        // rows 2, 3
+    return vpadalq_s16(s, vpaddq_s16(rows01, rows23));
   }
 };
 

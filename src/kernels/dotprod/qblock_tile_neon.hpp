@@ -16,7 +16,7 @@
 // they are (sums from −128·Σx) and SDOT flipped back to w (EOR 0x80, sums from 0) — the same
 // exact integer either way. Then the contract's chain, acc ← fma(float(S_b), d_w·d_x, acc),
 // by FMLA (fused, as std::fma), so every tile and level gives the scalar reference's bits.
-// Included only by files compiled with at least the dotprod level's flags.
+// Included by the dotprod and i8mm levels' files, and by the neon level's with WideningDot.
 #pragma once
 
 #include <algorithm>

@@ -9,7 +9,7 @@ namespace {
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  neon_qsub::panel<W>(T, K, A, P, C, ldc);
+  neon_qsub::panel<W, neon_q::Sdot>(T, K, A, P, C, ldc);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // TQ1_0 / TQ2_0; layout, integers and arithmetic in qsub_panels.hpp) by SDOT. Every qsub
 // type's panel values are nibbles: with their high bits at most 63, through a codebook signed
 // int8 — both SDOT's signed operand as they are, so USDOT (i8mm) would run the same
-// instructions and the i8mm level inherits these kernels.
+// instructions and the i8mm level inherits these kernels. The dot instruction is a policy
+// (q_tile_neon.hpp): SDOT on dotprod, its widening-multiply form on plain neon.
 // A sub-block u's sum S_u = Σ q·x − offset·B_u starts from −offset·B_u and takes one SDOT a
 // group and row vector; I = Σ_u sc_u·S_u by one MLA a sub-block and row vector against the
 // sub-block's scales widened to int32 lanes (skipped by the 32-value types, whose panels hold
@@ -19,7 +20,7 @@
 //         sub-block's 2 activation vectors, the values being made and the constants;
 //   4×64  4 tokens, chunks of 2 row vectors (1 with high bits), each panel vector's values
 //         made once and dotted with the 4 tokens' activations (8 vectors).
-// Included only by files compiled with at least the dotprod level's flags.
+// Included by the dotprod level's files, and by the neon level's with the widening-multiply dot.
 #pragma once
 
 #include <algorithm>
@@ -51,7 +52,7 @@ inline uint8x16_t with_high(uint8x16_t nibbles, uint8x16_t h) {
 // touched once a block and row vector. With prefetch (the first strip of tokens), the panel
 // kQPanelPrefetchBytes ahead is pulled into L1, a sub-block's share of its lines at a time: a
 // burst of all its lines at once would overrun the core's outstanding-miss buffers.
-template <WeightType W, int MT, int CV>
+template <WeightType W, class Dot, int MT, int CV>
 [[gnu::noinline]] void tile(const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume,
                             bool prefetch, float* C, int64_t ldc) {
   static constexpr QFormat f = q_format(W);
@@ -112,8 +113,8 @@ template <WeightType W, int MT, int CV>
               hi = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, hi));
             }
             for (int t = 0; t < MT; ++t) {
-              s[t][v] = Sdot::dot<G % 4>(s[t][v], lo, xs[t][G / 4]);
-              s[t][v] = Sdot::dot<H % 4>(s[t][v], hi, xs[t][H / 4]);
+              s[t][v] = Dot::template dot<G % 4>(s[t][v], lo, xs[t][G / 4]);
+              s[t][v] = Dot::template dot<H % 4>(s[t][v], hi, xs[t][H / 4]);
             }
           }
         });
@@ -161,7 +162,7 @@ template <WeightType W, int MT, int CV>
 // strip's pass re-reads the panel block from L2; strips of kStripTokens tokens by the 4×64
 // tile, the tokens left over (and a lone token) by the 1×64. The types with high bits hold
 // them for each row vector of a chunk, so take half the chunk.
-template <WeightType W>
+template <WeightType W, class Dot>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr QFormat f = q_format(W);
   constexpr int high = f.high_bits != 0;
@@ -171,8 +172,8 @@ inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte
     const int64_t b1 = std::min(blocks, b0 + kKValues / f.block);
     int64_t t = 0;
     for (; t + kStripTokens <= T; t += kStripTokens)
-      tile<W, kStripTokens, (2 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    for (; t < T; ++t) tile<W, 1, (4 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+      tile<W, Dot, kStripTokens, (2 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    for (; t < T; ++t) tile<W, Dot, 1, (4 >> high)>(A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }
 }
 

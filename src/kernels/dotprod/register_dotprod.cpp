@@ -1,5 +1,5 @@
 // The dotprod table: the neon table with integer panel kernels by SDOT, which compute the
-// same bits as the scalar integer kernels they replace (exact integer sums, then the
+// same bits as the neon and scalar integer kernels (exact integer sums, then the
 // contract's f32 chain).
 #include "kernels/dotprod/dotprod_kernels.hpp"
 #include "kernels/register.hpp"

@@ -1,6 +1,7 @@
 // The neon level's kernels (contracts in kernels.hpp; Advanced SIMD, 32 q registers of 4
-// floats, hence tile shapes of its own): the f32, 16-bit, activation and roof kernels. The
-// integer panel kernels are the dotprod level's; rows_to_panel32/16 stay the scalar table's.
+// floats, hence tile shapes of its own): the f32, 16-bit, activation and roof kernels, and the
+// integer panel kernels with SDOT's arithmetic in Armv8.0 instructions (the dotprod level
+// replaces them with SDOT's); rows_to_panel32/16 stay the scalar table's.
 #pragma once
 
 #include "kernels/kernels.hpp"
@@ -24,6 +25,8 @@ void f32_gemm_nn_neon_6x16(int64_t T, int64_t N, int64_t K, const float* A, int6
                            float* C, int64_t ldc, bool accumulate);
 void f32_gemm_tn_add_neon_6x16(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                int64_t ldb, float* C, int64_t ldc);
+extern const PanelGemmSet qblock_panel_gemm_neon_1x64_4x8;
+extern const PanelGemmSet qsub_panel_gemm_neon_1x64_4x64;
 extern const F32ActivationRows f32_activation_rows_neon;
 extern const F32GatedActivationRows f32_gated_activation_rows_neon;
 extern const F32ActivationBackward f32_activation_backward_neon;

@@ -1,6 +1,6 @@
-// The neon table (Advanced SIMD, 32 q registers of 4 floats): its own f32, 16-bit, activation
-// and roof kernels. The rest is the scalar table's, inherited: the integer panel kernels
-// (SDOT is the dotprod level's) and rows_to_panel32 / rows_to_panel16 (bit copies).
+// The neon table (Advanced SIMD, 32 q registers of 4 floats): its own f32, 16-bit, activation,
+// integer (SDOT's sums by widening multiplies) and roof kernels. rows_to_panel32 /
+// rows_to_panel16 (bit copies) are the scalar table's, inherited.
 #include "kernels/neon/neon_kernels.hpp"
 #include "kernels/register.hpp"
 
@@ -31,6 +31,8 @@ KernelTable neon_entries() {
                    "widened exactly in registers, f32 FMA");
   add_panel_kernel(t, WeightType::bf16, bf16_panel_gemm_neon_1x64_6x16, "bf16_panel_gemm_neon_1x64_6x16",
                    WeightType::f32, "widened exactly in registers, f32 FMA");
+  FFN_PANEL_KERNELS(t, qblock, panel_gemm_neon_1x64_4x8);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_neon_1x64_4x64);
   return t;
 }
 
