@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkgconf          # toolchain
+  ccache                          # scripts/test.sh: the wheel's build reuses the main build's objects
   libcli11-dev                    # the ffn command's argument parsing
   nlohmann-json3-dev              # safetensors headers, --json output
   libsleef-dev                    # vectorised exp / erfc / tanh in the activations
@@ -20,6 +21,21 @@ packages=(
                                   # single-threaded reference BLAS, and the --peers figures would be unfair
 )
 
+# --aarch64: also the cross build and its emulated tests (scripts/test-aarch64.sh): Debian's
+# cross compiler, qemu-user, and the target's libraries from Debian's arm64 packages through
+# multiarch.
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+if [ "${1:-}" = "--aarch64" ]; then
+  packages+=(
+    g++-aarch64-linux-gnu qemu-user
+    libsleef-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+  )
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $sudo dpkg --add-architecture arm64
+  fi
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -27,7 +43,5 @@ done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "Installing Debian packages: ${missing[*]}"
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" > /dev/null

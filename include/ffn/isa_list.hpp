@@ -32,10 +32,25 @@
     "+ AVX512_VNNI (with BW and VL): integer dot products by vpdpbusd, the same bits as avx2's")      \
   X(avx512_bf16, avx512_vnni, "-mavx512bf16",                                                         \
     "+ AVX512_BF16: bf16 weights dotted with activations rounded to bf16 by vdpbf16ps")
+
+// Each AArch64 level's flags name the whole architecture it needs (the last -march wins, and
+// a level's files get the flags of the levels below it first). FEAT_BF16 and FEAT_I8MM came
+// together (both mandatory from Armv8.6); every CPU with BFDOT has USDOT.
+#define FFN_ISA_LEVELS_AARCH64(X)                                                                     \
+  X(neon,        scalar,      "",                                                                     \
+    "Advanced SIMD (every AArch64 CPU): f32 FMA on 4-lane registers, f16 and bf16 widened in them")   \
+  X(dotprod,     neon,        "-march=armv8.2-a+dotprod",                                             \
+    "+ SDOT (FEAT_DotProd): integer dot products of 4 bytes, the same bits as the scalar reference")  \
+  X(i8mm,        dotprod,     "-march=armv8.2-a+dotprod+i8mm",                                        \
+    "+ USDOT and SMMLA (FEAT_I8MM): unsigned × signed byte dot products, the same bits")              \
+  X(bf16,        i8mm,        "-march=armv8.2-a+dotprod+i8mm+bf16",                                   \
+    "+ BFDOT (FEAT_BF16): bf16 weights dotted with activations rounded to bf16")
 // clang-format on
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define FFN_ISA_LEVELS(X) FFN_ISA_LEVELS_SCALAR(X) FFN_ISA_LEVELS_X86_64(X)
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define FFN_ISA_LEVELS(X) FFN_ISA_LEVELS_SCALAR(X) FFN_ISA_LEVELS_AARCH64(X)
 #else
 #define FFN_ISA_LEVELS(X) FFN_ISA_LEVELS_SCALAR(X)
 #endif

@@ -49,8 +49,8 @@ inline constexpr int64_t kPanelWidth = 64;
 // cache while the panel's rows stream); the forward sweeps its panels block by block too.
 inline constexpr int64_t kPanelTokenBlock = 256;
 
-// bf16 panels: k in pairs, the layout of AVX512_BF16's vdpbf16ps, whose 32-bit lanes hold
-// weights k and k + 1 of one row — element (k, j) at bf16_panel_index(k, j); K is padded to
+// bf16 panels: k in pairs, the layout of AVX512_BF16's vdpbf16ps and Arm's BFDOT, whose 32-bit
+// lanes hold weights k and k + 1 of one row — element (k, j) at bf16_panel_index(k, j); K is padded to
 // even with zero weights, so a bf16 panel over K holds bf16_panel_rows(K) · 64 values.
 inline constexpr int64_t bf16_panel_index(int64_t k, int64_t j) { return (k >> 1) * 2 * kPanelWidth + 2 * j + (k & 1); }
 
@@ -76,10 +76,21 @@ using F32PanelGemm = void (*)(int64_t T, int64_t K, const float* A, int64_t lda,
 //   f32:  f32_panel_gemm's contract;
 //   f16, bf16 widened: the same chains with each weight widened exactly to f32 in registers
 //         (only the panel's loads differ);
-//   bf16 dotted (AVX512_BF16): A rounded to bf16 once per forward; vdpbf16ps adds two exact
-//         bf16 products per 32-bit lane to an f32 accumulator, one chain over the pairs of k
-//         in order. Error ≤ K·u·Σ|Ã·P| against the exact sum of the rounded operands Ã; bf16
-//         and f32 denormals are read as zero (DAZ/FTZ, as the instruction defines them);
+//   bf16 dotted: A rounded to bf16 once per forward (f32_to_bf16_rows); then one chain over
+//         the pairs of k in order, each step one instruction adding a pair's two bf16
+//         products (exact in f32) to the f32 accumulator. The error, against the exact sum
+//         of the rounded operands Ã, is each instruction's own (u = 2⁻²⁴):
+//     AVX512_BF16 (vdpbf16ps): the two products added to the accumulator one after the other,
+//         each add rounded to nearest even: error ≤ K·u·Σ|Ã·P|. bf16 and f32 denormals are
+//         read as zero and results flushed (DAZ/FTZ, as the instruction defines them);
+//     FEAT_BF16 (BFDOT; the Arm ARM's BFDotAdd with FPCR.EBF = 0 — FEAT_EBF16's other mode,
+//         which the library never sets): the pair's two products summed, then that sum added
+//         to the accumulator, each sum rounded to odd (error < 1 ulp: relative < 2u), FPCR
+//         ignored. ⌈K/2⌉ such roundings reach any product (the first pair's add into the
+//         zero accumulator is exact), so error ≤ bf16_panel_rows(K)·u·Σ|Ã·P| — the same
+//         order as vdpbf16ps's K·u. Denormal bf16 operands are read as zero, and a product
+//         or sum below 2⁻¹²⁶ is flushed to zero (each flush errs by less than 2⁻¹²⁶), always:
+//         the flushes are the instruction's, not FPCR.FZ's;
 //   qblock: qblock_panels.hpp;  qsub: qsub_panels.hpp — exact integer sums a block, then one
 //         f32 chain over the blocks, the same bits on every ISA.
 using PanelGemm = void (*)(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc);
@@ -94,13 +105,20 @@ struct PanelKernel {
 };
 
 // f32_to_bf16_rows_<isa>: out[t][k] = x[t][k] rounded to the nearest bf16 (ties to even;
-// denormals to zero), t < T, k < K; out rows ldo values apart (ldo ≥ bf16_panel_rows(K))
-// with out[t][K] = 0 where K is odd, the padding a bf16 panel's last pair reads.
+// NaN stays NaN), t < T, k < K; out rows ldo values apart (ldo ≥ bf16_panel_rows(K)) with
+// out[t][K] = 0 where K is odd, the padding a bf16 panel's last pair reads. f32 denormals:
+//   AVX512_BF16 (vcvtneps2bf16): to zero, always (the instruction's DAZ);
+//   FEAT_BF16 (BFCVTN): as FPCR says — with FPCR.FZ = 0, as Linux starts every process,
+//     rounded like any other value (to a bf16 denormal, or up to the least normal), which is
+//     ffn::f32_to_bf16; with FPCR.FZ = 1 (or FEAT_AFP's FPCR.AH = 1) to zero. Either way the
+//     bf16 dot product then reads a denormal as zero. (The rounding mode is FPCR's too:
+//     nearest even unless a caller changes it.)
 using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
 
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs. bf16_dot_roof_<isa>: the bf16 compute
-// roof's loop, as f32_fma_roof with vdpbf16ps: iterations · f32_roof_chains · f32_lanes · 4.
+// roof's loop, as f32_fma_roof with the level's bf16 dot instruction (vdpbf16ps, BFDOT):
+// iterations · f32_roof_chains · f32_lanes · 4.
 using F32FmaRoof = float (*)(int64_t iterations);
 
 // stream_read_<isa>: the memory roof's loops (stream_read.hpp): reads the `floats` floats
@@ -170,8 +188,9 @@ using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
   X(StreamRead, stream_read)
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
-// table has every op except the AVX512_BF16 ones (f32_to_bf16_rows, bf16_dot_roof), empty
-// elsewhere, and a panel kernel for every weight type (none for the activation-only formats).
+// table has every op except the bf16 dot product's (f32_to_bf16_rows, bf16_dot_roof), which
+// only AVX512_BF16 and FEAT_BF16 have, empty elsewhere, and a panel kernel for every weight
+// type (none for the activation-only formats).
 struct KernelTable {
   Isa isa = Isa::scalar;
   int64_t f32_lanes = 0;        // floats per vector register

@@ -1,3 +1,4 @@
+import json
 import os
 import pathlib
 import subprocess
@@ -26,6 +27,14 @@ def run_ffn(ffn_bin):
         return p
 
     return run
+
+
+@pytest.fixture(scope="session")
+def ffn_kernels(run_ffn):
+    """`ffn types --json` as {type: {isa: {kernel, arithmetic, activations}}}, for the ISA levels
+    this CPU supports, as the binary itself detects them (so also under qemu, where
+    /proc/cpuinfo is the host's)."""
+    return {t["name"]: t["kernels"] for t in json.loads(run_ffn("types", "--json").stdout)}
 
 
 @pytest.fixture(scope="session")

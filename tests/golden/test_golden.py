@@ -76,13 +76,15 @@ def test_forward_matches_module(tmp_path, run_ffn, variant, d, hidden, tokens, b
     check_against_module(tmp_path, run_ffn, module, gated, variant, x)
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16"])
-def test_every_isa_matches_module(tmp_path, run_ffn, isa):
-    cpu = open("/proc/cpuinfo").read()
-    needs = {"scalar": [], "avx2": ["avx2", "fma"], "avx2_vnni": ["avx2", "fma", "avx_vnni"], "avx512": ["avx512f"],
-             "avx512_vnni": ["avx512_vnni"], "avx512_bf16": ["avx512_bf16"]}[isa]
-    if any(f" {flag}" not in cpu for flag in needs):
-        pytest.skip(f"this CPU lacks {isa}")
+# Every level of both architectures' lists (include/ffn/isa_list.hpp); a test runs on those
+# the binary finds on this CPU.
+EVERY_ISA = ["scalar", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "neon", "dotprod", "i8mm", "bf16"]
+
+
+@pytest.mark.parametrize("isa", EVERY_ISA)
+def test_every_isa_matches_module(tmp_path, run_ffn, ffn_kernels, isa):
+    if isa not in ffn_kernels["f32"]:
+        pytest.skip(f"this CPU (or this build's architecture) lacks {isa}")
     for variant in ["swiglu", "gelu", "geglu"]:
         module, gated = make_block(variant, 33, 171, True)
         x = torch.randn(19, 33)
@@ -90,28 +92,31 @@ def test_every_isa_matches_module(tmp_path, run_ffn, isa):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_half_precision_files(tmp_path, run_ffn, dtype):
+def test_half_precision_files(tmp_path, run_ffn, ffn_kernels, dtype):
     """F16 and BF16 weights run as the file stores them (the default), matching the module
-    whose weights were rounded the same way: f16 (and bf16 without AVX512_BF16) widened
-    exactly, the f32 bound; bf16 on avx512_bf16 dotted with bf16 activations, the bound with
-    their rounding. --dtype f32 widens them, the f32 bound everywhere."""
+    whose weights were rounded the same way: f16 (and bf16 without a bf16 dot product)
+    widened exactly, the f32 bound; bf16 on avx512_bf16 or Arm's bf16 (the widest level, so
+    the default where the CPU has it) dotted with bf16 activations, the bound with their
+    rounding. --dtype f32 widens them, the f32 bound everywhere."""
     module, gated = make_block("swiglu", 40, 72, True)
     x = torch.randn(9, 40)
     check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype, args=("--dtype", "f32"))
-    bf16_dot = dtype == torch.bfloat16 and " avx512_bf16" in open("/proc/cpuinfo").read()
+    bf16_dot = dtype == torch.bfloat16 and any(k["activations"] == "bf16" for k in ffn_kernels["bf16"].values())
     module, gated = make_block("swiglu", 40, 72, True)
     check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype,
                          operand_rounding=2.0**-8 if bf16_dot else 0.0)
 
 
-@pytest.mark.parametrize("isa,operand_rounding", [("avx512", 0.0), ("avx512_bf16", 2.0**-8)])
-def test_bf16_weights_read_as_stored(tmp_path, run_ffn, isa, operand_rounding):
-    """--dtype bf16 runs the packed bf16 panels: on avx512 widened exactly (the f32 bound);
-    on avx512_bf16 dotted with bf16 activations (the bound with their rounding, 2**-8 of
-    each term — a forward that rounded more, or read a pair's other half, lands outside)."""
-    flag = {"avx512": "avx512f", "avx512_bf16": "avx512_bf16"}[isa]
-    if f" {flag}" not in open("/proc/cpuinfo").read():
-        pytest.skip(f"this CPU lacks {isa}")
+@pytest.mark.parametrize("isa,operand_rounding",
+                         [("avx512", 0.0), ("avx512_bf16", 2.0**-8), ("i8mm", 0.0), ("bf16", 2.0**-8)])
+def test_bf16_weights_read_as_stored(tmp_path, run_ffn, ffn_kernels, isa, operand_rounding):
+    """--dtype bf16 runs the packed bf16 panels: on avx512 and i8mm widened exactly (the f32
+    bound); on avx512_bf16 and Arm's bf16 dotted with bf16 activations (the bound with their
+    rounding, 2**-8 of each term — a forward that rounded more, or read a pair's other half,
+    lands outside)."""
+    if isa not in ffn_kernels["bf16"]:
+        pytest.skip(f"this CPU (or this build's architecture) lacks {isa}")
+    assert (ffn_kernels["bf16"][isa]["activations"] == "bf16") == (operand_rounding > 0), ffn_kernels["bf16"][isa]
     for variant, d, hidden in [("swiglu", 40, 72), ("gelu", 33, 171)]:
         module, gated = make_block(variant, d, hidden, True)
         x = torch.randn(13, d)

@@ -142,11 +142,15 @@ TEST(BackwardGemmKernel, NamesCarryTheTile) {
   for (Isa isa : supported_isas()) {
     const auto& k = kernel_table(isa);
     const std::string nn = k.f32_gemm_nn.name, tn = k.f32_gemm_tn_add.name;
-    // avx512_vnni and avx512_bf16 differ from avx512, and avx2_vnni from avx2, only in
-    // integer and bf16 dot products.
-    const bool avx512 = isa == Isa::avx512_vnni || isa == Isa::avx512_bf16;
-    const std::string family = avx512 ? "avx512" : isa == Isa::avx2_vnni ? "avx2" : std::string(isa_name(isa));
-    EXPECT_EQ(nn.rfind("f32_gemm_nn_" + family, 0), 0u) << nn;
+    // A level that adds only integer or bf16 dot products (avx512_vnni, dotprod, …) keeps
+    // the f32 kernels of a level it extends: each name carries the level it was written for,
+    // the table's own or one below it, and both products come from the same level.
+    std::string family;
+    for (Isa level = isa;; level = isa_extends(level)) {
+      if (nn.rfind("f32_gemm_nn_" + std::string(isa_name(level)), 0) == 0) family = isa_name(level);
+      if (!family.empty() || level == Isa::scalar) break;
+    }
+    EXPECT_FALSE(family.empty()) << nn << " names no level of " << isa_name(isa) << "'s";
     EXPECT_EQ(tn.rfind("f32_gemm_tn_add_" + family, 0), 0u) << tn;
   }
 }

@@ -201,7 +201,9 @@ PeerTimes run_peer(const std::string& command, const std::vector<int64_t>& token
 }
 
 // oneDNN's ISA name for ffn's active ISA: the most it lets a peer's oneDNN use (ONEDNN_MAX_CPU_ISA).
+// None on other architectures: the peers' libraries pick their own kernels there.
 const char* onednn_isa_ceiling() {
+#if defined(__x86_64__)
   switch (active_isa()) {
     case Isa::scalar:  // the peers have no scalar path: AVX2 is the narrowest they get
     case Isa::avx2:
@@ -215,12 +217,18 @@ const char* onednn_isa_ceiling() {
     case Isa::avx512_bf16:
       break;
   }
+#endif
   return nullptr;
 }
 
+// Whether ffn's kernels are x86-64's AVX2 or narrower (the peers then are kept to AVX2).
 bool avx2_or_less() {
+#if defined(__x86_64__)
   const Isa isa = active_isa();
   return isa == Isa::scalar || isa == Isa::avx2 || isa == Isa::avx2_vnni;
+#else
+  return false;
+#endif
 }
 
 // The environment that keeps the oneDNN peer within ffn's ISA (FFN_ISA narrows ffn's own
@@ -269,15 +277,17 @@ PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, 
   const auto script = shipped_file("peers", "pytorch_peer.py");
   if (!std::filesystem::exists(script)) return not_run("pytorch_peer.py not found at " + script.string());
   const char* python = std::getenv("FFN_PYTHON");  // Debian's python3 has python3-torch
-  const std::string core = avx2_or_less() ? "Haswell" : "SkylakeX";
-  std::string cmd = pytorch_ceiling_env() + "OPENBLAS_CORETYPE=" + core;
-  cmd += " OMP_NUM_THREADS=" + std::to_string(threads);
+  std::string cmd = pytorch_ceiling_env();
+  if (onednn_isa_ceiling()) cmd += std::string("OPENBLAS_CORETYPE=") + (avx2_or_less() ? "Haswell " : "SkylakeX ");
+  cmd += "OMP_NUM_THREADS=" + std::to_string(threads);
   cmd += " " + quoted(python && *python ? python : "/usr/bin/python3") + " " + quoted(script.string());
   cmd += " --variant " + variant_name(config.variant) + " --dtype " + quoted(dtype);
   cmd += " --d " + std::to_string(config.d_model) + " --hidden " + std::to_string(config.hidden);
   cmd += " --tokens " + joined(tokens) + " --threads " + std::to_string(threads) + " --reps " + std::to_string(reps);
   cmd += " --budget " + shell_number(budget_s);
+#if defined(__x86_64__)
   if (avx2_or_less() && isa_supported(Isa::avx512)) cmd += " --no-onednn";
+#endif
   return run_peer(cmd, tokens, budget_s);
 }
 

@@ -214,9 +214,12 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
       "roof loops (those of the kernels' ISA, so FFN_ISA=avx2 is judged against AVX2's roofs): %s\n\n",
       fixed(r.compute, 1).c_str(), fixed(r.memory, 1).c_str(), roof_loops_description().c_str());
   if (r.bf16_dot > 0)
-    std::printf("bf16 rows: activations rounded to bf16 and dotted by vdpbf16ps (AVX512_BF16; FFN_ISA=avx512 keeps "
-                "them f32), judged against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
-                fixed(r.bf16_dot, 1).c_str());
+    std::printf(
+        "bf16 rows: activations rounded to bf16 and dotted by %s (%s; FFN_ISA=%s keeps them f32), judged "
+        "against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
+        std::string(weight_type_kernel(WeightType::bf16, active_isa()).arithmetic).c_str(),
+        std::string(isa_name(active_isa())).c_str(), std::string(isa_name(isa_extends(active_isa()))).c_str(),
+        fixed(r.bf16_dot, 1).c_str());
 }
 
 // One forward row: timed, then judged against the run's roofs and those beside it.

@@ -1,6 +1,7 @@
 #include "machine.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -60,6 +61,37 @@ std::string size_text(int64_t bytes) {
 
 }  // namespace
 
+std::string arm_cpu_name(const std::string& cpuinfo) {
+  // The cores people run language models on, by MIDR implementer and part number (Arm's
+  // Technical Reference Manuals); others are named by their numbers.
+  struct Core {
+    unsigned implementer, part;
+    const char* name;
+  };
+  static constexpr Core kCores[] = {
+      {0x41, 0xd08, "Arm Cortex-A72"},  {0x41, 0xd0b, "Arm Cortex-A76"},  {0x41, 0xd0c, "Arm Neoverse N1"},
+      {0x41, 0xd40, "Arm Neoverse V1"}, {0x41, 0xd49, "Arm Neoverse N2"}, {0x41, 0xd4f, "Arm Neoverse V2"},
+      {0x41, 0xd8e, "Arm Neoverse N3"}, {0x41, 0xd84, "Arm Neoverse V3"}, {0x61, 0, "Apple"},
+      {0xc0, 0, "Ampere"},
+  };
+  long implementer = -1, part = -1;
+  std::istringstream in(cpuinfo);
+  std::string line;
+  while (std::getline(in, line) && (implementer < 0 || part < 0)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = trimmed(line.substr(0, colon)), value = trimmed(line.substr(colon + 1));
+    if (key == "CPU implementer") implementer = std::strtol(value.c_str(), nullptr, 0);
+    if (key == "CPU part") part = std::strtol(value.c_str(), nullptr, 0);
+  }
+  if (implementer < 0 || part < 0) return "";
+  for (const Core& c : kCores)
+    if (c.implementer == unsigned(implementer) && (c.part == unsigned(part) || c.part == 0)) return c.name;
+  char text[64];
+  std::snprintf(text, sizeof text, "Arm implementer 0x%02lx part 0x%03lx", implementer, part);
+  return text;
+}
+
 MachineDescription describe_machine() {
   MachineDescription m;
 #if defined(__x86_64__) || defined(__i386__)
@@ -82,6 +114,11 @@ MachineDescription describe_machine() {
     }
     m.cpu = trimmed(brand);
   }
+#elif defined(__aarch64__)
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::stringstream text;
+  text << cpuinfo.rdbuf();
+  m.cpu = arm_cpu_name(text.str());
 #endif
   for (int index = 0; index < 16; ++index) {
     const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/";

@@ -1,0 +1,13 @@
+// The dotprod level's kernels (contracts in qblock_panels.hpp, qsub_panels.hpp): the integer
+// panel kernels by SDOT (Armv8.2 dotprod, 4 rows × 4 values a q register), a one-token tile
+// that streams the panel and a 4-token tile; the rest of the table is the neon level's.
+#pragma once
+
+#include "kernels/panel_kernels.hpp"
+
+namespace ffn::kernels {
+
+extern const PanelGemmSet qblock_panel_gemm_dotprod_1x64_4x8;
+extern const PanelGemmSet qsub_panel_gemm_dotprod_1x64_4x64;
+
+}  // namespace ffn::kernels
