@@ -5,7 +5,6 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkgconf          # toolchain
-  ccache                          # scripts/test.sh: the wheel's build reuses the main build's objects
   libcli11-dev                    # the ffn command's argument parsing
   nlohmann-json3-dev              # safetensors headers, --json output
   libsleef-dev                    # vectorised exp / erfc / tanh in the activations

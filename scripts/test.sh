@@ -12,12 +12,8 @@ scripts/install-deps.sh
 python=$(scripts/python-env.sh)  # Debian's Python and PyTorch, plus tests/requirements.txt from PyPI
 jobs=$(nproc)
 
-# The main build and the wheel's build compile the library with the same commands: through
-# ccache the second takes the first's objects instead of compiling them again.
-export CCACHE_DIR=${CCACHE_DIR:-$PWD/build-ccache}
-
 echo "== build (Release) and test"
-scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python"
 ctest --test-dir build --output-on-failure -j "$jobs"
 # (The tests under mpirun ran in the Release build above.)
 
@@ -26,7 +22,6 @@ echo "== pip install . into a fresh virtual environment, then import ffn and pyt
 # the main build's time once, on 2 cores); the build backend is build-venv's pinned
 # scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
 FFN_TEST_PIP_INSTALL=1 FFN_PIP_NO_ISOLATION=1 FFN_PIP_BUILD_DIR="$PWD/build-pip" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
-  CMAKE_CXX_COMPILER_LAUNCHER=ccache \
   "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
 
 echo "== build with ASan+UBSan and run the unit tests and the fuzz regression inputs"
