@@ -1,8 +1,9 @@
 // Activations in the format a panel kernel takes (internal): the formats are entries of the
 // weight-type list (ffn/weight_type_list.hpp), as ggml's vec_dot_type is a type —
 //   f32   the rows as they are (the forward's x or h, any row stride);
-//   bf16  rounded to bf16 (AVX512_BF16's dot product): rows of bf16_panel_rows(K) values, an
-//         odd K's row ending in a zero, the padding a bf16 pair panel's last pair reads;
+//   bf16  rounded to bf16 (the dot products of AVX512_BF16 and Arm's FEAT_BF16): rows of
+//         bf16_panel_rows(K) values, an odd K's row ending in a zero, the padding a bf16 pair
+//         panel's last pair reads;
 //   q8_0  ggml's quantize_row_q8_0 of each 32 values (int8 codes, a binary16 scale kept as
 //         f32), with the sums of each 16 consecutive codes — for the qblock panels and the
 //         32-value qsub types (ggml dots Q4_1 and Q5_1 with its q8_1, whose codes and scale

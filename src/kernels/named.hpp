@@ -13,7 +13,8 @@ struct Named;
 
 // An entry is called like the function it holds (k.f32_gemm_nt(T, N, ...)), converts to a
 // plain function pointer where one is wanted, and is empty — null, false — where a table
-// has no kernel for the op (f32_to_bf16_rows outside AVX512_BF16).
+// has no kernel for the op (f32_to_bf16_rows outside the bf16 dot levels: avx512_bf16, and
+// Arm's bf16).
 template <class R, class... Args>
 struct Named<R (*)(Args...)> {
   using Fn = R (*)(Args...);

@@ -19,9 +19,9 @@ double measure_compute_roof_gflops(ThreadPool& pool, int reps = 5);
 // by what AVX2 itself can do there.
 std::string roof_loops_description();
 
-// The compute roof of bf16 dot products (AVX512_BF16's vdpbf16ps, two multiply-adds per
-// lane, the same chains), which packed bf16 blocks run on such a CPU (Isa::avx512_bf16);
-// 0 where the active ISA has none.
+// The compute roof of bf16 dot products (AVX512_BF16's vdpbf16ps or Arm's BFDOT, two
+// multiply-adds per lane, the same chains), which packed bf16 blocks run on such a CPU
+// (Isa::avx512_bf16, Arm's Isa::bf16); 0 where the active ISA has none.
 double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
 
 // Memory roof: GB/s (10⁹ bytes/s) of a streaming read of `bytes` bytes at `data` by every
