@@ -67,6 +67,9 @@ struct LayerSource {
   // Each matrix's type in the file (f32 where it is in none of the weight types); of the
   // routed experts for a mixture of experts.
   MatrixTypes file_types;
+  // The model family and how it was told: "Phi-3, Phi-3.5, Phi-4-mini (config.json
+  // model_type 'phi3')"; empty when the checkpoint names none (`ffn info --families`).
+  std::string family;
 };
 
 // What a layer is, from its tensors' names and shapes and the checkpoint's metadata alone.

@@ -1,6 +1,7 @@
 // What a checkpoint says about its activation: Hugging Face's config.json beside the
-// weights (hidden_act, activation_function, T5's feed_forward_proj / dense_act_fn), or a
-// GGUF file's general.architecture.
+// weights (hidden_act, hidden_activation, activation_function, T5's feed_forward_proj /
+// dense_act_fn, Falcon's activation, or the family's default), or a GGUF file's
+// general.architecture (the family's function).
 #pragma once
 
 #include <optional>
@@ -14,12 +15,17 @@ namespace ffn::io {
 struct ActivationHint {
   std::optional<Activation> activation;
   std::string source;  // e.g. "config.json hidden_act 'silu'", for messages
+  // When activation is empty: what was looked at and not found, for the error.
+  std::string looked;
 };
 
 // The source's own metadata (GGUF: ffn.variant, general.architecture) first, then its
-// config.json. Empty when neither says. ffn::Error naming config.json when its activation is
-// not a string or has no exact counterpart here (quick_gelu, gelu_10, ...).
-ActivationHint find_activation_hint(const TensorSource& source);
+// config.json: the keys its family's class reads (families.hpp), in text_config too for a
+// multimodal config, else the family's default. Empty, with `looked` saying what was
+// searched, when neither says. ffn::Error naming config.json and the key when its activation
+// is not a string, has no exact counterpart here, or (T5's feed_forward_proj) disagrees with
+// `gated`, whether the block has a gate.
+ActivationHint find_activation_hint(const TensorSource& source, bool gated);
 
 // The activation of a block (gated or not) of the checkpoint at `path`: the hint's, checked
 // against `variant` when one is given, else the variant's. ffn::Error when they disagree,

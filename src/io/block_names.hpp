@@ -12,10 +12,17 @@
 namespace ffn::io {
 
 struct BlockNames {
-  std::string scheme;              // "seeds", "hugging face", "meta", "gpt-2", "gguf"
+  std::string scheme;              // "seeds", "hugging face", "meta", "gpt-2", "gguf", ...
   std::string gate, up, down;      // weight tensors; gate is empty when the file has none
   std::string gate_bias, up_bias, down_bias;  // where biases would be (they may be absent)
   bool conv1d = false;             // GPT-2's Conv1D stores weights [in, out], not [out, in]
+  // Gate and up fused in one [2H, D] tensor (gate == up, and their biases one [2H]): the
+  // gate's rows first (Phi-3, GLM: the module's chunk(2) gives the gate first) or second.
+  bool fused = false;
+  bool gate_first = true;
+  // The first row of the gate's and of up's H rows in their tensors.
+  int64_t gate_row0(int64_t hidden) const { return fused && !gate_first ? hidden : 0; }
+  int64_t up_row0(int64_t hidden) const { return fused && gate_first ? hidden : 0; }
 };
 
 // pattern with {N} replaced by the layer number (a pattern without {N} is returned as it is).

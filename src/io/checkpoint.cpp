@@ -11,6 +11,7 @@
 #include "block/loaded_weights.hpp"
 #include "io/activation_hint.hpp"
 #include "io/block_names.hpp"
+#include "io/families.hpp"
 #include "io/moe_checkpoint.hpp"
 #include "io/moe_names.hpp"
 #include "io/stored_read.hpp"
@@ -83,17 +84,23 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
   if (const auto moe = io::find_moe_names(*src, o.layer))
     throw Error(src->path() + ": layer " + std::to_string(o.layer) + " is a mixture of experts (router '" +
                 moe->router + "'); load it as one (Checkpoint::load_layer, ffn.load)");
+  io::check_family_supported(*src, false);
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
   LayerSource source{o.layer, n.scheme, {}, {}, file_types(*src, n, gated)};
+  source.family = io::family_description(io::find_family(*src, false));
   const Activation act = io::choose_activation(path, *src, o.variant, gated, source.activation_source);
 
   const auto& up = src->tensors().at(n.up).shape;
   if (up.size() != 2)
     throw Error(src->path() + ": tensor '" + n.up + "' has shape " + shape_string(up) + "; expected 2 dimensions");
-  // nn.Linear: up [H, D], down [D, H]; Conv1D stores both transposed.
-  const int64_t H = n.conv1d ? up[1] : up[0], D = n.conv1d ? up[0] : up[1];
-  if (gated) require_shape(*src, n.gate, {H, D});
+  // nn.Linear: up [H, D], down [D, H] (a fused gate and up [2H, D]); Conv1D stores both
+  // transposed.
+  const int64_t H = n.conv1d ? up[1] : (n.fused ? up[0] / 2 : up[0]), D = n.conv1d ? up[0] : up[1];
+  if (n.fused && up[0] % 2 != 0)
+    throw Error(src->path() + ": tensor '" + n.up + "' holds gate and up fused, but has an odd number of rows (" +
+                std::to_string(up[0]) + ")");
+  if (gated && !n.fused) require_shape(*src, n.gate, {H, D});
   require_shape(*src, n.down, n.conv1d ? std::vector<int64_t>{H, D} : std::vector<int64_t>{D, H});
   check_declared_widths(*src, D, H);
 
@@ -109,9 +116,9 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
     throw Error(src->path() + ": some projections have a bias and others do not; expected all or none of " + bias_list);
   const bool bias = present != 0;
   if (bias) {
-    require_shape(*src, n.up_bias, {H});
+    require_shape(*src, n.up_bias, {n.fused ? 2 * H : H});
     require_shape(*src, n.down_bias, {D});
-    if (gated) require_shape(*src, n.gate_bias, {H});
+    if (gated && !n.fused) require_shape(*src, n.gate_bias, {H});
   }
 
   const BlockConfig config{{gated, act}, D, H, bias};
@@ -147,13 +154,14 @@ Window window(const std::string& path, const io::TensorSource* src, const LoadOp
 void read_biases(const io::TensorSource& src, const io::BlockNames& n, const BlockConfig& whole, int64_t h0,
                  int64_t h1, Matrix& gate_bias, Matrix& up_bias, Matrix& down_bias) {
   if (!whole.bias) return;
+  const int64_t H = whole.hidden, up0 = n.up_row0(H), gate0 = n.gate_row0(H);
   up_bias = Matrix(1, h1 - h0);
   down_bias = Matrix(1, whole.d_model);
-  src.read_f32_window(n.up_bias, 0, 1, h0, h1, up_bias.data());
+  src.read_f32_window(n.up_bias, 0, 1, up0 + h0, up0 + h1, up_bias.data());
   src.read_f32(n.down_bias, down_bias.data());
   if (whole.variant.gated) {
     gate_bias = Matrix(1, h1 - h0);
-    src.read_f32_window(n.gate_bias, 0, 1, h0, h1, gate_bias.data());
+    src.read_f32_window(n.gate_bias, 0, 1, gate0 + h0, gate0 + h1, gate_bias.data());
   }
 }
 
@@ -166,9 +174,13 @@ LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorS
   const int64_t D = whole.d_model;
   LoadedStoredWeights out{source, {whole.variant, D, h1 - h0, whole.bias}, {}};
   StoredWeights& w = out.weights;
-  w.up = read_stored(*src, n.up, n.conv1d, h0, h1, 0, D, o.type, pool);
+  // A fused gate and up is read as two windows of its rows: no copy beyond the one every
+  // matrix gets on loading.
+  const int64_t up0 = n.up_row0(whole.hidden), gate0 = n.gate_row0(whole.hidden);
+  w.up = read_stored(*src, n.up, n.conv1d, up0 + h0, up0 + h1, 0, D, o.type, pool);
   w.down = read_stored(*src, n.down, n.conv1d, 0, D, h0, h1, o.type, pool);
-  if (whole.variant.gated) w.gate = read_stored(*src, n.gate, n.conv1d, h0, h1, 0, D, o.type, pool);
+  if (whole.variant.gated)
+    w.gate = read_stored(*src, n.gate, n.conv1d, gate0 + h0, gate0 + h1, 0, D, o.type, pool);
   read_biases(*src, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
   return out;
 }
@@ -185,7 +197,12 @@ InferenceBlock inference_block(const std::string& path, const LoadedStoredWeight
 }  // namespace
 
 LayerInfo Checkpoint::inspect(const LoadOptions& o) const {
-  if (io::find_moe_names(*source_, o.layer)) return io::moe_layer_info(path_, *source_, o);
+  if (io::find_moe_names(*source_, o.layer)) {
+    io::check_family_supported(*source_, true);
+    LayerInfo info = io::moe_layer_info(path_, *source_, o);
+    info.family = io::family_description(io::find_family(*source_, true));
+    return info;
+  }
   Resolved r = resolve(path_, source_.get(), o);
   return {std::move(r.source), r.config};
 }
@@ -193,7 +210,9 @@ LayerInfo Checkpoint::inspect(const LoadOptions& o) const {
 Layer Checkpoint::load_layer(const LoadOptions& o, ThreadPool* pool) const {
   ThreadPool& p = pool ? *pool : default_thread_pool();
   if (io::find_moe_names(*source_, o.layer)) {
+    io::check_family_supported(*source_, true);
     LoadedMoeExperts m = io::read_moe_experts(path_, *source_, o, 0, std::nullopt, p);
+    m.family = io::family_description(io::find_family(*source_, true));
     try {
       MoeBlock block(m.config, std::move(m.router), std::move(m.experts), std::move(m.shared));
       return {std::move(m), std::move(block)};
@@ -212,9 +231,9 @@ LoadedBlock Checkpoint::load_trainable(const LoadOptions& o, int64_t hidden_begi
   const int64_t h0 = win.h0, h1 = win.h1;
   LoadedBlock out{source, Block({whole.variant, whole.d_model, h1 - h0, whole.bias})};
   auto& w = out.block.weights();
-  read_weight(*source_, n.up, n.conv1d, w.up, h0, 0);
+  read_weight(*source_, n.up, n.conv1d, w.up, n.up_row0(whole.hidden) + h0, 0);
   read_weight(*source_, n.down, n.conv1d, w.down, 0, h0);
-  if (whole.variant.gated) read_weight(*source_, n.gate, n.conv1d, w.gate, h0, 0);
+  if (whole.variant.gated) read_weight(*source_, n.gate, n.conv1d, w.gate, n.gate_row0(whole.hidden) + h0, 0);
   read_biases(*source_, n, whole, h0, h1, w.gate_bias, w.up_bias, w.down_bias);
   return out;
 }
@@ -226,7 +245,10 @@ LoadedStoredWeights Checkpoint::load_stored(const LoadOptions& o, int64_t hidden
 
 LoadedMoeExperts Checkpoint::load_moe_experts(const LoadOptions& o, int64_t first, int64_t last,
                                               ThreadPool* pool) const {
-  return io::read_moe_experts(path_, *source_, o, first, last, pool ? *pool : default_thread_pool());
+  io::check_family_supported(*source_, true);
+  LoadedMoeExperts m = io::read_moe_experts(path_, *source_, o, first, last, pool ? *pool : default_thread_pool());
+  m.family = io::family_description(io::find_family(*source_, true));
+  return m;
 }
 
 }  // namespace ffn

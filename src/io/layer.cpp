@@ -15,9 +15,12 @@ std::string stored_note(const MatrixTypes& in_file, const MatrixTypes& running, 
   return file == matrix_types_name(running, gated) ? "" : " (stored " + file + ")";
 }
 
+// "Phi-3, Phi-3.5, Phi-4-mini (config.json model_type 'phi3'); " or "".
+std::string family_note(const LayerSource& s) { return s.family.empty() ? "" : s.family + "; "; }
+
 std::string describe(const LayerSource& s, const InferenceBlock& b) {
   const BlockConfig& c = b.config();
-  return variant_name(c.variant) + " (" + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
+  return variant_name(c.variant) + " (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
          s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
          (c.bias ? " bias" : "") + ", weights " + matrix_types_name(b.types(), c.variant.gated) +
          stored_note(s.file_types, b.types(), c.variant.gated);
@@ -25,7 +28,7 @@ std::string describe(const LayerSource& s, const InferenceBlock& b) {
 
 std::string describe(const LayerSource& s, const MoeBlock& b) {
   const MoeConfig& c = b.config();
-  return "mixture of experts (" + s.scheme + " names, layer " + std::to_string(s.layer) + "; routing from " +
+  return "mixture of experts (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; routing from " +
          s.routing_source + "; activation from " + s.activation_source + "): " + std::to_string(c.experts) + " " +
          variant_name(c.expert.variant) + " experts of hidden " + std::to_string(c.expert.hidden) + ", top " +
          std::to_string(c.top_k) + " by " + std::string(router_scoring_name(c.scoring)) +

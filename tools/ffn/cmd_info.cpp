@@ -14,6 +14,7 @@
 #include "ffn/presets.hpp"
 #include "format.hpp"
 #include "info_moe.hpp"
+#include "io/families.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -30,7 +31,29 @@ struct InfoOptions {
   std::string weights;
   std::optional<int64_t> layer;
   std::optional<std::string> file_variant;
+  bool families = false;
 };
+
+// The family table (io/families.hpp): Markdown, as the README shows it, or JSON.
+void print_families(bool json) {
+  if (!json) {
+    std::printf("%s", io::families_markdown().c_str());
+    return;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : io::model_families())
+    out.push_back({{"family", f.name},
+                   {"moe", f.moe},
+                   {"model_types", f.model_types},
+                   {"gguf_architectures", f.gguf_architectures},
+                   {"hugging_face_names", f.hf_names},
+                   {"gguf_names", f.gguf_names},
+                   {"activation_keys", f.activation_keys},
+                   {"default_activation", f.default_activation ? activation_name(*f.default_activation) : ""},
+                   {"supported", f.refusal.empty()},
+                   {"refusal", f.refusal}});
+  std::printf("%s\n", out.dump(2).c_str());
+}
 
 // A checkpoint's layers as stored: per layer the block and each matrix's type and bytes.
 void print_checkpoint(const InfoOptions& o) {
@@ -39,8 +62,13 @@ void print_checkpoint(const InfoOptions& o) {
   if (layers.empty()) throw Error(o.weights + ": no feed-forward block found");
   nlohmann::json out = nlohmann::json::array();
   int64_t total = 0;
+  LoadOptions first;
+  first.layer = layers.front();
+  if (o.file_variant) first.variant = parse_variant(*o.file_variant);
+  const std::string family = ckpt.inspect(first).family;
   if (!o.json)
-    std::printf("%s\n%-6s %-8s %7s %7s   %-18s %-18s %-18s %10s\n", o.weights.c_str(), "layer", "variant", "d_model",
+    std::printf("%s\nfamily: %s\n%-6s %-8s %7s %7s   %-18s %-18s %-18s %10s\n", o.weights.c_str(),
+                family.empty() ? "not named by the checkpoint" : family.c_str(), "layer", "variant", "d_model",
                 "hidden", "gate", "up", "down", "bytes");
   for (const int64_t layer : layers) {
     LoadOptions lo;
@@ -99,7 +127,7 @@ void print_checkpoint(const InfoOptions& o) {
                   megabytes(bytes).c_str());
   }
   if (o.json) {
-    std::printf("%s\n", nlohmann::json{{"path", o.weights}, {"layers", out}, {"weight_bytes", total}}.dump(2).c_str());
+    std::printf("%s\n", nlohmann::json{{"path", o.weights}, {"family", family}, {"layers", out}, {"weight_bytes", total}}.dump(2).c_str());
     return;
   }
   std::printf("MLP weights of %zu layer%s: %s (f32 biases not counted)\n", layers.size(), layers.size() == 1 ? "" : "s",
@@ -173,6 +201,7 @@ void print_block(const BlockConfig& c, const HiddenDerivation& der) {
 }
 
 void run_info(const InfoOptions& o) {
+  if (o.families) return print_families(o.json);
   if (!o.weights.empty()) return print_checkpoint(o);
   nlohmann::json out;
   if (const MoePreset* moe = find_moe_preset(o.preset)) return print_moe_preset(*moe, o.json);
@@ -270,6 +299,12 @@ void add_info_command(CLI::App& app) {
                     ->check(CLI::NonNegativeNumber);
   auto* file_variant = cmd->add_option("--weights-variant", o->file_variant,
                                        "with --weights: the variant, when the checkpoint does not say its activation");
+  auto* families = cmd->add_flag("--families", o->families,
+                                 "the model families whose MLP checkpoints ffn reads: their tensor names in Hugging "
+                                 "Face and GGUF files, where the activation comes from, and whether ffn runs them "
+                                 "(a Markdown table; --json for JSON)");
+  for (auto* opt : {static_cast<CLI::Option*>(preset), variant, d, hidden, mult_of, mult, bias, weights})
+    families->excludes(opt);
   for (auto* opt : {variant, d, hidden, mult_of, mult, bias}) preset->excludes(opt);
   for (auto* opt : {static_cast<CLI::Option*>(preset), d, hidden, mult_of, mult, bias}) weights->excludes(opt);
   layer->needs(weights);

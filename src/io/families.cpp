@@ -1,0 +1,209 @@
+#include "io/families.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "ffn/error.hpp"
+
+namespace ffn::io {
+namespace {
+
+using A = Activation;
+
+// The rows. Names: {N} is the layer, {E} the expert; [2H, D] a fused gate and up, gate rows
+// first unless the row says otherwise. Activations: the function of the family's own
+// transformers module (restated in tests/golden/test_families.py, class named there).
+const std::vector<ModelFamily> kFamilies = {
+    // ---- dense ----
+    {"Llama 1–3 (and Yi, Mistral-Nemo, DeepSeek-R1 distills…)", "llama", "llama", false,
+     "model.layers.{N}.mlp.{gate,up,down}_proj; Meta's consolidated layers.{N}.feed_forward.w1/w3/w2",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
+    {"Mistral", "mistral", "", false, "model.layers.{N}.mlp.{gate,up,down}_proj",
+     "written as general.architecture 'llama'", "hidden_act", A::swish, std::nullopt, "", ""},
+    {"Qwen 2, 2.5, 3", "qwen2 qwen3", "qwen2 qwen3", false, "model.layers.{N}.mlp.{gate,up,down}_proj",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
+    {"Gemma 1", "gemma", "gemma", false, "model.layers.{N}.mlp.{gate,up,down}_proj", "blk.{N}.ffn_{gate,up,down}",
+     // GemmaMLP reads hidden_activation and, when it is absent, uses the tanh GELU whatever
+     // hidden_act says (early Gemma configs say hidden_act 'gelu').
+     "hidden_activation", A::gelu_tanh, A::gelu_tanh, "hidden_act is ignored, as GemmaMLP ignores it", ""},
+    {"Gemma 2, Gemma 3", "gemma2 gemma3 gemma3_text", "gemma2 gemma3", false,
+     "model.layers.{N}.mlp.{gate,up,down}_proj; Gemma 3's multimodal checkpoints "
+     "language_model.model.layers.{N}.… or model.language_model.layers.{N}.…",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh,
+     "multimodal: the activation from text_config", ""},
+    {"Phi-2", "phi", "phi2", false, "model.layers.{N}.mlp.fc1, fc2 (with biases)", "blk.{N}.ffn_up, ffn_down (biases)",
+     "hidden_act", A::gelu_tanh, A::gelu_tanh, "", ""},
+    {"Phi-3, Phi-3.5, Phi-4-mini", "phi3", "phi3", false,
+     "model.layers.{N}.mlp.gate_up_proj [2H, D], down_proj", "blk.{N}.ffn_up [2H, D], ffn_down", "hidden_act",
+     A::swish, A::swish, "fused gate and up, read in place", ""},
+    {"GLM-4 (transformers' Glm4)", "glm4", "glm4", false, "model.layers.{N}.mlp.gate_up_proj [2H, D], down_proj",
+     "blk.{N}.ffn_up [2H, D], ffn_down", "hidden_act", A::swish, A::swish, "fused gate and up", ""},
+    {"ChatGLM 2/3, GLM-4 (THUDM's code)", "chatglm", "chatglm", false,
+     "transformer.encoder.layers.{N}.mlp.dense_h_to_4h [2H, D], dense_4h_to_h", "blk.{N}.ffn_up [2H, D], ffn_down",
+     "", A::swish, A::swish, "fused gate and up; the module's swiglu is fixed", ""},
+    {"Cohere Command-R, Command-R7B", "cohere cohere2", "command-r cohere2", false,
+     "model.layers.{N}.mlp.{gate,up,down}_proj", "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "",
+     ""},
+    {"OLMo, OLMo-2", "olmo olmo2", "olmo olmo2", false, "model.layers.{N}.mlp.{gate,up,down}_proj",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
+    {"Granite 3", "granite", "granite", false, "model.layers.{N}.mlp.{gate,up,down}_proj", "blk.{N}.ffn_{gate,up,down}",
+     "hidden_act", A::swish, A::swish, "", ""},
+    {"InternLM 2", "internlm2", "internlm2", false, "model.layers.{N}.feed_forward.w1/w3/w2 (gate, up, down)",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
+    {"EXAONE 3", "exaone", "exaone", false, "transformer.h.{N}.mlp.c_fc_0, c_fc_1, c_proj (gate, up, down)",
+     "blk.{N}.ffn_{gate,up,down}", "activation_function", A::swish, A::swish, "", ""},
+    {"Nemotron", "nemotron", "nemotron", false, "model.layers.{N}.mlp.up_proj, down_proj",
+     "blk.{N}.ffn_up, ffn_down", "hidden_act", std::nullopt, std::nullopt, "squared ReLU (relu2)", ""},
+    {"GPT-2", "gpt2", "gpt2", false, "transformer.h.{N}.mlp.c_fc, c_proj (Conv1D [in, out], biases)",
+     "blk.{N}.ffn_up, ffn_down (biases)", "activation_function", A::gelu_tanh, A::gelu_tanh, "", ""},
+    {"StarCoder, SantaCoder (GPT-BigCode)", "gpt_bigcode", "starcoder", false,
+     "transformer.h.{N}.mlp.c_fc, c_proj (nn.Linear, biases)", "blk.{N}.ffn_up, ffn_down (biases)",
+     "activation_function", A::gelu_tanh, A::gelu_tanh, "", ""},
+    {"StarCoder2", "starcoder2", "starcoder2", false, "model.layers.{N}.mlp.c_fc, c_proj (nn.Linear, biases)",
+     "blk.{N}.ffn_up, ffn_down (biases)", "hidden_act", A::gelu_tanh, A::gelu_tanh, "", ""},
+    {"GPT-NeoX, Pythia", "gpt_neox", "gptneox", false,
+     "gpt_neox.layers.{N}.mlp.dense_h_to_4h, dense_4h_to_h (biases)", "blk.{N}.ffn_up, ffn_down (biases)",
+     "hidden_act", A::gelu, A::gelu, "exact GELU (llama.cpp's graph computes the tanh form)", ""},
+    {"Falcon", "falcon RefinedWeb RefinedWebModel", "falcon", false,
+     "transformer.h.{N}.mlp.dense_h_to_4h, dense_4h_to_h", "blk.{N}.ffn_up, ffn_down", "activation", A::gelu,
+     A::gelu, "exact GELU (llama.cpp's graph computes the tanh form)", ""},
+    {"GPT-J", "gptj", "gptj", false, "transformer.h.{N}.mlp.fc_in, fc_out (biases)", "blk.{N}.ffn_up, ffn_down (biases; llama.cpp has no graph for gptj)",
+     "activation_function", A::gelu_tanh, A::gelu_tanh, "", ""},
+    {"BLOOM", "bloom", "bloom", false, "transformer.h.{N}.mlp.dense_h_to_4h, dense_4h_to_h (biases)",
+     "blk.{N}.ffn_up, ffn_down (biases)", "", A::gelu_tanh, A::gelu_tanh,
+     "BloomGelu, the tanh form, fixed in the module", ""},
+    {"MPT", "mpt", "mpt", false, "transformer.blocks.{N}.ffn.up_proj, down_proj", "blk.{N}.ffn_up, ffn_down", "",
+     A::gelu, A::gelu, "MptMLP's exact GELU, fixed in the module (llama.cpp's graph computes the tanh form)", ""},
+    {"T5 v1.1, Flan-T5, mT5, UMT5 (encoder)", "t5 mt5 umt5", "t5 t5encoder", false,
+     "encoder.block.{N}.layer.1.DenseReluDense.wi_0, wi_1, wo (gate, up, down); T5 v1.0 wi, wo",
+     "enc.blk.{N}.ffn_{gate,up,down}", "feed_forward_proj dense_act_fn", A::relu, A::gelu_tanh,
+     "the encoder's blocks; the decoder's are not addressed", ""},
+    {"BERT, RoBERTa", "bert roberta", "bert", false,
+     "[bert.|roberta.]encoder.layer.{N}.intermediate.dense, output.dense (biases)",
+     "blk.{N}.ffn_up, ffn_down (biases)", "hidden_act", A::gelu, A::gelu,
+     "exact GELU (llama.cpp's graph computes the tanh form)", ""},
+    // ---- mixtures of experts ----
+    {"Mixtral", "mixtral", "llama", true,
+     "model.layers.{N}.block_sparse_moe.gate (router), experts.{E}.w1/w3/w2 (gate, up, down)",
+     "blk.{N}.ffn_gate_inp, ffn_{gate,up,down}_exps", "hidden_act", A::swish, A::swish, "softmax, renormalised", ""},
+    {"Qwen2-MoE, Qwen3-MoE", "qwen2_moe qwen3_moe", "qwen2moe qwen3moe", true,
+     "model.layers.{N}.mlp.gate (router), experts.{E}.{gate,up,down}_proj, shared_expert.*, shared_expert_gate",
+     "blk.{N}.ffn_gate_inp, ffn_{gate,up,down}_exps, ffn_{gate,up,down}_shexp, ffn_gate_inp_shexp", "hidden_act",
+     A::swish, A::swish, "softmax; norm_topk_prob", ""},
+    {"DeepSeek-V3, Kimi K2", "deepseek_v3 kimi_k2", "deepseek2", true,
+     "model.layers.{N}.mlp.gate (router, e_score_correction_bias), experts.{E}.*, shared_experts.*",
+     "blk.{N}.ffn_gate_inp, exp_probs_b, ffn_{gate,up,down}_exps, ffn_{gate,up,down}_shexp", "hidden_act", A::swish,
+     A::swish, "sigmoid, group-limited, scaled", ""},
+    {"gpt-oss", "gpt_oss", "gpt-oss", true,
+     "model.layers.{N}.mlp.router, experts.gate_up_proj [E, D, 2H] (interleaved), down_proj; or their MXFP4 "
+     "_blocks/_scales",
+     "blk.{N}.ffn_gate_inp, ffn_{gate,up,down}_exps (biases)", "", A::clamped_swish, A::clamped_swish,
+     "softmax over the chosen, clamped SwiGLU", ""},
+};
+
+std::vector<std::string_view> words(std::string_view s) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t j = s.find(' ', i);
+    const size_t end = j == std::string_view::npos ? s.size() : j;
+    if (end > i) out.push_back(s.substr(i, end - i));
+    i = end + 1;
+  }
+  return out;
+}
+
+bool has_word(std::string_view list, std::string_view word) {
+  for (auto w : words(list))
+    if (w == word) return true;
+  return false;
+}
+
+// The row naming `name` in the column `list_of`, preferring the layer's kind.
+const ModelFamily* row_of(std::string_view name, std::string_view ModelFamily::*list_of, bool moe_layer) {
+  const ModelFamily* any = nullptr;
+  for (const auto& f : kFamilies) {
+    if (!has_word(f.*list_of, name)) continue;
+    if (f.moe == moe_layer) return &f;
+    if (!any) any = &f;
+  }
+  return any;
+}
+
+std::optional<std::string> string_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return std::nullopt;
+  return j[key].get<std::string>();
+}
+
+}  // namespace
+
+const std::vector<ModelFamily>& model_families() { return kFamilies; }
+
+FamilyMatch find_family(const TensorSource& source, bool moe_layer) {
+  FamilyMatch m;
+  if (const auto arch = source.metadata_string("general.architecture")) {
+    m.named = *arch;
+    m.source = "general.architecture '" + *arch + "'";
+    m.family = row_of(*arch, &ModelFamily::gguf_architectures, moe_layer);
+    return m;
+  }
+  const nlohmann::json* config = source.config_json();
+  if (!config) return m;
+  auto type = string_at(*config, "model_type");
+  std::string where = "config.json model_type";
+  // A multimodal checkpoint (Gemma 3's Gemma3ForConditionalGeneration) names its language
+  // model's family in text_config.
+  if (config->contains("text_config")) {
+    if (const auto text = string_at((*config)["text_config"], "model_type")) {
+      const ModelFamily* outer = type ? row_of(*type, &ModelFamily::model_types, moe_layer) : nullptr;
+      if (!outer) {
+        type = text;
+        where = "config.json text_config.model_type";
+      }
+    }
+  }
+  if (!type) return m;
+  m.named = *type;
+  m.source = where + " '" + *type + "'";
+  m.family = row_of(*type, &ModelFamily::model_types, moe_layer);
+  return m;
+}
+
+void check_family_supported(const TensorSource& source, bool moe_layer) {
+  const FamilyMatch m = find_family(source, moe_layer);
+  if (m.family && !m.family->refusal.empty())
+    throw Error(source.path() + ": " + std::string(m.family->name) + " (" + m.source +
+                ") is not supported: " + std::string(m.family->refusal));
+}
+
+std::string family_description(const FamilyMatch& match) {
+  if (!match.family) return match.named.empty() ? "" : "'" + match.named + "', not in ffn's table (" + match.source + ")";
+  return std::string(match.family->name) + " (" + match.source + ")";
+}
+
+namespace {
+
+std::string activation_cell(const ModelFamily& f) {
+  std::string keys = f.activation_keys.empty() ? "" : "config " + std::string(f.activation_keys);
+  if (f.default_activation)
+    keys += std::string(keys.empty() ? "fixed: " : ", else ") + std::string(activation_name(*f.default_activation));
+  return keys;
+}
+
+}  // namespace
+
+std::string families_markdown() {
+  std::ostringstream out;
+  out << "| family | config.json model_type | Hugging Face names | GGUF architecture: names | activation | status |\n"
+      << "|---|---|---|---|---|---|\n";
+  for (const auto& f : kFamilies) {
+    std::string status = f.refusal.empty() ? "runs" : "refused: " + std::string(f.refusal);
+    if (!f.notes.empty() && f.refusal.empty()) status += "; " + std::string(f.notes);
+    out << "| " << f.name << (f.moe ? " (MoE)" : "") << " | " << f.model_types << " | " << f.hf_names << " | "
+        << (f.gguf_architectures.empty() ? std::string("—") : std::string(f.gguf_architectures)) << ": "
+        << f.gguf_names << " | " << activation_cell(f) << " | " << status << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace ffn::io
