@@ -49,8 +49,8 @@ Activation hf_activation(const std::string& name, const std::string& where, cons
   if (const auto a = activation_from_hf_name(name)) return *a;
   const std::string reason = hf_activation_refusal(name);
   if (!reason.empty()) throw Error(file + ": " + where + " '" + name + "' is not supported: " + reason);
-  throw Error(file + ": " + where + " '" + name + "' is not an activation ffn knows; it knows " +
-              hf_activation_names());
+  throw Error(file + ": " + where + " '" + name + "' is not supported: it is no activation ffn knows (ffn knows " +
+              hf_activation_names() + ")");
 }
 
 ActivationHint from_config_json(const TensorSource& source, const nlohmann::json& config, bool gated) {

@@ -33,6 +33,9 @@ struct Scheme {
   bool conv1d = false;
   const char* only_model_type = "";  // the scheme applies to this family's checkpoints only
   bool fused_gate_first = true;      // the order of a fused [2H, D]'s halves
+  // Up may hold gate and up fused, told by its shape (GGUF's ffn_up of Phi-3 and GLM,
+  // ChatGLM's dense_h_to_4h): [2H, D] against down's [D, H].
+  bool fused_by_shape = false;
 };
 
 constexpr Scheme kSchemes[] = {
@@ -62,11 +65,12 @@ constexpr Scheme kSchemes[] = {
     {"exaone", "transformer.h.{N}.mlp.c_fc_0.weight", "transformer.h.{N}.mlp.c_fc_1.weight",
      "transformer.h.{N}.mlp.c_proj.weight"},
     {"gpt-j", "", "transformer.h.{N}.mlp.fc_in.weight", "transformer.h.{N}.mlp.fc_out.weight"},
+    {"persimmon", "", "model.layers.{N}.mlp.dense_h_to_4h.weight", "model.layers.{N}.mlp.dense_4h_to_h.weight"},
     {"gpt-neox", "", "gpt_neox.layers.{N}.mlp.dense_h_to_4h.weight", "gpt_neox.layers.{N}.mlp.dense_4h_to_h.weight"},
     {"falcon / bloom", "", "transformer.h.{N}.mlp.dense_h_to_4h.weight", "transformer.h.{N}.mlp.dense_4h_to_h.weight"},
     {"falcon / bloom", "", "h.{N}.mlp.dense_h_to_4h.weight", "h.{N}.mlp.dense_4h_to_h.weight"},
     {"chatglm", "", "transformer.encoder.layers.{N}.mlp.dense_h_to_4h.weight",
-     "transformer.encoder.layers.{N}.mlp.dense_4h_to_h.weight"},
+     "transformer.encoder.layers.{N}.mlp.dense_4h_to_h.weight", false, "", true, true},
     {"mpt", "", "transformer.blocks.{N}.ffn.up_proj.weight", "transformer.blocks.{N}.ffn.down_proj.weight"},
     {"t5", "encoder.block.{N}.layer.1.DenseReluDense.wi_0.weight",
      "encoder.block.{N}.layer.1.DenseReluDense.wi_1.weight", "encoder.block.{N}.layer.1.DenseReluDense.wo.weight"},
@@ -76,7 +80,7 @@ constexpr Scheme kSchemes[] = {
     {"bert", "", "roberta.encoder.layer.{N}.intermediate.dense.weight",
      "roberta.encoder.layer.{N}.output.dense.weight"},
     {"bert", "", "encoder.layer.{N}.intermediate.dense.weight", "encoder.layer.{N}.output.dense.weight"},
-    {"gguf", "blk.{N}.ffn_gate.weight", "blk.{N}.ffn_up.weight", "blk.{N}.ffn_down.weight"},
+    {"gguf", "blk.{N}.ffn_gate.weight", "blk.{N}.ffn_up.weight", "blk.{N}.ffn_down.weight", false, "", true, true},
     {"gguf", "enc.blk.{N}.ffn_gate.weight", "enc.blk.{N}.ffn_up.weight", "enc.blk.{N}.ffn_down.weight"},
 };
 
@@ -124,15 +128,15 @@ std::set<int64_t> layers_matching(const TensorSource& source, const std::string&
 
 namespace {
 
-// Whether up holds gate and up fused: named so by the scheme, or (a scheme without a gate,
-// in nn.Linear layout) up has twice the rows that down has columns, which no 2-matrix block
-// can have.
+// Whether up holds gate and up fused: named so by the scheme, or (a scheme that fuses by
+// shape, the layer without a gate tensor) up has twice the rows that down has columns,
+// which no 2-matrix block can have.
 bool fused_gate_up(const TensorSource& source, const Scheme& s, const BlockNames& n) {
   if (std::string(s.gate) == s.up) return true;
-  if (s.conv1d || !n.gate.empty()) return false;
+  if (!s.fused_by_shape || !n.gate.empty()) return false;
   const auto& up = source.tensors().at(n.up).shape;
   const auto& down = source.tensors().at(n.down).shape;
-  return up.size() == 2 && down.size() == 2 && up[0] == 2 * down[1];
+  return up.size() == 2 && down.size() == 2 && down[1] > 0 && up[0] == 2 * down[1];
 }
 
 }  // namespace

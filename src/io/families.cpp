@@ -31,6 +31,13 @@ const std::vector<ModelFamily> kFamilies = {
      "language_model.model.layers.{N}.… or model.language_model.layers.{N}.…",
      "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh,
      "multimodal: the activation from text_config", ""},
+    {"Gemma 3n", "gemma3n gemma3n_text", "gemma3n", false, "model.language_model.layers.{N}.mlp.{gate,up,down}_proj",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh, "",
+     "its first layers' gate keeps only the channels above a Gaussian quantile of the gate's values "
+     "(activation_sparsity_pattern), which ffn's dense block does not compute; running them as plain GeGLU "
+     "would be a different function"},
+    {"StableLM 2", "stablelm", "stablelm", false, "model.layers.{N}.mlp.{gate,up,down}_proj",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
     {"Phi-2", "phi", "phi2", false, "model.layers.{N}.mlp.fc1, fc2 (with biases)", "blk.{N}.ffn_up, ffn_down (biases)",
      "hidden_act", A::gelu_tanh, A::gelu_tanh, "", ""},
     {"Phi-3, Phi-3.5, Phi-4-mini", "phi3", "phi3", false,
@@ -54,6 +61,8 @@ const std::vector<ModelFamily> kFamilies = {
      "blk.{N}.ffn_{gate,up,down}", "activation_function", A::swish, A::swish, "", ""},
     {"Nemotron", "nemotron", "nemotron", false, "model.layers.{N}.mlp.up_proj, down_proj",
      "blk.{N}.ffn_up, ffn_down", "hidden_act", std::nullopt, std::nullopt, "squared ReLU (relu2)", ""},
+    {"Persimmon, Fuyu", "persimmon", "", false, "model.layers.{N}.mlp.dense_h_to_4h, dense_4h_to_h (biases)",
+     "— (llama.cpp has no persimmon graph)", "hidden_act", std::nullopt, std::nullopt, "squared ReLU (relu2)", ""},
     {"GPT-2", "gpt2", "gpt2", false, "transformer.h.{N}.mlp.c_fc, c_proj (Conv1D [in, out], biases)",
      "blk.{N}.ffn_up, ffn_down (biases)", "activation_function", A::gelu_tanh, A::gelu_tanh, "", ""},
     {"StarCoder, SantaCoder (GPT-BigCode)", "gpt_bigcode", "starcoder", false,

@@ -119,6 +119,7 @@ CASES = {
                                                            "hidden_activation": "gelu_pytorch_tanh"}},
         tuple(n.replace("model.layers", "language_model.model.layers") for n in LLAMA_NAMES), llama_mlp(gelu_new),
         "gelu_tanh", gguf="gemma3", sharded=True),
+    "StableLM 2": llama_like("stablelm"),
     "Phi-2": plain("phi", {"model_type": "phi", "hidden_act": "gelu_new"}, L + "fc1.weight", L + "fc2.weight",
                    "gelu_tanh", gguf="phi2", wrong_activation=("hidden_act", "relu")),
     "Phi-3, Phi-3.5, Phi-4-mini": Case("phi3", {"model_type": "phi3", "hidden_act": "silu"},
@@ -142,6 +143,10 @@ CASES = {
     "Nemotron": plain("nemotron", {"model_type": "nemotron", "hidden_act": "relu2"}, L + "up_proj.weight",
                       L + "down_proj.weight", "relu2", bias=False, gguf="nemotron",
                       wrong_activation=("hidden_act", "relu")),
+    # PersimmonMLP: dense_4h_to_h(act(dense_h_to_4h(x))), hidden_act relu2, biases.
+    "Persimmon, Fuyu": plain("persimmon", {"model_type": "persimmon", "hidden_act": "relu2"},
+                             L + "dense_h_to_4h.weight", L + "dense_4h_to_h.weight", "relu2",
+                             wrong_activation=("hidden_act", "relu")),
     "GPT-2": Case("gpt2", {"model_type": "gpt2", "activation_function": "gelu_new"},
                   ("transformer.h.{N}.mlp.c_fc.weight", "transformer.h.{N}.mlp.c_proj.weight"), gpt2_mlp, "gelu_tanh",
                   gated=False, bias=True, conv1d=True, wrong_activation=("activation_function", "relu")),
@@ -362,9 +367,52 @@ def test_config_errors_tell_the_truth(tmp_path, run_ffn):
     (folder / "config.json").unlink()
     r = run_ffn("info", "--weights", folder, check=False)
     assert "no config.json beside it" in r.stderr, r.stderr
+    # A family ffn refuses says so by name, with the reason, whatever its tensors.
+    folder = write_checkpoint(tmp_path / "gemma3n", case, layers,
+                              config={"model_type": "gemma3n", "text_config": {"hidden_activation": "gelu_pytorch_tanh"}})
+    r = run_ffn("info", "--weights", folder, check=False)
+    assert r.returncode != 0
+    assert "Gemma 3n (config.json model_type 'gemma3n') is not supported: its first layers' gate" in r.stderr, r.stderr
     # T5's feed_forward_proj says whether the block is gated; a file that disagrees is refused.
     t5 = CASES["T5 v1.1, Flan-T5, mT5, UMT5 (encoder)"]
     folder = write_checkpoint(tmp_path / "t5", t5, [block_weights(t5, s) for s in (1, 2)],
                               config={"model_type": "t5", "feed_forward_proj": "relu"})
     r = run_ffn("info", "--weights", folder, check=False)
     assert "feed_forward_proj 'relu' means a 2-matrix block" in r.stderr, r.stderr
+
+
+def test_a_fused_quantised_gate_up_runs_as_the_two_matrices(tmp_path, run_ffn):
+    """Phi-3's GGUF ffn_up of 2H rows in q8_0 is read in place as two row windows: the same
+    bits as the same rows stored as separate ffn_gate and ffn_up (q8_0 quantises each row on
+    its own, so the fused tensor's bytes are the two matrices' back to back)."""
+    import gguf
+
+    case = CASES["Phi-3, Phi-3.5, Phi-4-mini"]
+    layers = [block_weights(case, seed) for seed in (1, 2)]
+    q8 = gguf.GGMLQuantizationType.Q8_0
+
+    def write(path, arch, fused):
+        wr = gguf.GGUFWriter(str(path), arch)
+        wr.add_block_count(2)
+        wr.add_embedding_length(D)
+        wr.add_feed_forward_length(H)
+        for n, w in enumerate(layers):
+            gate, up = gguf.quantize(w["gate.weight"].numpy(), q8), gguf.quantize(w["up.weight"].numpy(), q8)
+            if fused:
+                wr.add_tensor(f"blk.{n}.ffn_up.weight", np.concatenate([gate, up]), raw_dtype=q8)
+            else:
+                wr.add_tensor(f"blk.{n}.ffn_gate.weight", gate, raw_dtype=q8)
+                wr.add_tensor(f"blk.{n}.ffn_up.weight", up, raw_dtype=q8)
+            wr.add_tensor(f"blk.{n}.ffn_down.weight", gguf.quantize(w["down.weight"].numpy(), q8), raw_dtype=q8)
+        wr.write_header_to_file()
+        wr.write_kv_data_to_file()
+        wr.write_tensors_to_file()
+        wr.close()
+        return path
+
+    x = torch.randn(3, D, generator=torch.Generator().manual_seed(9))
+    y_fused = run_forward(tmp_path, run_ffn, write(tmp_path / "phi3.gguf", "phi3", True), x)
+    y_split = run_forward(tmp_path, run_ffn, write(tmp_path / "llama.gguf", "llama", False), x)
+    assert np.array_equal(y_fused.view(np.uint32), y_split.view(np.uint32))
+    info = json.loads(run_ffn("info", "--weights", tmp_path / "phi3.gguf", "--json").stdout)
+    assert {m["type"] for m in info["layers"][1]["matrices"].values()} == {"q8_0"}, info

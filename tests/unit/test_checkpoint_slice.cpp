@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <variant>
 #include <vector>
@@ -84,6 +85,47 @@ TEST(CheckpointSlice, Gpt2Conv1dStoredTransposed) {
   expect_slices_match(path, o);
   const Block whole = Checkpoint(path).load_trainable(o).block;
   EXPECT_TRUE(same_bits(whole.weights().down, b.weights().down));
+}
+
+// A fused gate and up [2H, D] (Phi-3's gate_up_proj, gate rows first) with its fused bias
+// [2H]: the whole block is the one the separate tensors give, bit for bit, and so is every
+// rank's slice (gate rows [h0, h1) and up rows [H + h0, H + h1) of the one tensor).
+TEST(CheckpointSlice, FusedGateUpIsTwoRowWindows) {
+  const test::TempDir dir("checkpoint_slice_fused");
+  const int64_t D = 16, H = 37;
+  const Block b = Block::random({parse_variant("swiglu"), D, H, true}, 9);
+  const auto& w = b.weights();
+  std::vector<float> gate_up(w.gate.data(), w.gate.data() + H * D), gate_up_bias(w.gate_bias.data(),
+                                                                                w.gate_bias.data() + H);
+  gate_up.insert(gate_up.end(), w.up.data(), w.up.data() + H * D);
+  gate_up_bias.insert(gate_up_bias.end(), w.up_bias.data(), w.up_bias.data() + H);
+  for (TensorDtype dtype : {TensorDtype::f32, TensorDtype::bf16}) {
+    const std::string folder = dir.file(dtype == TensorDtype::f32 ? "f32" : "bf16");
+    std::filesystem::create_directories(folder);
+    write_safetensors(folder + "/model.safetensors",
+                      {{"model.layers.0.mlp.gate_up_proj.weight", dtype, {2 * H, D}, gate_up.data()},
+                       {"model.layers.0.mlp.gate_up_proj.bias", dtype, {2 * H}, gate_up_bias.data()},
+                       {"model.layers.0.mlp.down_proj.weight", dtype, {D, H}, w.down.data()},
+                       {"model.layers.0.mlp.down_proj.bias", dtype, {D}, w.down_bias.data()}});
+    test::write_text(folder + "/config.json", R"({"model_type": "phi3", "hidden_act": "silu"})");
+    const std::string split = dir.file(dtype == TensorDtype::f32 ? "split_f32.safetensors" : "split_bf16.safetensors");
+    write_safetensors(split, {{"gate.weight", dtype, {H, D}, w.gate.data()},
+                              {"up.weight", dtype, {H, D}, w.up.data()},
+                              {"down.weight", dtype, {D, H}, w.down.data()},
+                              {"gate.bias", dtype, {H}, w.gate_bias.data()},
+                              {"up.bias", dtype, {H}, w.up_bias.data()},
+                              {"down.bias", dtype, {D}, w.down_bias.data()}});
+    const LoadedBlock fused = Checkpoint(folder).load_trainable({});
+    EXPECT_EQ(fused.scheme, "hugging face fused");
+    EXPECT_NE(fused.family.find("Phi-3"), std::string::npos) << fused.family;
+    EXPECT_EQ(fused.block.config().variant, parse_variant("swiglu"));
+    const Block separate = Checkpoint(split).load_trainable({0, parse_variant("swiglu")}).block;
+    EXPECT_TRUE(same_bits(fused.block.weights().gate, separate.weights().gate));
+    EXPECT_TRUE(same_bits(fused.block.weights().up, separate.weights().up));
+    EXPECT_TRUE(same_bits(fused.block.weights().gate_bias, separate.weights().gate_bias));
+    EXPECT_TRUE(same_bits(fused.block.weights().up_bias, separate.weights().up_bias));
+    expect_slices_match(folder, {});
+  }
 }
 
 TEST(CheckpointSlice, GgufQ8_0) {
