@@ -301,9 +301,15 @@ def _to_numpy(value):
 
 def from_torch(module, variant=None):
     """A copy of a torch MLP module as an ffn block. Names: the seeds' (gate/up/down) or
-    Hugging Face's (gate_proj/up_proj/down_proj). The variant comes from the module's class
-    (the seeds'), or its config.hidden_act (Hugging Face's LlamaMLP and kin); else give it."""
+    Hugging Face's (gate_proj/up_proj/down_proj, or Phi-3's and GLM-4's fused gate_up_proj,
+    the gate's rows first as their modules' chunk(2) takes them). The variant comes from the
+    module's class (the seeds'), or its config's hidden_activation (Gemma 2/3), hidden_act or
+    activation_function (Hugging Face's LlamaMLP and kin); else give it."""
     state = {k: v for k, v in module.state_dict().items()}
+    for kind in ("weight", "bias"):
+        fused = state.pop(f"gate_up_proj.{kind}", None)
+        if fused is not None:
+            state[f"gate_proj.{kind}"], state[f"up_proj.{kind}"] = fused.chunk(2, dim=0)
     renamed = {}
     for key, value in state.items():
         for hf, ours in (("gate_proj.", "gate."), ("up_proj.", "up."), ("down_proj.", "down.")):
@@ -315,10 +321,13 @@ def from_torch(module, variant=None):
         raise Error(f"from_torch: no up/down (or up_proj/down_proj) weights in the module; it has {sorted(state)}")
     if variant is None:
         variant = SEEDS_CLASSES.get(type(module).__name__)
-    if variant is None and hasattr(module, "config") and hasattr(module.config, "hidden_act"):
-        act = _core.hf_activation(module.config.hidden_act)
+    config = getattr(module, "config", None)
+    key = next((k for k in ("hidden_activation", "hidden_act", "activation_function")
+                if isinstance(getattr(config, k, None), str)), None)
+    if variant is None and key is not None:
+        act = _core.hf_activation(getattr(config, key))
         if act is None:
-            raise Error(f"from_torch: hidden_act {module.config.hidden_act!r} is not supported")
+            raise Error(f"from_torch: config.{key} {getattr(config, key)!r} is not supported")
         variant = "gated_" + act if gated else act  # gated_swish is swiglu, gated_gelu is geglu, ...
     if variant is None:
         raise Error(f"from_torch: cannot tell the activation of a {type(module).__name__}; pass variant=")

@@ -416,3 +416,50 @@ def test_a_fused_quantised_gate_up_runs_as_the_two_matrices(tmp_path, run_ffn):
     assert np.array_equal(y_fused.view(np.uint32), y_split.view(np.uint32))
     info = json.loads(run_ffn("info", "--weights", tmp_path / "phi3.gguf", "--json").stdout)
     assert {m["type"] for m in info["layers"][1]["matrices"].values()} == {"q8_0"}, info
+
+
+def test_from_torch_reads_fused_and_gemma_modules(ffn_module):
+    """ffn.from_torch of Phi3MLP (gate_up_proj, gate rows first) and of Gemma2MLP (its
+    config's hidden_activation, no hidden_act), restated with their attribute names: the
+    block is the module within the f32 bound."""
+
+    class Phi3MLP(torch.nn.Module):  # transformers' Phi3MLP
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.gate_up_proj = torch.nn.Linear(D, 2 * H, bias=False)
+            self.down_proj = torch.nn.Linear(H, D, bias=False)
+
+        def forward(self, x):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            return self.down_proj(up * F.silu(gate))
+
+    class Gemma2MLP(torch.nn.Module):  # transformers' Gemma2MLP
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.gate_proj = torch.nn.Linear(D, H, bias=False)
+            self.up_proj = torch.nn.Linear(D, H, bias=False)
+            self.down_proj = torch.nn.Linear(H, D, bias=False)
+
+        def forward(self, x):
+            return self.down_proj(gelu_new(self.gate_proj(x)) * self.up_proj(x))
+
+    class Config:
+        def __init__(self, **kw):
+            self.__dict__.update(kw)
+
+    torch.manual_seed(4)
+    x = torch.randn(3, D)
+    for module, variant, activation in ((Phi3MLP(Config(hidden_act="silu")), "swiglu", "swish"),
+                                        (Gemma2MLP(Config(hidden_activation="gelu_pytorch_tanh")), "gated_gelu_tanh",
+                                         "gelu_tanh")):
+        block = ffn_module.from_torch(module)
+        assert block.variant == variant
+        state = {k.replace("_proj", ""): v.double().numpy() for k, v in module.state_dict().items()}
+        if "gate_up.weight" in state:
+            state["gate.weight"], state["up.weight"] = np.split(state.pop("gate_up.weight"), 2)
+        _, err = bound.forward_and_bound(state, x.double().numpy(), activation, True)
+        with torch.no_grad():
+            want = module.double()(x.double()).numpy()
+        assert np.all(np.abs(block(x.numpy()).astype(np.float64) - want) <= err)
