@@ -33,8 +33,10 @@ void validate(const MoeConfig& c) {
     field("top_k (experts per token)", c.top_k, "must be between 1 and the " + std::to_string(c.experts) + " experts");
   if (c.groups < 1 || c.experts % c.groups != 0)
     field("groups (n_group)", c.groups, "must divide the " + std::to_string(c.experts) + " experts");
-  if (c.groups > 1 && c.experts / c.groups < 2)
+  if (c.groups > 1 && c.scoring == RouterScoring::sigmoid && c.experts / c.groups < 2)
     field("groups (n_group)", c.groups, "a group's score is the sum of its two best experts; groups need ≥ 2");
+  if (c.groups > 1 && c.scoring == RouterScoring::softmax_top_k)
+    field("groups (n_group)", c.groups, "softmax_top_k routing has no expert groups");
   if (c.top_groups < 1 || c.top_groups > c.groups)
     field("top_groups (topk_group)", c.top_groups, "must be between 1 and the " + std::to_string(c.groups) + " groups");
   if (c.top_groups * (c.experts / c.groups) < c.top_k)

@@ -84,7 +84,7 @@ void routing_weights_backward(const MoeConfig& c, const float* logits, const int
   switch (c.scoring) {
     case RouterScoring::softmax:
       if (!c.normalize_top_k) {
-        // w = p (softmax over all E): dl_e = p_e·([e chosen]·dw_e − Σ_j w_j·dw_j).
+        // w = r·p (softmax over all E): dl_e = w_e·dw_e·[e chosen] − p_e·Σ_j w_j·dw_j.
         const double top = *std::max_element(logits, logits + E);
         double sum = 0;
         for (int64_t e = 0; e < E; ++e) sum += std::exp(double(logits[e]) - top);
@@ -94,7 +94,8 @@ void routing_weights_backward(const MoeConfig& c, const float* logits, const int
       }
       [[fallthrough]];  // renormalised: a softmax over the k chosen logits, as softmax_top_k
     case RouterScoring::softmax_top_k:
-      for (int64_t j = 0; j < k; ++j) dl[experts[j]] = double(weights[j]) * (dw[j] - wdw);
+      // w_j = r·q_j, q the softmax of the k chosen: dl_j = r·q_j·(dw_j − Σ q·dw) = w_j·(dw_j − wdw/r).
+      for (int64_t j = 0; j < k; ++j) dl[experts[j]] = double(weights[j]) * (dw[j] - wdw / c.routed_scaling);
       return;
     case RouterScoring::sigmoid: {
       const double r = c.routed_scaling;

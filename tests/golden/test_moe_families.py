@@ -1,0 +1,368 @@
+"""The mixture-of-experts families of issue 35 beyond those of test_moe.py: GLM-4.5 MoE,
+OLMoE, DBRX, Granite-MoE (and Granite-MoE-Shared), DeepSeek-V2, each a tiny checkpoint in
+its own Hugging Face names and config.json keys (as save_pretrained writes them; DBRX
+sharded) and, for OLMoE, DBRX, Granite-MoE, GLM-4.5 and DeepSeek-V2, in GGUF as
+llama.cpp's converter writes it (gguf-py), run through `ffn forward --layer 1` and
+`ffn.load(path, layer=1)` with no flags, against the family's module restated in
+moe_reference.py (the classes are named there: OlmoeSparseMoeBlock, DbrxFFN, GraniteMoeMoE,
+Glm4MoeMoE, DeepseekV2MoE). Llama 4 (Llama4TextMoe) is refused by name, and the reason is
+shown to be real.
+
+Tolerance: moe_reference.moe_bound element by element (test_moe.py's f32 contract: the
+dense f32 bound of every chosen and shared expert, the routing weights' f32 error, the sum's
+rounding; ~5e-4 of the largest output). Every family's mistakes (MUTATIONS, among them the
+halves of a fused gate_up swapped and each routing rule's variants) exceed it > 100×, and
+wrong-layout twin checkpoints written to disk are shown to fail by that much.
+"""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import files
+import moe_reference as mr
+import test_moe as tm
+
+FAMILIES = ["olmoe", "dbrx", "granitemoe", "granitemoeshared", "glm4_moe", "deepseek_v2"]
+FORMATS = {  # gguf only where llama.cpp's converter keeps the module's semantics (DeepSeek-V2: below)
+    "olmoe": ["hf", "hf_fused", "gguf"],
+    "dbrx": ["hf_sharded", "gguf"],
+    "granitemoe": ["hf", "gguf"],
+    "granitemoeshared": ["hf", "gguf"],
+    "glm4_moe": ["hf", "gguf"],
+    "deepseek_v2": ["hf", "hf_fused"],
+}
+MUTATIONS = {
+    "olmoe": ["wrong_expert", "renorm", "sign", "swapped_gate_up"],
+    "dbrx": ["wrong_expert", "no_renorm", "sign", "swapped_gate_up"],
+    "granitemoe": ["wrong_expert", "no_renorm", "sign", "swapped_gate_up"],
+    "granitemoeshared": ["wrong_expert", "no_renorm", "no_shared", "swapped_gate_up", "swapped_shared_gate_up"],
+    "glm4_moe": ["wrong_expert", "no_renorm", "no_scale", "no_shared", "bias_in_weights", "no_bias",
+                 "swapped_gate_up"],
+    "deepseek_v2": ["wrong_expert", "renorm", "no_scale", "no_shared", "no_groups", "top2_groups", "swapped_gate_up"],
+}
+TOKENS = tm.TOKENS
+MARGIN = tm.MUTATION_MARGIN
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_reference_restatement_and_its_bound_are_sound(family):
+    tm.test_reference_restatement_and_its_bound_are_sound(family)
+
+
+@pytest.mark.parametrize("family,mutation", [(f, m) for f in FAMILIES for m in MUTATIONS[f]])
+def test_the_bound_rejects_each_mistake(family, mutation):
+    tm.test_the_bound_rejects_each_mistake(family, mutation)
+
+
+def write_sharded(folder, spec, layers):
+    """save_pretrained's sharded form: two model-0000N-of-00002.safetensors files, each layer
+    in one of them, and model.safetensors.index.json's weight_map."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = mr.hf_tensors(spec, layers)
+    shards = [{}, {}]
+    for name, t in tensors.items():
+        shards[0 if ".0." in name else 1][name] = t
+    weight_map = {}
+    for i, shard in enumerate(shards):
+        file = f"model-0000{i + 1}-of-00002.safetensors"
+        files.write_safetensors(folder / file, shard)
+        weight_map.update({name: file for name in shard})
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (folder / "config.json").write_text(json.dumps(mr.hf_config(spec, len(layers))))
+    return folder / "model.safetensors.index.json"
+
+
+_CASES = {}
+
+
+def write_case(tmp_path_factory, family, fmt):
+    key = (family, fmt)
+    if key not in _CASES:
+        spec = mr.SPECS[family]
+        folder = tmp_path_factory.mktemp(f"{family}-{fmt}")
+        layers = mr.random_model(spec, 121 + FAMILIES.index(family))
+        if fmt == "gguf":
+            tm.gguf_module()
+            path = folder / "model.gguf"
+            layers = mr.write_gguf(path, spec, layers)
+        elif fmt == "hf_sharded":
+            path = write_sharded(folder, spec, layers)
+        elif fmt == "hf":
+            mr.write_hf(folder, spec, layers)
+            path = folder
+        else:
+            path = mr.write_hf(folder, spec, layers, fused=True)
+        _CASES[key] = (path, layers)
+    return _CASES[key]
+
+
+def check_within(y, spec, w, x, what):
+    y_ref, b, _, idx, _ = tm.reference(spec, w, x)
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b), tm.describe(y, y_ref, b, idx, what)
+    return y_ref, b
+
+
+@pytest.mark.parametrize("family,fmt", [(f, fmt) for f in FAMILIES for fmt in FORMATS[f]])
+def test_forward_and_load_match_the_module(tmp_path_factory, tmp_path, run_ffn, ffn_module, family, fmt):
+    """`ffn forward` within the bound of the family's module; ffn.load's forward the CLI's
+    bit for bit and its routing the module's experts; every mistake of MUTATIONS > 100× the
+    bound on these inputs."""
+    spec = mr.SPECS[family]
+    path, layers = write_case(tmp_path_factory, family, fmt)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(131), TOKENS)
+    y = tm.forward(run_ffn, path, x, tmp_path)
+    y_ref, b = check_within(y, spec, layers[1], x, f"{family} {fmt}")
+    m = ffn_module.load(path, layer=1)
+    assert np.array_equal(np.asarray(m.forward(x)).view(np.uint32), y.view(np.uint32))
+    experts = np.asarray(m.route(x)[0])
+    _, _, _, idx, _ = tm.reference(spec, layers[1], x)
+    assert [set(e) for e in experts.tolist()] == [set(i) for i in idx.tolist()]
+    for mutation in MUTATIONS[family]:
+        with torch.no_grad():
+            y_wrong = mr.SparseMoe(spec, layers[1], mutation=mutation)(x).numpy()
+        assert (np.abs(y_wrong - y_ref) / b).max() > MARGIN, mutation
+
+
+@pytest.mark.parametrize("fmt", ["hf"])  # GGUF: the dense layer's activation needs glm4moe in activation_hint.cpp
+def test_leading_dense_layer(tmp_path_factory, tmp_path, run_ffn, fmt):
+    """GLM-4.5's first_k_dense_replace = 1: layer 0 is a dense SwiGLU of intermediate_size,
+    within the dense bound."""
+    spec = mr.SPECS["glm4_moe"]
+    path, layers = write_case(tmp_path_factory, "glm4_moe", fmt)
+    x = np.random.default_rng(132).standard_normal((TOKENS, spec.d)).astype(np.float32)
+    y = tm.forward(run_ffn, path, x, tmp_path, layer=0)
+    y_ref, b = mr.dense_bound(layers[0], x)
+    assert np.all(np.abs(y.astype(np.float64) - y_ref) <= b)
+
+
+def run_against(run_ffn, tmp_path, path, spec, w, x):
+    """ffn's output over the bound of `spec`'s module: (max ratio)."""
+    y = tm.forward(run_ffn, path, x, tmp_path)
+    y_ref, b, _, _, _ = tm.reference(spec, w, x)
+    return (np.abs(y.astype(np.float64) - y_ref) / b).max()
+
+
+def test_olmoe_does_not_renormalise(tmp_path, run_ffn):
+    """OLMoE's config.json says norm_topk_prob false (OlmoeConfig's default, which
+    OLMoE-1B-7B keeps): ffn follows it — within the bound of the module — and a checkpoint
+    whose config leaves norm_topk_prob out is read with the same default; the renormalised
+    module (Qwen3-MoE's rule) is > 100× the bound away."""
+    spec = mr.SPECS["olmoe"]
+    layers = mr.random_model(spec, 141)
+    config = mr.hf_config(spec)
+    del config["norm_topk_prob"]
+    mr.write_hf(tmp_path / "m", spec, layers, config=config)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(142), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) <= 1
+    renormalised = mr.dataclasses.replace(spec, norm=True)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", renormalised, layers[1], x) > MARGIN
+
+
+def test_qwen3_moe_renormalises_as_its_config_says(tmp_path, run_ffn):
+    """Qwen3-MoE's released configs say norm_topk_prob true (Qwen3MoeSparseMoeBlock then
+    renormalises): ffn within the bound of that module, > 100× away from the unrenormalised."""
+    spec = mr.SPECS["qwen3_moe"]
+    assert spec.norm
+    layers = mr.random_model(spec, 143)
+    mr.write_hf(tmp_path / "m", spec, layers)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(144), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) <= 1
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", mr.dataclasses.replace(spec, norm=False), layers[1], x) > MARGIN
+
+
+def test_wrong_layout_twins_fail_by_far(tmp_path, run_ffn):
+    """Checkpoints written the wrong way, run through ffn as if right, land > 100× outside
+    the module's bound: Granite-MoE-Shared's input_linear halves (experts and shared MLP)
+    swapped; DBRX's w2 stored without its transposition (nn.Linear rows reshaped)."""
+    spec = mr.SPECS["granitemoeshared"]
+    layers = mr.random_model(spec, 151)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    mr.write_hf(tmp_path / "g", spec, layers, tensors=mr._granite_tensors(spec, layers, t, swap_halves=True))
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(152), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "g", spec, layers[1], x) > MARGIN
+
+    spec = mr.SPECS["dbrx"]
+    layers = mr.random_model(spec, 153)
+    tensors = mr.hf_tensors(spec, layers)
+    for n in (0, 1):
+        tensors[f"transformer.blocks.{n}.ffn.experts.mlp.w2"] = t(layers[n]["down"].reshape(-1, spec.d))
+    mr.write_hf(tmp_path / "d", spec, layers, tensors=tensors)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(154), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "d", spec, layers[1], x) > MARGIN
+
+
+VARIANTS = {  # config fields each family may flip
+    "dbrx moe_normalize_expert_weights null": ("dbrx", dict(norm=False)),
+    "deepseek_v2 greedy (V2-Lite)": ("deepseek_v2", dict(groups=1, groups_kept=1, scale=1.0)),
+    "deepseek_v2 8 groups keep 3, k 6": ("deepseek_v2", dict(groups=8, groups_kept=3, k=6)),
+    "glm4_moe 4 groups keep 2, no norm": ("glm4_moe", dict(groups=4, groups_kept=2, norm=False)),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_forward_follows_the_config_fields(tmp_path, run_ffn, variant):
+    family, changes = VARIANTS[variant]
+    spec = mr.dataclasses.replace(mr.SPECS[family], **changes)
+    layers = mr.random_model(spec, 161)
+    config = mr.hf_config(spec)
+    if family == "dbrx":
+        config["ffn_config"]["moe_normalize_expert_weights"] = None
+    mr.write_hf(tmp_path / "m", spec, layers, config=config)
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(162), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) <= 1, variant
+
+
+def test_deepseek_v2_gguf_is_llama_cpp_s_greedy_choice(tmp_path, run_ffn):
+    """llama.cpp's converter writes DeepSeek-V2 as deepseek2 with expert_weights_scale and no
+    gating func, norm or groups: the greedy routing of V2-Lite (topk_method greedy), which
+    ffn runs within the bound of DeepseekV2MoE with that config."""
+    tm.gguf_module()
+    spec = mr.dataclasses.replace(mr.SPECS["deepseek_v2"], groups=1, groups_kept=1)
+    layers = mr.write_gguf(tmp_path / "m.gguf", spec, mr.random_model(spec, 171))
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(172), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m.gguf", spec, layers[1], x) <= 1
+    with torch.no_grad():  # the scale is read: without it, far off
+        y_ref, b, _, _, _ = tm.reference(spec, layers[1], x)
+        y_wrong = mr.SparseMoe(spec, layers[1], mutation="no_scale")(x).numpy()
+    assert (np.abs(y_wrong - y_ref) / b).max() > MARGIN
+
+
+# ---------------------------------------------------------------------------------------------
+# Llama 4: refused, and why.
+
+class Llama4TextMoe(torch.nn.Module):
+    """transformers' Llama4TextMoe restated: router logits = x·W_rᵀ; the top-k logits kept,
+    the others −inf; scores = sigmoid of those (0 for the others); each expert e runs on
+    x·score_e — the routing weight multiplies the expert's INPUT — with experts.gate_up_proj
+    [E, D, 2H] in × out (gate the first H columns: chunk(2, dim=-1)) and down_proj [E, H, D];
+    plus the shared expert (Llama4TextMLP) on x. `scale_output`: the weight applied to the
+    expert's output instead, as MoeBlock would (to show the two differ)."""
+
+    def __init__(self, w, k, scale_output=False):
+        super().__init__()
+        self.w, self.k, self.scale_output = {n: torch.as_tensor(a) for n, a in w.items()}, k, scale_output
+
+    def forward(self, x):
+        w = self.w
+        logits = x @ w["router"].T
+        top, idx = torch.topk(logits, self.k, dim=1)
+        scores = torch.sigmoid(torch.full_like(logits, float("-inf")).scatter_(1, idx, top))  # [T, E]
+        y = mr.Expert(w["shared.gate"], w["shared.up"], w["shared.down"], x.dtype)(x)
+        for e in range(w["router"].shape[0]):
+            s = scores[:, e:e + 1]
+            gate_up_in_out = torch.cat([w["gate"][e].T, w["up"][e].T], dim=1)  # [D, 2H]
+            expert = lambda v: (torch.nn.functional.silu(v @ gate_up_in_out[:, :w["gate"].shape[1]]) *
+                                (v @ gate_up_in_out[:, w["gate"].shape[1]:])) @ w["down"][e].T
+            y = y + (s * expert(x) if self.scale_output else expert(x * s))
+        return y
+
+
+def llama4_layer(rng, D=64, H=96, E=8):
+    f = lambda *shape: mr._f32(rng, shape, 1 / np.sqrt(shape[-1]))
+    return {"router": f(E, D) * 2, "gate": f(E, H, D), "up": f(E, H, D), "down": f(E, D, H),
+            "shared.gate": f(H, D), "shared.up": f(H, D), "shared.down": f(D, H)}
+
+
+def test_llama4_input_scaling_is_not_output_scaling():
+    """The reason Llama 4 is refused: the module's output differs from the same experts with
+    the routing weight applied to their output (what MoeBlock computes) by far more than the
+    f32 contract — tens of percent of the output."""
+    w = llama4_layer(np.random.default_rng(181))
+    x = torch.from_numpy(mr._f32(np.random.default_rng(182), (TOKENS, 64), 1.0))
+    with torch.no_grad():
+        y_in, y_out = Llama4TextMoe(w, 1)(x), Llama4TextMoe(w, 1, scale_output=True)(x)
+    assert (y_in - y_out).abs().max() > 0.05 * y_in.abs().max()
+
+
+@pytest.mark.parametrize("prefix", ["model.", "language_model.model."])
+def test_llama4_is_refused_by_name(tmp_path, run_ffn, ffn_module, prefix):
+    """Llama4ForCausalLM's names (model.layers.N.feed_forward.router.weight, experts.gate_up_proj,
+    experts.down_proj, shared_expert.*) and Llama4ForConditionalGeneration's
+    (language_model.model.…): ffn forward and ffn.load fail naming Llama 4 and the input
+    scaling."""
+    w = llama4_layer(np.random.default_rng(183))
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    p = f"{prefix}layers.1.feed_forward."
+    tensors = {p + "router.weight": t(w["router"]),
+               p + "experts.gate_up_proj": t(np.concatenate([w["gate"], w["up"]], 1).transpose(0, 2, 1)),
+               p + "experts.down_proj": t(w["down"].transpose(0, 2, 1))}
+    for m in ("gate", "up", "down"):
+        tensors[p + f"shared_expert.{m}_proj.weight"] = t(w[f"shared.{m}"])
+    config = {"model_type": "llama4_text", "architectures": ["Llama4ForCausalLM"], "hidden_size": 64,
+              "intermediate_size": 96, "intermediate_size_mlp": 160, "num_local_experts": 8,
+              "num_experts_per_tok": 1, "hidden_act": "silu", "num_hidden_layers": 2, "interleave_moe_layer_step": 1}
+    mr.write_hf(tmp_path / "m", None, None, config=config, tensors=tensors)
+    p = tm.run_forward(run_ffn, tmp_path / "m", np.ones((2, 64), np.float32), tmp_path, check=False)
+    assert p.returncode != 0 and "Llama 4" in p.stderr and "input" in p.stderr, p.stderr
+    with pytest.raises(ffn_module.Error, match="Llama 4.*input"):
+        ffn_module.load(tmp_path / "m", layer=1)
+
+
+def test_llama4_gguf_is_refused_by_name(tmp_path, run_ffn):
+    """general.architecture llama4 (llama.cpp applies the weight before the experts too)."""
+    tm.gguf_module()
+    spec = mr.dataclasses.replace(mr.SPECS["qwen3_moe"], k=1)
+    path = tmp_path / "m.gguf"
+    saved = mr.GGUF_ARCH["qwen3_moe"]
+    mr.GGUF_ARCH["qwen3_moe"] = "llama4"
+    try:
+        mr.write_gguf(path, spec, mr.random_model(spec, 184))
+    finally:
+        mr.GGUF_ARCH["qwen3_moe"] = saved
+    p = tm.run_forward(run_ffn, path, np.ones((2, spec.d), np.float32), tmp_path, check=False)
+    assert p.returncode != 0 and "llama4" in p.stderr and "Llama 4" in p.stderr, p.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Configurations ffn refuses rather than guess.
+
+def refused(tmp_path, run_ffn, family, edit, names):
+    spec = mr.SPECS[family]
+    config = mr.hf_config(spec)
+    edit(config)
+    mr.write_hf(tmp_path / "m", spec, mr.random_model(spec, 191), config=config)
+    p = tm.run_forward(run_ffn, tmp_path / "m", np.ones((2, spec.d), np.float32), tmp_path, check=False)
+    assert p.returncode != 0 and all(n in p.stderr for n in names), p.stderr
+
+
+def test_dbrx_p_norm_other_than_1_is_refused(tmp_path, run_ffn):
+    refused(tmp_path, run_ffn, "dbrx", lambda c: c["ffn_config"].update(moe_normalize_expert_weights=2.0),
+            ["moe_normalize_expert_weights", "2.0"])
+
+
+def test_deepseek_v2_norm_topk_prob_true_is_refused(tmp_path, run_ffn):
+    """transformers' DeepseekV2MoEGate ignores norm_topk_prob; DeepSeek's own code
+    renormalises (and drops the scaling) — the two disagree, so ffn says so."""
+    refused(tmp_path, run_ffn, "deepseek_v2", lambda c: c.update(norm_topk_prob=True), ["deepseek_v2", "norm_topk_prob"])
+
+
+def test_gguf_softmax_groups_are_refused(tmp_path, run_ffn):
+    """A deepseek2 GGUF with softmax gating and expert_group_count > 1: llama.cpp scores a
+    group by its two best, DeepSeek-V2 by its best — refused, naming the key."""
+    gguf = tm.gguf_module()
+    spec = mr.SPECS["deepseek_v3"]
+    path = tmp_path / "m.gguf"
+    mr.write_gguf(path, spec, mr.random_model(spec, 192))
+    # Rewrite with softmax gating: the writer's DeepSeek-V3 metadata, gating 1.
+    reader = gguf.GGUFReader(str(path))
+    assert reader.fields["deepseek2.expert_group_count"].contents() == spec.groups
+    wr = gguf.GGUFWriter(str(tmp_path / "s.gguf"), "deepseek2")
+    for f in reader.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        value = 1 if f.name == "deepseek2.expert_gating_func" else f.contents()
+        vtype = f.types[0]
+        if vtype == gguf.GGUFValueType.ARRAY:
+            wr.add_array(f.name, value)
+        else:
+            wr.add_key_value(f.name, value, vtype)
+    for t in reader.tensors:
+        wr.add_tensor(t.name, np.asarray(t.data).reshape([int(n) for n in reversed(t.shape)]))
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+    p = tm.run_forward(run_ffn, tmp_path / "s.gguf", np.ones((2, spec.d), np.float32), tmp_path, check=False)
+    assert p.returncode != 0 and "expert_group_count" in p.stderr and "softmax" in p.stderr, p.stderr
