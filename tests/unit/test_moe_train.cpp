@@ -56,6 +56,22 @@ MoeConfig deepseek() {
   c.shared_hidden = 16;
   return c;
 }
+// DeepSeek-V2: softmax, unrenormalised, × routed_scaling_factor, group-limited greedy.
+MoeConfig deepseek_v2() {
+  MoeConfig c = base(8, 3);
+  c.normalize_top_k = false;
+  c.groups = 4;
+  c.top_groups = 2;
+  c.routed_scaling = 4.0;
+  c.shared_hidden = 16;
+  return c;
+}
+// A renormalised softmax scaled (the backward's w·(dw − Σw·dw / r)).
+MoeConfig mixtral_scaled() {
+  MoeConfig c = base(6, 2);
+  c.routed_scaling = 2.5;
+  return c;
+}
 MoeConfig gpt_oss() {
   MoeConfig c = base(6, 2, true);
   c.scoring = RouterScoring::softmax_top_k;
@@ -108,7 +124,8 @@ RefRoute ref_route(const MoeConfig& c, const TrainableMoe& m, const float* x) {
     for (int64_t g = 0; g < c.groups; ++g) {
       std::vector<double> in(choice.begin() + g * per, choice.begin() + (g + 1) * per);
       std::sort(in.rbegin(), in.rend());
-      groups.push_back({in[0] + in[1], int(g)});
+      // DeepSeek-V3 (sigmoid): a group's two best; DeepSeek-V2 (softmax): its best.
+      groups.push_back({c.scoring == RouterScoring::softmax ? in[0] : in[0] + in[1], int(g)});
     }
     std::sort(groups.begin(), groups.end(), [](auto a, auto b) { return a.first > b.first; });
     r.margin = std::min(r.margin, groups[c.top_groups - 1].first - groups[c.top_groups].first);
@@ -123,14 +140,14 @@ RefRoute ref_route(const MoeConfig& c, const TrainableMoe& m, const float* x) {
   double chosen = 0;
   if (c.scoring == RouterScoring::softmax_top_k) {
     for (int e : r.experts) chosen += std::exp(l[e] - l[r.experts[0]]);
-    for (int e : r.experts) r.weights.push_back(std::exp(l[e] - l[r.experts[0]]) / chosen);
+    for (int e : r.experts) r.weights.push_back(std::exp(l[e] - l[r.experts[0]]) / chosen * c.routed_scaling);
     return r;
   }
   for (int e : r.experts) chosen += score[e];
   for (int e : r.experts) {
     double w = score[e];
     if (c.normalize_top_k) w /= chosen + (c.scoring == RouterScoring::sigmoid ? 1e-20 : 0.0);
-    r.weights.push_back(w * (c.scoring == RouterScoring::sigmoid ? c.routed_scaling : 1.0));
+    r.weights.push_back(w * c.routed_scaling);
   }
   return r;
 }
@@ -252,7 +269,8 @@ TEST_P(MoeGradientCheck, EveryParameterAgainstDifferencesOfTheFloat64Block) {
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeGradientCheck,
                          ::testing::Values(Case{"mixtral", mixtral()}, Case{"qwen2", qwen2()},
-                                           Case{"deepseek", deepseek()}, Case{"gpt_oss", gpt_oss()}),
+                                           Case{"deepseek", deepseek()}, Case{"gpt_oss", gpt_oss()},
+                                           Case{"deepseek_v2", deepseek_v2()}, Case{"mixtral_scaled", mixtral_scaled()}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MoeTrain, BitIdenticalForAnyThreadCount) {
