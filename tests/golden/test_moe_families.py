@@ -366,3 +366,23 @@ def test_gguf_softmax_groups_are_refused(tmp_path, run_ffn):
     wr.close()
     p = tm.run_forward(run_ffn, tmp_path / "s.gguf", np.ones((2, spec.d), np.float32), tmp_path, check=False)
     assert p.returncode != 0 and "expert_group_count" in p.stderr and "softmax" in p.stderr, p.stderr
+
+
+DBRX_HOSTILE = {  # edit of config.json → what the message names
+    "expert count not dividing w1's rows": (lambda c: c["ffn_config"].update(moe_num_experts=5),
+                                            ["experts.mlp.w1", "moe_num_experts", "5"]),
+    "expert count against ffn_hidden_size": (lambda c: c["ffn_config"].update(moe_num_experts=8),
+                                             ["expert hidden size", "96", "192"]),
+    "no ffn_config": (lambda c: c.pop("ffn_config"), ["dbrx", "ffn_config"]),
+    "an activation other than silu": (lambda c: c["ffn_config"].update(ffn_act_fn={"name": "gelu"}),
+                                      ["ffn_act_fn", "gelu"]),
+}
+
+
+@pytest.mark.parametrize("case", list(DBRX_HOSTILE))
+def test_dbrx_hostile_configs(tmp_path, run_ffn, case):
+    """DBRX's experts are stacked 2-D tensors whose expert count only config.json gives:
+    counts that contradict the tensors, a missing ffn_config, an activation ffn does not
+    read there — each an error naming the field."""
+    edit, names = DBRX_HOSTILE[case]
+    refused(tmp_path, run_ffn, "dbrx", edit, names)
