@@ -22,6 +22,11 @@
 //                    normalize_top_k, times routed_scaling.
 //   softmax_top_k    gpt-oss, Granite-MoE: the k largest logits, softmax over those k, times
 //                    routed_scaling (no groups).
+//   sigmoid_top_k    Llama 4: the k largest logits, each weighted σ(logit) (renormalised when
+//                    normalize_top_k), times routed_scaling (no groups).
+// weight_input (Llama 4): each chosen expert runs on weight·x_t and its outputs are summed
+// unweighted, y = Σ_j expert_j(w_tj·x_t) — not the same as w·expert(x) for a nonlinear
+// expert. Inference only (MoeBlock); training and expert parallelism refuse it.
 // Contract of the router: logits in f32 from the f32 router weights, every token's the same
 // fixed sequence of operations (bit-identical for any thread count and batch); scores with
 // f32 exp; an exact tie between two experts' scores is won by the lower index (in a group
@@ -42,7 +47,7 @@
 
 namespace ffn {
 
-enum class RouterScoring { softmax, sigmoid, softmax_top_k };
+enum class RouterScoring { softmax, sigmoid, softmax_top_k, sigmoid_top_k };
 std::string_view router_scoring_name(RouterScoring s);
 RouterScoring parse_router_scoring(std::string_view name);  // ffn::Error listing the names
 
@@ -59,13 +64,15 @@ struct MoeConfig {
   bool choice_bias = false;       // DeepSeek: e_score_correction_bias, for choosing only
   int64_t shared_hidden = 0;      // hidden units of the shared experts together (0: none)
   bool shared_gate = false;       // Qwen2-MoE: shared output × σ(shared_gate·x)
+  bool weight_input = false;      // Llama 4: the routing weight multiplies the expert's input
 
   int64_t d_model() const { return expert.d_model; }
 };
 
 // Throws ffn::Error naming the field: k ∉ [1, E], E < 1, groups not dividing E, top_groups
 // ∉ [1, groups], fewer than k experts in the top groups, with sigmoid scoring a group of
-// fewer than 2 experts (its score is the sum of its two best), groups with softmax_top_k, routed_scaling not finite or ≤ 0, shared_gate
+// fewer than 2 experts (its score is the sum of its two best), groups with softmax_top_k or
+// sigmoid_top_k, routed_scaling not finite or ≤ 0, shared_gate
 // without shared experts, an invalid expert configuration.
 void validate(const MoeConfig& config);
 
@@ -120,8 +127,9 @@ class MoeBlock {
 
   Routing route(ConstMatrixView x, ThreadPool* pool = nullptr) const;
   // y = block(x), x and y [T][D], no aliasing. Tokens are grouped by expert (a counting
-  // sort), each expert runs its tokens as one batch, and y[t] sums its experts' weighted
-  // outputs in increasing expert index, then adds the shared experts' output: bit-identical
+  // sort), each expert runs its tokens as one batch (with weight_input, each token's row
+  // times its weight, one f32 product per element), and y[t] sums its experts' weighted
+  // (weight_input: unweighted) outputs in increasing expert index, then adds the shared experts' output: bit-identical
   // for any thread count and whatever other tokens share the batch. Only the experts some
   // token chose are read.
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;

@@ -93,11 +93,12 @@ void expert_shapes(const TensorSource& src, const MoeNames& n, const MoeHints& h
                   ", expected " + shape_text({E, D, H}) + " from '" + n.gate_up + "'");
     return;
   }
-  if (n.in_out_interleaved) {
+  if (n.in_out_interleaved || n.in_out_halves) {
     const auto& s = shape_of(src, n.gate_up, "expert gate_up");
     if (s.size() != 3 || s[2] % 2 != 0)
       throw Error(src.path() + ": expert tensor '" + n.gate_up + "' has shape " + shape_text(s) +
-                  "; expected [experts, d_model, 2·hidden] (gpt-oss's layout)");
+                  "; expected [experts, d_model, 2·hidden] (" + (n.in_out_halves ? "Llama 4" : "gpt-oss") +
+                  "'s layout)");
     E = s[0];
     D = s[1];
     H = s[2] / 2;
@@ -157,7 +158,8 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   const auto names = find_moe_names(src, o.layer);
   if (!names)
     throw Error(path + ": layer " + std::to_string(o.layer) +
-                " is not a mixture of experts (no router under the Mixtral, Hugging Face, DBRX, Granite-MoE or GGUF names)");
+                " is not a mixture of experts (no router under the Mixtral, Hugging Face, DBRX, Granite-MoE, Llama 4 or GGUF "
+                "names)");
   if (!names->unsupported.empty()) throw Error(path + ": layer " + std::to_string(o.layer) + ": " + names->unsupported);
   MoeLayout l{*names, find_moe_hints(path, src), {}, {}};
   const MoeNames& n = l.names;
@@ -201,6 +203,7 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   c.top_groups = h.top_groups.value_or(c.groups);
   c.choice_bias = !n.choice_bias.empty();
   c.router_bias = !n.router_bias.empty();
+  c.weight_input = h.weight_input.value_or(false);
   if (c.router_bias) require(src, n.router_bias, {E}, "router bias");
   if (c.choice_bias) require(src, n.choice_bias, {E}, "router choice bias");
   if (!n.shared_gate_up.empty()) {  // Granite-MoE-Shared: gate and up in one [2S][D]
@@ -258,11 +261,12 @@ StoredMatrix read_transposed(const TensorSource& src, const std::string& name, i
   return StoredMatrix::encode(out_in, want ? *want : plain ? *t : WeightType::f32, where, &pool);
 }
 
-// gpt-oss's layout: expert e's [D][2H] window of gate_up (in × out, gate at even columns)
-// and [H][D] window of down, transposed to nn.Linear's [out][in]. Stored as `want`, or as
-// the file's type when it is f32, bf16 or f16 (the transposition leaves its values exact).
-StoredWeights read_in_out_interleaved(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H,
-                                      int64_t D, std::optional<WeightType> want, ThreadPool& pool) {
+// gpt-oss's and Llama 4's layouts: expert e's [D][2H] window of gate_up (in × out; the gate
+// at even columns for gpt-oss, in the first H for Llama 4) and [H][D] window of down,
+// transposed to nn.Linear's [out][in]. Stored as `want`, or as the file's type when it is
+// f32, bf16 or f16 (the transposition leaves its values exact).
+StoredWeights read_in_out(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H, int64_t D,
+                          std::optional<WeightType> want, ThreadPool& pool) {
   const auto file_type = [&](const std::string& name) {
     const auto t = src.tensor(name).type;
     const bool plain = t == WeightType::f32 || t == WeightType::bf16 || t == WeightType::f16;
@@ -272,8 +276,8 @@ StoredWeights read_in_out_interleaved(const TensorSource& src, const MoeNames& n
   src.read_f32_window(n.gate_up, e * D, (e + 1) * D, 0, 2 * H, gate_up.data());
   for (int64_t d = 0; d < D; ++d)
     for (int64_t h = 0; h < H; ++h) {
-      gate.row(h)[d] = gate_up.row(d)[2 * h];
-      up.row(h)[d] = gate_up.row(d)[2 * h + 1];
+      gate.row(h)[d] = gate_up.row(d)[n.in_out_halves ? h : 2 * h];
+      up.row(h)[d] = gate_up.row(d)[n.in_out_halves ? H + h : 2 * h + 1];
     }
   src.read_f32_window(n.down, e * H, (e + 1) * H, 0, D, down_in_out.data());
   for (int64_t h = 0; h < H; ++h)
@@ -356,8 +360,8 @@ StoredWeights read_expert(const TensorSource& src, const MoeNames& n, int64_t e,
   StoredWeights w;
   if (n.mxfp4_blocks) {
     w = read_hf_mxfp4_expert(src, n, e, H, D, type, pool);
-  } else if (n.in_out_interleaved) {
-    w = read_in_out_interleaved(src, n, e, H, D, type, pool);
+  } else if (n.in_out_interleaved || n.in_out_halves) {
+    w = read_in_out(src, n, e, H, D, type, pool);
   } else if (n.stacked_down_in_out) {  // DBRX: expert e's rows e·H … of w1, v1 and w2
     w.gate = read_stored(src, n.gate, false, e * H, (e + 1) * H, 0, D, type, pool);
     w.up = read_stored(src, n.up, false, e * H, (e + 1) * H, 0, D, type, pool);

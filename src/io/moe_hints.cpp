@@ -22,7 +22,9 @@
 //                (n_group ignored) or group_limited_greedy (a group scored by its best
 //                probability, DeepseekV2MoEGate); norm_topk_prob true refused (transformers'
 //                module ignores it, DeepSeek's own code renormalises and drops the scaling)
-//   llama4, llama4_text   refused: the routing weight multiplies the expert's input
+//   llama4_text  sigmoid of the k largest logits, unrenormalised, multiplying the experts'
+//   / llama4     inputs (Llama4TextMoe; llama4: under text_config); experts' and shared
+//                expert's hidden intermediate_size
 // GGUF (llama.cpp's build_moe_ffn): expert_weights_norm defaults to true for llama
 // (Mixtral) and qwen3moe, false for qwen2moe and deepseek2; dbrx and granitemoe's graphs
 // always renormalise (softmax then renormalised top-k = granite's softmax over the k),
@@ -35,7 +37,6 @@
 #include <nlohmann/json.hpp>
 
 #include "ffn/error.hpp"
-#include "io/moe_names.hpp"
 
 namespace ffn::io {
 namespace {
@@ -65,8 +66,14 @@ MoeHints from_gguf(const TensorSource& src, const std::string& arch) {
     h.activation_source = "general.architecture 'gpt-oss'";
     return h;
   }
-  if (arch == "llama4")
-    throw Error(src.path() + ": general.architecture 'llama4': " + std::string(kLlama4MoeRefusal));
+  if (arch == "llama4") {  // llama.cpp's graph: sigmoid of the chosen logits, applied before the experts
+    h.scoring = RouterScoring::sigmoid_top_k;
+    h.normalize_top_k = false;
+    h.weight_input = true;
+    h.activation = Activation::swish;
+    h.activation_source = "general.architecture 'llama4' (llama.cpp's graph: SiLU-gated experts)";
+    return h;
+  }
   if (arch == "dbrx" || arch == "granitemoe" || arch == "granitemoeshared" || arch == "granitehybrid" ||
       arch == "olmoe" || arch == "glm4moe") {
     // llama.cpp's graphs for these fix the SiLU-gated experts and (but glm4moe's) the
@@ -166,10 +173,37 @@ MoeHints from_dbrx_config(const nlohmann::json& j, const std::string& f) {
   return h;
 }
 
+// Llama 4 (Llama4TextMoe): the top-k logits, each weighted σ(logit) on the expert's input;
+// the experts' and the shared expert's hidden intermediate_size. Llama4ForConditional-
+// Generation's config (model_type llama4) keeps these under text_config.
+MoeHints from_llama4_config(const nlohmann::json& top, const std::string& type, const std::string& f) {
+  if (type == "llama4" && (!top.contains("text_config") || !top["text_config"].is_object()))
+    throw Error(f + ": model_type 'llama4' without a text_config object (num_local_experts, ...)");
+  const nlohmann::json& j = type == "llama4" ? top["text_config"] : top;
+  const std::string at = type == "llama4" ? "text_config." : "";
+  MoeHints h;
+  h.source = "config.json (model_type '" + type + "')";
+  h.experts_field = at + "num_local_experts";
+  h.top_k_field = at + "num_experts_per_tok";
+  h.experts = json_field<int64_t>(j, "num_local_experts", f);
+  h.top_k = json_field<int64_t>(j, "num_experts_per_tok", f);
+  h.expert_hidden = json_field<int64_t>(j, "intermediate_size", f);
+  h.shared_hidden = h.expert_hidden;
+  h.scoring = RouterScoring::sigmoid_top_k;
+  h.normalize_top_k = false;
+  h.weight_input = true;
+  const std::string act = json_field<std::string>(j, "hidden_act", f).value_or("silu");
+  if (act != "silu")
+    throw Error(f + ": " + at + "hidden_act '" + act + "': ffn reads Llama 4's experts as SiLU-gated only");
+  h.activation = Activation::swish;
+  h.activation_source = "config.json " + at + "hidden_act 'silu' (Llama 4)";
+  return h;
+}
+
 MoeHints from_config_json(const nlohmann::json& j, const std::string& f) {
   const std::string type = json_field<std::string>(j, "model_type", f).value_or("");
   if (type == "dbrx") return from_dbrx_config(j, f);
-  if (type == "llama4" || type == "llama4_text") throw Error(f + ": model_type '" + type + "': " + kLlama4MoeRefusal);
+  if (type == "llama4" || type == "llama4_text") return from_llama4_config(j, type, f);
   MoeHints h;
   h.source = "config.json (model_type '" + type + "')";
   for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts"})

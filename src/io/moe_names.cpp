@@ -21,7 +21,9 @@
 //                           shared (Granite-MoE-Shared, Granite 4): model.layers.N.shared_mlp.
 //                           input_linear.weight [2S][D] and ….shared_mlp.output_linear.weight
 //   llama 4 (hugging face)  model.layers.N.feed_forward.router.weight (or under
-//                           language_model.): refused, see kLlama4MoeRefusal
+//                           language_model.), ….feed_forward.experts.gate_up_proj [E][D][2H]
+//                           (in × out, gate the first H columns) and ….experts.down_proj
+//                           [E][H][D] (in × out); shared: ….feed_forward.shared_expert.*
 //   gguf                    blk.N.ffn_gate_inp.weight, blk.N.ffn_{gate,up,down}_exps.weight
 //                           (or ffn_gate_up_exps) [E][H][D], ffn_{gate,up,down}_shexp.weight,
 //                           ffn_gate_inp_shexp.weight, exp_probs_b.bias; gpt-oss's biases
@@ -90,7 +92,15 @@ MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer)
     return n;
   }
   if (std::string(s.name) == "llama 4 (hugging face)") {
-    n.unsupported = kLlama4MoeRefusal;
+    n.fused = true;
+    n.in_out_halves = true;
+    n.gate_up = p + "experts.gate_up_proj";
+    n.down = p + "experts.down_proj";
+    if (source.has(p + "shared_expert.up_proj.weight")) {
+      n.shared_gate = p + "shared_expert.gate_proj.weight";
+      n.shared_up = p + "shared_expert.up_proj.weight";
+      n.shared_down = p + "shared_expert.down_proj.weight";
+    }
     return n;
   }
   if (std::string(s.name) == "dbrx (hugging face)") {

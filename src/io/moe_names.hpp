@@ -11,18 +11,10 @@
 
 namespace ffn::io {
 
-// Why Llama 4's layers are refused (Llama4TextMoe): the routing weight, σ of the top-1
-// logit, multiplies the expert's input; MoeBlock multiplies its output, and a SwiGLU expert
-// is not linear (silu(w·g)·(w·u) is not w·silu(g)·u).
-inline constexpr const char* kLlama4MoeRefusal =
-    "Llama 4's mixture of experts (Llama4TextMoe) is not supported: it multiplies each expert's input by the "
-    "routing weight (sigmoid of the top-1 router logit) before the expert, where ffn scales the expert's output, "
-    "and the SwiGLU expert is not linear in its input, so the two differ";
-
 struct MoeNames {
   std::string scheme;       // "mixtral (hugging face)", "hugging face", "hugging face fused", "gpt-oss (hugging face)",
                             // "gpt-oss (hugging face, mxfp4)", "dbrx (hugging face)", "granite-moe (hugging face)",
-                            // "llama 4 (hugging face)" (refused), "gguf"
+                            // "llama 4 (hugging face)", "gguf"
   std::string router;       // [E][D]
   std::string choice_bias;  // DeepSeek's e_score_correction_bias [E]; may be absent
   // Routed experts. Per-expert tensors (fused = false): patterns with {E} for the expert,
@@ -35,6 +27,9 @@ struct MoeNames {
   // (transposed against nn.Linear), gate and up interleaved in the 2H columns (gate at even
   // columns, up at odd).
   bool in_out_interleaved = false;
+  // Llama 4's layout (Llama4TextExperts): gate_up [E][D][2H] and down [E][H][D] in × out, the
+  // gate the first H of the 2H columns (the module's chunk(2, dim=-1)), up the last H.
+  bool in_out_halves = false;
   // gpt-oss's Hugging Face release (in_out_interleaved stays false): the experts in MXFP4,
   // gate_up and down naming the _blocks tensors, [E][2H][D/32][16] (nn.Linear layout,
   // gate and up interleaved in the 2H rows: gate at even rows, up at odd) and

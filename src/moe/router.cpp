@@ -107,6 +107,15 @@ void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t*
       scale(c, weights);
       return;
     }
+    case RouterScoring::sigmoid_top_k: {  // Llama 4: chosen by the logits, weighted σ(logit)
+      best_k(logits, all.data(), E, k, experts);
+      float chosen = 0.0f;
+      for (int64_t j = 0; j < k; ++j) chosen += (weights[j] = 1.0f / (1.0f + std::exp(-logits[experts[j]])));
+      if (c.normalize_top_k)
+        for (int64_t j = 0; j < k; ++j) weights[j] /= chosen;
+      scale(c, weights);
+      return;
+    }
     case RouterScoring::sigmoid: {
       std::vector<float> choice(static_cast<size_t>(E));
       for (int64_t e = 0; e < E; ++e) {

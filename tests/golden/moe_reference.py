@@ -30,6 +30,11 @@ The modules (restated, not copied):
   largest logits, softmax over those k; input_linear [E, 2H, D] whose output's chunk(2)
   gives (gate, up) in that order, output_linear [E, D, H]; Granite-MoE-Shared adds
   `GraniteMoeSharedMLP` (input_linear [2S, D] chunked the same way), added unscaled.
+* Llama 4 `Llama4TextMoe` (`Llama4Router`, `Llama4TextExperts`, shared `Llama4TextMLP`): the
+  top-k logits, weights σ(logit) (the others' −inf → 0); each chosen expert runs on
+  weight·x — the weight multiplies the expert's INPUT — and the outputs are summed
+  unweighted, plus the shared expert on x; experts.gate_up_proj [E, D, 2H] in × out whose
+  chunk(2, dim=-1) gives (gate, up), experts.down_proj [E, H, D] in × out.
 * DeepSeek-V2 `DeepseekV2MoE` + `DeepseekV2MoEGate`: p = softmax(logits); topk_method
   greedy (top-k of p) or group_limited_greedy (a group's score its largest p, the best
   topk_group groups kept, the others' p set to 0.0, top-k of that); weights p ×
@@ -57,12 +62,13 @@ TIE_MARGIN = 1e-3  # relative gap required between the last chosen and the first
 @dataclasses.dataclass(frozen=True)
 class Spec:
     family: str  # mixtral | qwen2_moe | qwen3_moe | deepseek_v3 | glm4_moe | olmoe | dbrx | granitemoe
-    #              | granitemoeshared | deepseek_v2
+    #              | granitemoeshared | deepseek_v2 | llama4
     d: int
     hidden: int  # each routed expert's hidden width
     experts: int
     k: int
-    scoring: str  # softmax | sigmoid | softmax_top_k (softmax with groups: DeepSeek-V2's group_limited_greedy)
+    scoring: str  # softmax | sigmoid | softmax_top_k | sigmoid_top_k (softmax with groups: DeepSeek-V2's
+    #               group_limited_greedy)
     norm: bool  # renormalise the k chosen weights
     shared_hidden: int = 0  # 0: no shared expert
     shared_gated: bool = False  # Qwen2: the shared expert scaled by sigmoid(shared_expert_gate·x)
@@ -92,7 +98,10 @@ SPECS.update({
     "granitemoeshared": Spec("granitemoeshared", 64, 96, 8, 2, "softmax_top_k", True, shared_hidden=128),
     "deepseek_v2": Spec("deepseek_v2", 64, 96, 16, 4, "softmax", False, shared_hidden=192, n_shared=2, groups=4,
                         groups_kept=2, scale=4.0, dense_hidden=160),
+    "llama4": Spec("llama4", 64, 96, 8, 1, "sigmoid_top_k", False, shared_hidden=96, dense_hidden=160),
 })
+# Families whose routing weight multiplies the expert's input (Llama 4).
+WEIGHT_INPUT = {"llama4"}
 # Families whose layer 0 is dense (first_k_dense_replace = 1).
 DENSE_FIRST = {"deepseek_v3", "glm4_moe", "deepseek_v2"}
 
@@ -163,7 +172,8 @@ class SparseMoe(torch.nn.Module):
     the correction bias), no_groups (DeepSeek's groups ignored), swapped_gate_up (silu
     of up instead of gate: the fused halves read the wrong way round), top2_groups
     (DeepSeek-V2's groups scored as V3's, by their two best), swapped_shared_gate_up (the
-    shared expert's halves swapped)."""
+    shared expert's halves swapped), output_scaled (Llama 4's weight applied to the expert's
+    output instead of its input)."""
 
     def __init__(self, spec, w, dtype=torch.float64, mutation=None):
         super().__init__()
@@ -183,7 +193,12 @@ class SparseMoe(torch.nn.Module):
         s, m, k = self.spec, self.mutation, self.spec.k
         logits = x @ self.router.T
         wrong = m == "wrong_expert"
-        if s.scoring == "softmax_top_k":  # Granite-MoE: softmax over the k largest logits
+        if s.scoring == "sigmoid_top_k":  # Llama 4: σ of the k largest logits
+            top, idx = torch.topk(logits, k + wrong, dim=-1)
+            if wrong:
+                top, idx = torch.cat([top[:, :k - 1], top[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            weights = torch.sigmoid(top)
+        elif s.scoring == "softmax_top_k":  # Granite-MoE: softmax over the k largest logits
             top, idx = torch.topk(logits, k + wrong, dim=-1)
             if wrong:
                 top, idx = torch.cat([top[:, :k - 1], top[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
@@ -237,7 +252,11 @@ class SparseMoe(torch.nn.Module):
         for e, expert in enumerate(self.experts):  # HF's loop over the experts that were hit
             tokens, slot = torch.nonzero(idx == e, as_tuple=True)
             if len(tokens):
-                y.index_add_(0, tokens, weights[tokens, slot, None] * expert(x[tokens]))
+                w = weights[tokens, slot, None]
+                if self.spec.family in WEIGHT_INPUT and self.mutation != "output_scaled":
+                    y.index_add_(0, tokens, expert(w * x[tokens]))  # Llama 4: the weight on the input
+                else:
+                    y.index_add_(0, tokens, w * expert(x[tokens]))
         if self.shared is not None and self.mutation != "no_shared":
             out = self.shared(x)
             if self.shared_gate is not None and self.mutation != "ungated_shared":
@@ -269,7 +288,7 @@ def selection_gaps(spec, w, x):
     dl = _logit_error(w, x)
     if spec.scoring == "softmax" and spec.groups > 1:
         return _softmax_group_gaps(spec, logits, dl)
-    if spec.scoring in ("softmax", "softmax_top_k"):
+    if spec.scoring in ("softmax", "softmax_top_k", "sigmoid_top_k"):  # chosen by the logits' order
         order = np.argsort(-logits, axis=1)
         a, b = np.take_along_axis(logits, order[:, spec.k - 1:spec.k + 1], 1).T
         ea, eb = np.take_along_axis(dl, order[:, spec.k - 1:spec.k + 1], 1).T
@@ -367,7 +386,7 @@ def weight_error(spec, w, x):
     if spec.scoring in ("softmax", "softmax_top_k"):  # softmax_top_k: a renormalised softmax's weights
         delta = (dl + U * np.abs(logits - logits.max(1, keepdims=True))).max(1) + (EVAL_ULPS + 1) * U
         n = spec.k if spec.norm else spec.experts
-    else:
+    else:  # sigmoid, sigmoid_top_k
         s = 1 / (1 + np.exp(-logits))
         delta = ((1 - s) * dl * np.exp(dl)).max(1) + EVAL_ULPS * U
         n = spec.k if spec.norm else 0
@@ -428,6 +447,13 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False, operand_rounding=0
         tokens, slot = np.nonzero(idx == e)
         if len(tokens) == 0:
             continue
+        if spec.family in WEIGHT_INPUT:
+            ye, be = _weighted_input_bound(w, e, x[tokens], weights[tokens, slot][:, None], r[tokens][:, None],
+                                           q8_0, operand_rounding)
+            np.add.at(y, tokens, ye)
+            np.add.at(err, tokens, be)
+            np.add.at(mag, tokens, np.abs(ye) + be)
+            continue
         ye, be = expert_bound(_expert_state(w, e), x[tokens], q8_0, operand_rounding)
         we = weights[tokens, slot][:, None]
         re = r[tokens][:, None]
@@ -447,6 +473,22 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False, operand_rounding=0
         err += g * (1 + rs) * bs + rs * g * np.abs(ys)
         mag += g * (1 + rs) * (np.abs(ys) + bs)
     return y, err + (n + 1) * U * mag + 2.0**-126, r
+
+
+def _weighted_input_bound(w, e, x, wt, r, q8_0, operand_rounding):
+    """(y, bound) of Llama 4's expert e on wt·x (rows of x, their weights wt [n, 1], the
+    weights' relative bound r [n, 1]). The f32 code runs the expert on fl(ŵ·x) = wt·x·(1 + ρ),
+    |ρ| ≤ r + u (ŵ's error and the product's rounding): the dense bound of bound.py at the
+    exact input wt·x, plus the input's perturbation through the expert, to first order
+    |ρ|·|W_down|·(|silu'(g)·g ⊙ u| + |silu(g) ⊙ u|) (g, u the gate and up outputs: the
+    derivative of f(α·x') at α = 1), doubled to cover the second order (ρ ~ 1e-5)."""
+    xin = wt * x
+    y, b = expert_bound(_expert_state(w, e), xin, q8_0, operand_rounding)
+    g, u = xin @ w["gate"][e].T, xin @ w["up"][e].T
+    sg = 1 / (1 + np.exp(-g))
+    d_silu = sg * (1 + g * (1 - sg))
+    jac = (np.abs(d_silu * g * u) + np.abs(g * sg * u)) @ np.abs(w["down"][e]).T
+    return y, b + 2 * (r + U) * jac
 
 
 def dense_bound(layer, x, q8_0=False):
@@ -486,6 +528,10 @@ def hf_config(spec, layers=2):
                  num_local_experts=spec.experts, embedding_multiplier=12.0, residual_multiplier=0.22)
         if spec.shared_hidden:
             c["shared_intermediate_size"] = spec.shared_hidden
+    elif spec.family == "llama4":  # Llama4TextConfig: experts' and shared expert's hidden intermediate_size
+        c.update(model_type="llama4_text", architectures=["Llama4ForCausalLM"], intermediate_size=spec.hidden,
+                 intermediate_size_mlp=spec.dense_hidden, num_local_experts=spec.experts,
+                 interleave_moe_layer_step=1, router_aux_loss_coef=0.001)
     elif spec.family == "deepseek_v2":  # DeepseekV2Config
         c.update(model_type="deepseek_v2", architectures=["DeepseekV2ForCausalLM"], intermediate_size=spec.dense_hidden,
                  moe_intermediate_size=spec.hidden, n_routed_experts=spec.experts, n_shared_experts=spec.n_shared,
@@ -513,6 +559,8 @@ def hf_tensors(spec, layers, fused=False):
         return _dbrx_tensors(spec, layers, t)
     if spec.family in ("granitemoe", "granitemoeshared"):
         return _granite_tensors(spec, layers, t)
+    if spec.family == "llama4":
+        return llama4_tensors(spec, layers, t)
     for n, w in enumerate(layers):
         if w.get("dense"):
             for m in ("gate", "up", "down"):
@@ -554,6 +602,24 @@ def _dbrx_tensors(spec, layers, t):
     return out
 
 
+def llama4_tensors(spec, layers, t, prefix="model.", swap_halves=False):
+    """Llama4ForCausalLM's names (prefix "model."; Llama4ForConditionalGeneration's
+    "language_model.model."): layers.N.feed_forward.router.weight [E, D],
+    feed_forward.experts.gate_up_proj [E, D, 2H] in × out (gate the first H columns),
+    experts.down_proj [E, H, D] in × out, shared_expert.{gate,up,down}_proj.weight.
+    swap_halves: up first (a wrong-layout twin)."""
+    out = {}
+    for n, w in enumerate(layers):
+        p = f"{prefix}layers.{n}.feed_forward."
+        first, second = ("up", "gate") if swap_halves else ("gate", "up")
+        out[p + "router.weight"] = t(w["router"])
+        out[p + "experts.gate_up_proj"] = t(np.concatenate([w[first], w[second]], axis=1).transpose(0, 2, 1))
+        out[p + "experts.down_proj"] = t(w["down"].transpose(0, 2, 1))
+        for m in ("gate", "up", "down"):
+            out[p + f"shared_expert.{m}_proj.weight"] = t(w[f"shared.{m}"])
+    return out
+
+
 def _granite_tensors(spec, layers, t, swap_halves=False):
     """GraniteMoeForCausalLM's (and GraniteMoeShared's) names: block_sparse_moe.router.layer
     .weight [E, D], block_sparse_moe.input_linear.weight [E, 2H, D] (gate rows first: the
@@ -585,7 +651,7 @@ def write_hf(folder, spec, layers, fused=False, config=None, tensors=None):
 
 GGUF_ARCH = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "deepseek_v3": "deepseek2",
              "olmoe": "olmoe", "dbrx": "dbrx", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
-             "glm4_moe": "glm4moe", "deepseek_v2": "deepseek2"}
+             "glm4_moe": "glm4moe", "deepseek_v2": "deepseek2", "llama4": "llama4"}
 
 
 def write_gguf(path, spec, layers, qtype=None, drop=(), quantiser=None):

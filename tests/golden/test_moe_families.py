@@ -1,12 +1,13 @@
 """The mixture-of-experts families of issue 35 beyond those of test_moe.py: GLM-4.5 MoE,
-OLMoE, DBRX, Granite-MoE (and Granite-MoE-Shared), DeepSeek-V2, each a tiny checkpoint in
-its own Hugging Face names and config.json keys (as save_pretrained writes them; DBRX
-sharded) and, for OLMoE, DBRX, Granite-MoE, GLM-4.5 and DeepSeek-V2, in GGUF as
-llama.cpp's converter writes it (gguf-py), run through `ffn forward --layer 1` and
-`ffn.load(path, layer=1)` with no flags, against the family's module restated in
-moe_reference.py (the classes are named there: OlmoeSparseMoeBlock, DbrxFFN, GraniteMoeMoE,
-Glm4MoeMoE, DeepseekV2MoE). Llama 4 (Llama4TextMoe) is refused by name, and the reason is
-shown to be real.
+OLMoE, DBRX, Granite-MoE (and Granite-MoE-Shared), DeepSeek-V2 and Llama 4, each a tiny
+checkpoint in its own Hugging Face names and config.json keys (as save_pretrained writes
+them; DBRX sharded; Llama 4 also as Llama4ForConditionalGeneration's) and, for OLMoE, DBRX,
+Granite-MoE, GLM-4.5, DeepSeek-V2 and Llama 4, in GGUF as llama.cpp's converter writes it
+(gguf-py), run through `ffn forward --layer 1` and `ffn.load(path, layer=1)` with no flags,
+against the family's module restated in moe_reference.py (the classes are named there:
+OlmoeSparseMoeBlock, DbrxFFN, GraniteMoeMoE, Glm4MoeMoE, DeepseekV2MoE, Llama4TextMoe).
+Llama 4's routing weight multiplies the expert's input (MoeConfig::weight_input): its bound
+adds the input's perturbation through the expert (moe_reference._weighted_input_bound).
 
 Tolerance: moe_reference.moe_bound element by element (test_moe.py's f32 contract: the
 dense f32 bound of every chosen and shared expert, the routing weights' f32 error, the sum's
@@ -24,7 +25,7 @@ import files
 import moe_reference as mr
 import test_moe as tm
 
-FAMILIES = ["olmoe", "dbrx", "granitemoe", "granitemoeshared", "glm4_moe", "deepseek_v2"]
+FAMILIES = ["olmoe", "dbrx", "granitemoe", "granitemoeshared", "glm4_moe", "deepseek_v2", "llama4"]
 FORMATS = {  # gguf only where llama.cpp's converter keeps the module's semantics (DeepSeek-V2: below)
     "olmoe": ["hf", "hf_fused", "gguf"],
     "dbrx": ["hf_sharded", "gguf"],
@@ -32,6 +33,7 @@ FORMATS = {  # gguf only where llama.cpp's converter keeps the module's semantic
     "granitemoeshared": ["hf", "gguf"],
     "glm4_moe": ["hf", "gguf"],
     "deepseek_v2": ["hf", "hf_fused"],
+    "llama4": ["hf", "hf_multimodal", "gguf"],
 }
 MUTATIONS = {
     "olmoe": ["wrong_expert", "renorm", "sign", "swapped_gate_up"],
@@ -41,6 +43,7 @@ MUTATIONS = {
     "glm4_moe": ["wrong_expert", "no_renorm", "no_scale", "no_shared", "bias_in_weights", "no_bias",
                  "swapped_gate_up"],
     "deepseek_v2": ["wrong_expert", "renorm", "no_scale", "no_shared", "no_groups", "top2_groups", "swapped_gate_up"],
+    "llama4": ["wrong_expert", "output_scaled", "no_shared", "swapped_gate_up", "swapped_shared_gate_up"],
 }
 TOKENS = tm.TOKENS
 MARGIN = tm.MUTATION_MARGIN
@@ -89,6 +92,13 @@ def write_case(tmp_path_factory, family, fmt):
             layers = mr.write_gguf(path, spec, layers)
         elif fmt == "hf_sharded":
             path = write_sharded(folder, spec, layers)
+        elif fmt == "hf_multimodal":  # Llama4ForConditionalGeneration: language_model.model.…, text_config
+            t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+            config = {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"],
+                      "text_config": mr.hf_config(spec), "vision_config": {"hidden_size": 32}}
+            mr.write_hf(folder, spec, layers, config=config,
+                        tensors=mr.llama4_tensors(spec, layers, t, prefix="language_model.model."))
+            path = folder
         elif fmt == "hf":
             mr.write_hf(folder, spec, layers)
             path = folder
@@ -230,89 +240,60 @@ def test_deepseek_v2_gguf_is_llama_cpp_s_greedy_choice(tmp_path, run_ffn):
 
 
 # ---------------------------------------------------------------------------------------------
-# Llama 4: refused, and why.
+# Llama 4: the routing weight on the expert's input.
 
 class Llama4TextMoe(torch.nn.Module):
-    """transformers' Llama4TextMoe restated: router logits = x·W_rᵀ; the top-k logits kept,
-    the others −inf; scores = sigmoid of those (0 for the others); each expert e runs on
-    x·score_e — the routing weight multiplies the expert's INPUT — with experts.gate_up_proj
-    [E, D, 2H] in × out (gate the first H columns: chunk(2, dim=-1)) and down_proj [E, H, D];
-    plus the shared expert (Llama4TextMLP) on x. `scale_output`: the weight applied to the
-    expert's output instead, as MoeBlock would (to show the two differ)."""
+    """transformers' Llama4TextMoe restated on its own (not through moe_reference.SparseMoe):
+    router logits = x·W_rᵀ; the top-k logits kept, the others −inf; scores = sigmoid of those
+    (0 for the others); every expert e runs on x·score_e and the outputs are summed, with
+    experts.gate_up_proj [E, D, 2H] in × out (chunk(2, dim=-1): gate, up) and down_proj
+    [E, H, D]; plus the shared expert (Llama4TextMLP) on x."""
 
-    def __init__(self, w, k, scale_output=False):
+    def __init__(self, tensors, prefix="model.layers.1.feed_forward."):
         super().__init__()
-        self.w, self.k, self.scale_output = {n: torch.as_tensor(a) for n, a in w.items()}, k, scale_output
+        self.t = {n[len(prefix):]: v.double() for n, v in tensors.items() if n.startswith(prefix)}
 
-    def forward(self, x):
-        w = self.w
-        logits = x @ w["router"].T
-        top, idx = torch.topk(logits, self.k, dim=1)
+    def forward(self, x, k):
+        t = self.t
+        logits = x @ t["router.weight"].T
+        top, idx = torch.topk(logits, k, dim=1)
         scores = torch.sigmoid(torch.full_like(logits, float("-inf")).scatter_(1, idx, top))  # [T, E]
-        y = mr.Expert(w["shared.gate"], w["shared.up"], w["shared.down"], x.dtype)(x)
-        for e in range(w["router"].shape[0]):
-            s = scores[:, e:e + 1]
-            gate_up_in_out = torch.cat([w["gate"][e].T, w["up"][e].T], dim=1)  # [D, 2H]
-            expert = lambda v: (torch.nn.functional.silu(v @ gate_up_in_out[:, :w["gate"].shape[1]]) *
-                                (v @ gate_up_in_out[:, w["gate"].shape[1]:])) @ w["down"][e].T
-            y = y + (s * expert(x) if self.scale_output else expert(x * s))
-        return y
+        routed_in = x.repeat(logits.shape[1], 1) * scores.T.reshape(-1, 1)  # [E·T, D]: expert-major
+        gate_up = torch.bmm(routed_in.view(logits.shape[1], -1, x.shape[1]), t["experts.gate_up_proj"])
+        gate, up = gate_up.chunk(2, dim=-1)
+        routed_out = torch.bmm(up * torch.nn.functional.silu(gate), t["experts.down_proj"])
+        shared = (torch.nn.functional.silu(x @ t["shared_expert.gate_proj.weight"].T) *
+                  (x @ t["shared_expert.up_proj.weight"].T)) @ t["shared_expert.down_proj.weight"].T
+        return shared + routed_out.sum(0)
 
 
-def llama4_layer(rng, D=64, H=96, E=8):
-    f = lambda *shape: mr._f32(rng, shape, 1 / np.sqrt(shape[-1]))
-    return {"router": f(E, D) * 2, "gate": f(E, H, D), "up": f(E, H, D), "down": f(E, D, H),
-            "shared.gate": f(H, D), "shared.up": f(H, D), "shared.down": f(D, H)}
-
-
-def test_llama4_input_scaling_is_not_output_scaling():
-    """The reason Llama 4 is refused: the module's output differs from the same experts with
-    the routing weight applied to their output (what MoeBlock computes) by far more than the
-    f32 contract — tens of percent of the output."""
-    w = llama4_layer(np.random.default_rng(181))
-    x = torch.from_numpy(mr._f32(np.random.default_rng(182), (TOKENS, 64), 1.0))
-    with torch.no_grad():
-        y_in, y_out = Llama4TextMoe(w, 1)(x), Llama4TextMoe(w, 1, scale_output=True)(x)
-    assert (y_in - y_out).abs().max() > 0.05 * y_in.abs().max()
-
-
-@pytest.mark.parametrize("prefix", ["model.", "language_model.model."])
-def test_llama4_is_refused_by_name(tmp_path, run_ffn, ffn_module, prefix):
-    """Llama4ForCausalLM's names (model.layers.N.feed_forward.router.weight, experts.gate_up_proj,
-    experts.down_proj, shared_expert.*) and Llama4ForConditionalGeneration's
-    (language_model.model.…): ffn forward and ffn.load fail naming Llama 4 and the input
-    scaling."""
-    w = llama4_layer(np.random.default_rng(183))
+def test_llama4_restatements_agree():
+    """The two restatements (SparseMoe's Llama 4 path, used for the bound, and the module's
+    own batched form above, reading the tensors as written) agree in float64; applying the
+    weight to the expert's output instead (what every other family does) is > 100× the
+    bound away."""
+    spec = mr.SPECS["llama4"]
+    w = mr.random_model(spec, 181)[1]
+    x = mr.draw_inputs(spec, w, np.random.default_rng(182), TOKENS)
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-    p = f"{prefix}layers.1.feed_forward."
-    tensors = {p + "router.weight": t(w["router"]),
-               p + "experts.gate_up_proj": t(np.concatenate([w["gate"], w["up"]], 1).transpose(0, 2, 1)),
-               p + "experts.down_proj": t(w["down"].transpose(0, 2, 1))}
-    for m in ("gate", "up", "down"):
-        tensors[p + f"shared_expert.{m}_proj.weight"] = t(w[f"shared.{m}"])
-    config = {"model_type": "llama4_text", "architectures": ["Llama4ForCausalLM"], "hidden_size": 64,
-              "intermediate_size": 96, "intermediate_size_mlp": 160, "num_local_experts": 8,
-              "num_experts_per_tok": 1, "hidden_act": "silu", "num_hidden_layers": 2, "interleave_moe_layer_step": 1}
-    mr.write_hf(tmp_path / "m", None, None, config=config, tensors=tensors)
-    p = tm.run_forward(run_ffn, tmp_path / "m", np.ones((2, 64), np.float32), tmp_path, check=False)
-    assert p.returncode != 0 and "Llama 4" in p.stderr and "input" in p.stderr, p.stderr
-    with pytest.raises(ffn_module.Error, match="Llama 4.*input"):
-        ffn_module.load(tmp_path / "m", layer=1)
+    tensors = mr.llama4_tensors(spec, [w, w], t)
+    with torch.no_grad():
+        y_module = Llama4TextMoe(tensors)(torch.from_numpy(x.astype(np.float64)), spec.k).numpy()
+    y_ref, b, _, _, _ = tm.reference(spec, w, x)
+    np.testing.assert_allclose(y_module, y_ref, rtol=1e-9, atol=1e-12)
+    with torch.no_grad():
+        y_out = mr.SparseMoe(spec, w, mutation="output_scaled")(x).numpy()
+    assert (np.abs(y_out - y_ref) / b).max() > MARGIN
 
 
-def test_llama4_gguf_is_refused_by_name(tmp_path, run_ffn):
-    """general.architecture llama4 (llama.cpp applies the weight before the experts too)."""
-    tm.gguf_module()
-    spec = mr.dataclasses.replace(mr.SPECS["qwen3_moe"], k=1)
-    path = tmp_path / "m.gguf"
-    saved = mr.GGUF_ARCH["qwen3_moe"]
-    mr.GGUF_ARCH["qwen3_moe"] = "llama4"
-    try:
-        mr.write_gguf(path, spec, mr.random_model(spec, 184))
-    finally:
-        mr.GGUF_ARCH["qwen3_moe"] = saved
-    p = tm.run_forward(run_ffn, path, np.ones((2, spec.d), np.float32), tmp_path, check=False)
-    assert p.returncode != 0 and "llama4" in p.stderr and "Llama 4" in p.stderr, p.stderr
+def test_llama4_halves_swapped_fail_by_far(tmp_path, run_ffn):
+    """A Llama 4 checkpoint whose gate_up_proj has up first, run as if right."""
+    spec = mr.SPECS["llama4"]
+    layers = mr.random_model(spec, 185)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    mr.write_hf(tmp_path / "m", spec, layers, tensors=mr.llama4_tensors(spec, layers, t, swap_halves=True))
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(186), TOKENS)
+    assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) > MARGIN
 
 
 # ---------------------------------------------------------------------------------------------

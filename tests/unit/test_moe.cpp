@@ -17,6 +17,7 @@
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe.hpp"
+#include "ffn/moe_train.hpp"
 #include "isa_param.hpp"
 #include "random_data.hpp"
 
@@ -79,6 +80,15 @@ std::pair<std::vector<int>, std::vector<double>> reference_route(const MoeConfig
   };
   std::vector<int> chosen;
   std::vector<double> w;
+  if (c.scoring == RouterScoring::sigmoid_top_k) {  // Llama 4: chosen by the logits, weighted σ
+    const auto o = best(logit);
+    chosen.assign(o.begin(), o.begin() + k);
+    double sum = 0;
+    for (int e : chosen) sum += 1.0 / (1.0 + std::exp(-logit[e]));
+    for (int e : chosen)
+      w.push_back(1.0 / (1.0 + std::exp(-logit[e])) / (c.normalize_top_k ? sum : 1.0) * c.routed_scaling);
+    return {chosen, w};
+  }
   if (c.scoring == RouterScoring::softmax_top_k) {
     const auto o = best(logit);
     chosen.assign(o.begin(), o.begin() + k);
@@ -198,8 +208,34 @@ TEST(MoeRouting, GroupLimitedGreedySoftmaxWithScalingLikeDeepSeekV2) {
   expect_routing_matches(c, r, x);
 }
 
+TEST(MoeRouting, SigmoidOfTheChosenLogitsLikeLlama4) {
+  MoeConfig c = small_config(16, 1);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.normalize_top_k = false;
+  expect_routing_matches(c, random_router(c, 26), test::random_matrix(9, 64, 27));
+  c.top_k = 3;
+  c.normalize_top_k = true;
+  expect_routing_matches(c, random_router(c, 28), test::random_matrix(9, 64, 29));
+  // Chosen by the logits, not by their f32 sigmoids: logits 20 and 21 both have σ = 1.0f,
+  // and the larger (expert 5) must win over the lower index (expert 2).
+  c.top_k = 1;
+  MoeRouter r = random_router(c, 30);
+  Matrix x(1, 64);
+  std::fill(x.data(), x.data() + 64, 0.0f);
+  x.data()[0] = 1.0f;
+  for (int e = 0; e < 16; ++e) r.weight.row(e)[0] = e == 2 ? 20.0f : e == 5 ? 21.0f : 0.0f;
+  EXPECT_EQ(route(c, r, x.view()).experts[0], 5);
+}
+
+TEST(MoeConfigCheck, WeightInputIsInferenceOnly) {
+  MoeConfig c = small_config(8, 1);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.weight_input = true;
+  test::expect_error([&] { (void)TrainableMoe::random(c, 1); }, {"weight_input", "inference-only"});
+}
+
 TEST(MoeRouting, RoutedScalingAppliesToEveryScoring) {
-  for (RouterScoring s : {RouterScoring::softmax, RouterScoring::softmax_top_k}) {
+  for (RouterScoring s : {RouterScoring::softmax, RouterScoring::softmax_top_k, RouterScoring::sigmoid_top_k}) {
     MoeConfig c = small_config(8, 2);
     c.scoring = s;
     const MoeRouter r = random_router(c, 24);
@@ -290,11 +326,16 @@ Matrix token_by_token(const MoeBlock& m, const Matrix& x) {
     std::vector<std::pair<int32_t, float>> slots;
     for (int64_t j = 0; j < k; ++j) slots.push_back({r.experts[t * k + j], r.weights[t * k + j]});
     std::sort(slots.begin(), slots.end());
-    Matrix out(1, D);
+    Matrix out(1, D), scaled(1, D);
     float* yt = y.row(t);
     for (const auto& [e, w] : slots) {
-      m.expert(e).forward({x.row(t), 1, D, D}, out.view());
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, out.data()[d], yt[d]);
+      if (c.weight_input) {  // Llama 4: the expert on w·x, its output added unweighted
+        for (int64_t d = 0; d < D; ++d) scaled.data()[d] = w * x.row(t)[d];
+        m.expert(e).forward(scaled.view(), out.view());
+      } else {
+        m.expert(e).forward({x.row(t), 1, D, D}, out.view());
+      }
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(c.weight_input ? 1.0f : w, out.data()[d], yt[d]);
     }
     if (m.shared()) {
       m.shared()->forward({x.row(t), 1, D, D}, out.view());
@@ -327,8 +368,13 @@ TEST_P(MoeForward, EqualsEachTokensExpertsRunAloneForEveryFamily) {
   qwen2.shared_gate = true;
   MoeConfig deepseek = deepseek_config();
   deepseek.shared_hidden = 96;
+  MoeConfig llama4 = small_config(8, 1);
+  llama4.scoring = RouterScoring::sigmoid_top_k;
+  llama4.normalize_top_k = false;
+  llama4.weight_input = true;
+  llama4.shared_hidden = 96;
   uint32_t seed = 40;
-  for (const MoeConfig& c : {mixtral, qwen2, deepseek}) {
+  for (const MoeConfig& c : {mixtral, qwen2, deepseek, llama4}) {
     const MoeBlock m = random_moe(c, seed += 100);
     const Matrix x = test::random_matrix(37, 64, seed + 1);
     Matrix y(37, 64);

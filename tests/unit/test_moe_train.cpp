@@ -72,6 +72,14 @@ MoeConfig mixtral_scaled() {
   c.routed_scaling = 2.5;
   return c;
 }
+// Llama 4's router (sigmoid of the chosen logits), here renormalised and scaled to reach
+// every term of its backward; its weight_input has no training form (test_moe.cpp).
+MoeConfig sigmoid_top_k() {
+  MoeConfig c = base(6, 2);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.routed_scaling = 1.5;
+  return c;
+}
 MoeConfig gpt_oss() {
   MoeConfig c = base(6, 2, true);
   c.scoring = RouterScoring::softmax_top_k;
@@ -138,6 +146,12 @@ RefRoute ref_route(const MoeConfig& c, const TrainableMoe& m, const float* x) {
   r.margin = std::min(r.margin, choice[order[k - 1]] - choice[order[k]]);
   r.experts.assign(order.begin(), order.begin() + k);
   double chosen = 0;
+  if (c.scoring == RouterScoring::sigmoid_top_k) {  // chosen by the logits (score = l), weighted σ
+    for (int e : r.experts) chosen += 1.0 / (1.0 + std::exp(-l[e]));
+    for (int e : r.experts)
+      r.weights.push_back(1.0 / (1.0 + std::exp(-l[e])) / (c.normalize_top_k ? chosen : 1.0) * c.routed_scaling);
+    return r;
+  }
   if (c.scoring == RouterScoring::softmax_top_k) {
     for (int e : r.experts) chosen += std::exp(l[e] - l[r.experts[0]]);
     for (int e : r.experts) r.weights.push_back(std::exp(l[e] - l[r.experts[0]]) / chosen * c.routed_scaling);
@@ -270,7 +284,8 @@ TEST_P(MoeGradientCheck, EveryParameterAgainstDifferencesOfTheFloat64Block) {
 INSTANTIATE_TEST_SUITE_P(Families, MoeGradientCheck,
                          ::testing::Values(Case{"mixtral", mixtral()}, Case{"qwen2", qwen2()},
                                            Case{"deepseek", deepseek()}, Case{"gpt_oss", gpt_oss()},
-                                           Case{"deepseek_v2", deepseek_v2()}, Case{"mixtral_scaled", mixtral_scaled()}),
+                                           Case{"deepseek_v2", deepseek_v2()}, Case{"mixtral_scaled", mixtral_scaled()},
+                                           Case{"sigmoid_top_k", sigmoid_top_k()}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MoeTrain, BitIdenticalForAnyThreadCount) {
