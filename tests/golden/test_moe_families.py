@@ -125,6 +125,7 @@ def test_forward_and_load_match_the_module(tmp_path_factory, tmp_path, run_ffn, 
     y = tm.forward(run_ffn, path, x, tmp_path)
     y_ref, b = check_within(y, spec, layers[1], x, f"{family} {fmt}")
     m = ffn_module.load(path, layer=1)
+    assert m.weight_input == (family in mr.WEIGHT_INPUT) and m.experts == spec.experts and m.top_k == spec.k
     assert np.array_equal(np.asarray(m.forward(x)).view(np.uint32), y.view(np.uint32))
     experts = np.asarray(m.route(x)[0])
     _, _, _, idx, _ = tm.reference(spec, layers[1], x)
