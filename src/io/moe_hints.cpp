@@ -116,7 +116,7 @@ MoeHints deepseek_v2(const nlohmann::json& j, const std::string& f, MoeHints h) 
                 "scaling; ffn refuses rather than pick one");
   h.normalize_top_k = false;
   const std::string method = json_field<std::string>(j, "topk_method", f).value_or("greedy");
-  if (method == "greedy") {
+  if (method == "greedy" || method == "gready") {  // "gready": the spelling of DeepSeek's own modeling code
     h.groups = 1;
     h.top_groups = 1;
   } else if (method != "group_limited_greedy") {
