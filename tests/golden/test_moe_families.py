@@ -207,6 +207,7 @@ def test_wrong_layout_twins_fail_by_far(tmp_path, run_ffn):
 VARIANTS = {  # config fields each family may flip
     "dbrx moe_normalize_expert_weights null": ("dbrx", dict(norm=False)),
     "deepseek_v2 greedy (V2-Lite)": ("deepseek_v2", dict(groups=1, groups_kept=1, scale=1.0)),
+    "deepseek_v2 'gready' (DeepSeek's spelling)": ("deepseek_v2", dict(groups=1, groups_kept=1)),
     "deepseek_v2 8 groups keep 3, k 6": ("deepseek_v2", dict(groups=8, groups_kept=3, k=6)),
     "glm4_moe 4 groups keep 2, no norm": ("glm4_moe", dict(groups=4, groups_kept=2, norm=False)),
 }
@@ -220,6 +221,8 @@ def test_forward_follows_the_config_fields(tmp_path, run_ffn, variant):
     config = mr.hf_config(spec)
     if family == "dbrx":
         config["ffn_config"]["moe_normalize_expert_weights"] = None
+    if "gready" in variant:
+        config["topk_method"] = "gready"
     mr.write_hf(tmp_path / "m", spec, layers, config=config)
     x = mr.draw_inputs(spec, layers[1], np.random.default_rng(162), TOKENS)
     assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) <= 1, variant
