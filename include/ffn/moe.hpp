@@ -9,15 +9,24 @@
 // Each expert is a dense block (ffn/inference_block.hpp) of the same configuration: every
 // weight type runs, K-quants included. The families' routing rules (the Hugging Face
 // modules' semantics):
-//   softmax          Mixtral, Qwen2-MoE, Qwen3-MoE: p = softmax(logits) over all E, the k
-//                    largest p; renormalised to sum 1 when normalize_top_k.
+//   softmax          Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE, DBRX, DeepSeek-V2: p =
+//                    softmax(logits) over all E, the k largest p; renormalised to sum 1 when
+//                    normalize_top_k; times routed_scaling. With groups > 1, DeepSeek-V2's
+//                    group_limited_greedy: the choice is made within the best `top_groups`
+//                    groups, a group's score being its largest p (other groups' p count as 0).
 //   sigmoid          DeepSeek-V3, Kimi K2: s = σ(logits); the choice is made on s + the
 //                    correction bias (choice_bias), within the best `top_groups` of `groups`
 //                    equal groups of experts (a group's score: the sum of its two best
 //                    choice scores; experts of other groups count as 0 for the choice); the
 //                    weights are the chosen experts' s, over their sum (+1e-20) when
 //                    normalize_top_k, times routed_scaling.
-//   softmax_top_k    gpt-oss: the k largest logits, softmax over those k.
+//   softmax_top_k    gpt-oss, Granite-MoE: the k largest logits, softmax over those k, times
+//                    routed_scaling (no groups).
+//   sigmoid_top_k    Llama 4: the k largest logits, each weighted σ(logit) (renormalised when
+//                    normalize_top_k), times routed_scaling (no groups).
+// weight_input (Llama 4): each chosen expert runs on weight·x_t and its outputs are summed
+// unweighted, y = Σ_j expert_j(w_tj·x_t) — not the same as w·expert(x) for a nonlinear
+// expert. Inference only (MoeBlock); training and expert parallelism refuse it.
 // Contract of the router: logits in f32 from the f32 router weights, every token's the same
 // fixed sequence of operations (bit-identical for any thread count and batch); scores with
 // f32 exp; an exact tie between two experts' scores is won by the lower index (in a group
@@ -38,7 +47,7 @@
 
 namespace ffn {
 
-enum class RouterScoring { softmax, sigmoid, softmax_top_k };
+enum class RouterScoring { softmax, sigmoid, softmax_top_k, sigmoid_top_k };
 std::string_view router_scoring_name(RouterScoring s);
 RouterScoring parse_router_scoring(std::string_view name);  // ffn::Error listing the names
 
@@ -48,20 +57,22 @@ struct MoeConfig {
   int64_t top_k = 0;              // k, 1 ≤ k ≤ E
   RouterScoring scoring = RouterScoring::softmax;
   bool normalize_top_k = true;    // renormalise the k weights (norm_topk_prob)
-  double routed_scaling = 1.0;    // DeepSeek's routed_scaling_factor
-  int64_t groups = 1;             // DeepSeek's n_group: E must be a multiple
+  double routed_scaling = 1.0;    // DeepSeek's routed_scaling_factor (every scoring)
+  int64_t groups = 1;             // DeepSeek's n_group: E must be a multiple (softmax, sigmoid)
   int64_t top_groups = 1;         // DeepSeek's topk_group, ≤ groups
   bool router_bias = false;       // gpt-oss: a bias added to the logits
   bool choice_bias = false;       // DeepSeek: e_score_correction_bias, for choosing only
   int64_t shared_hidden = 0;      // hidden units of the shared experts together (0: none)
   bool shared_gate = false;       // Qwen2-MoE: shared output × σ(shared_gate·x)
+  bool weight_input = false;      // Llama 4: the routing weight multiplies the expert's input
 
   int64_t d_model() const { return expert.d_model; }
 };
 
 // Throws ffn::Error naming the field: k ∉ [1, E], E < 1, groups not dividing E, top_groups
-// ∉ [1, groups], fewer than k experts in the top groups, a group of fewer than 2 experts
-// (its score is the sum of its two best), routed_scaling not finite or ≤ 0, shared_gate
+// ∉ [1, groups], fewer than k experts in the top groups, with sigmoid scoring a group of
+// fewer than 2 experts (its score is the sum of its two best), groups with softmax_top_k or
+// sigmoid_top_k, routed_scaling not finite or ≤ 0, shared_gate
 // without shared experts, an invalid expert configuration.
 void validate(const MoeConfig& config);
 
@@ -116,8 +127,9 @@ class MoeBlock {
 
   Routing route(ConstMatrixView x, ThreadPool* pool = nullptr) const;
   // y = block(x), x and y [T][D], no aliasing. Tokens are grouped by expert (a counting
-  // sort), each expert runs its tokens as one batch, and y[t] sums its experts' weighted
-  // outputs in increasing expert index, then adds the shared experts' output: bit-identical
+  // sort), each expert runs its tokens as one batch (with weight_input, each token's row
+  // times its weight, one f32 product per element), and y[t] sums its experts' weighted
+  // (weight_input: unweighted) outputs in increasing expert index, then adds the shared experts' output: bit-identical
   // for any thread count and whatever other tokens share the batch. Only the experts some
   // token chose are read.
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;

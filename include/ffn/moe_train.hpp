@@ -13,13 +13,16 @@
 //   weights:   dw_tj = dy_t · expert_{e_tj}(x_t).
 //   router:    dl_t from dw_t through the rule that made w_t from l_t (the choice of
 //              experts itself is piecewise constant and passes no gradient):
-//                softmax, renormalised, and softmax_top_k (both a softmax over the k
-//                chosen logits):  dl_e = w_e·(dw_e − Σ_j w_j·dw_j) for chosen e, else 0;
-//                softmax, not renormalised (w = p, the softmax over all E):
-//                                 dl_e = p_e·([e chosen]·dw_e − Σ_j w_j·dw_j);
-//                sigmoid (s = σ(l), w = r·s/(Σ_chosen s + 1e-20), or w = r·s):
+//                softmax, renormalised, and softmax_top_k (both r times a softmax over
+//                the k chosen logits):  dl_e = w_e·(dw_e − Σ_j w_j·dw_j / r) for chosen
+//                e, else 0;
+//                softmax, not renormalised (w = r·p, p the softmax over all E):
+//                                 dl_e = [e chosen]·w_e·dw_e − p_e·Σ_j w_j·dw_j;
+//                sigmoid and sigmoid_top_k (s = σ(l), w = r·s/Z with Z = Σ_chosen s
+//                (+ 1e-20 for sigmoid), or w = r·s):
 //                                 ds_e = r·(dw_e/Z − Σ_j dw_j·s_j/Z²) (or r·dw_e);
 //                                 dl_e = ds_e·s_e·(1 − s_e).
+//              weight_input (Llama 4) has no training form: TrainableMoe refuses it.
 //              dW_router += dlᵀ·x, db += Σ_t dl, dx += dl·W_router. The choice bias
 //              (DeepSeek's e_score_correction_bias) takes no gradient: it only orders the
 //              choice (DeepSeek adjusts it by a rule outside gradient descent).

@@ -187,7 +187,8 @@ class InferenceBlock(_BlockShape):
 class MoeBlock:
     """A mixture-of-experts layer for inference (from ffn.load): a float32 router picks
     `top_k` of `experts` experts per token by the family's rule (`scoring`: softmax,
-    sigmoid or softmax_top_k; `normalize_top_k`; `routed_scaling`), each expert a gated block
+    sigmoid, softmax_top_k or sigmoid_top_k; `normalize_top_k`; `routed_scaling`;
+    `weight_input`: Llama 4's weight on the expert's input), each expert a gated block
     of `expert_hidden` in its stored weight types (`types`), plus shared experts of
     `shared_hidden` (0: none). Outputs are bit-identical for any thread count and whatever
     else is in the batch."""
@@ -200,7 +201,7 @@ class MoeBlock:
 
     def __getattr__(self, name):
         if name in ("d_model", "experts", "top_k", "expert_hidden", "shared_hidden", "variant", "scoring",
-                    "normalize_top_k", "routed_scaling", "types", "weight_bytes", "decode_bytes"):
+                    "normalize_top_k", "routed_scaling", "weight_input", "types", "weight_bytes", "decode_bytes"):
             return getattr(self._core, name)
         raise AttributeError(f"'MoeBlock' object has no attribute {name!r}")
 

@@ -47,6 +47,7 @@ void bind_moe(py::module_& m) {
                              [](const ffn::MoeBlock& b) { return std::string(ffn::router_scoring_name(b.config().scoring)); })
       .def_property_readonly("normalize_top_k", [](const ffn::MoeBlock& b) { return b.config().normalize_top_k; })
       .def_property_readonly("routed_scaling", [](const ffn::MoeBlock& b) { return b.config().routed_scaling; })
+      .def_property_readonly("weight_input", [](const ffn::MoeBlock& b) { return b.config().weight_input; })
       .def_property_readonly("types", [](const ffn::MoeBlock& b) { return types_of(b.expert_types()); })
       .def_property_readonly("weight_bytes", &ffn::MoeBlock::weight_bytes)
       .def_property_readonly("decode_bytes", &ffn::MoeBlock::decode_bytes)

@@ -102,6 +102,9 @@ ExpertParallelMoe::ExpertParallelMoe(const MoeConfig& config, MoeRouter router,
                 "): every process must load the same layer");
   const std::string error = error_of([&] {
     validate(config_);
+    if (config_.weight_input)
+      throw Error("expert-parallel MoE: weight_input (Llama 4's routing weight on the experts' inputs) is not "
+                  "supported here; run the layer as an ffn::MoeBlock");
     range_ = expert_range(config_.experts, comm.rank(), comm.size());
     if (int64_t(experts_.size()) != range_.size())
       throw Error("expert-parallel MoE: rank " + std::to_string(comm.rank()) + " holds experts " +

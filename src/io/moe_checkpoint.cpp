@@ -59,8 +59,26 @@ ExpertRows expert_rows(const MoeNames& n, int64_t e, int64_t H, int64_t D) {
 }
 
 // The routed experts' count E, hidden H and width D from the tensors, each expert's (or the
-// 3-D tensors') shapes checked.
-void expert_shapes(const TensorSource& src, const MoeNames& n, int64_t& E, int64_t& H, int64_t& D) {
+// 3-D tensors') shapes checked. DBRX's stacked 2-D tensors take E from the hints.
+void expert_shapes(const TensorSource& src, const MoeNames& n, const MoeHints& h, int64_t& E, int64_t& H,
+                   int64_t& D) {
+  if (n.stacked_down_in_out) {  // w1, v1, w2 each [E·H][D]
+    const auto& s = shape_of(src, n.gate, "expert gate (w1)");
+    if (!h.experts)
+      throw Error(src.path() + ": the experts are stacked in 2-D tensors ('" + n.gate + "' " + shape_text(s) +
+                  "), so the expert count must come from " + h.source + " (" +
+                  (h.experts_field.empty() ? "the expert count" : h.experts_field) + "), which does not give it");
+    E = *h.experts;
+    if (s.size() != 2 || E < 1 || s[0] % E != 0)
+      throw Error(src.path() + ": expert tensor '" + n.gate + "' has shape " + shape_text(s) + "; expected [" +
+                  std::to_string(E) + " experts × hidden, d_model] (" + h.source + " " + h.experts_field + " = " +
+                  std::to_string(E) + ")");
+    H = s[0] / E;
+    D = s[1];
+    require(src, n.up, {E * H, D}, "expert up (v1)");
+    require(src, n.down, {E * H, D}, "expert down (w2, stored in × out)");
+    return;
+  }
   if (n.mxfp4_blocks) {  // gate_up [E][2H][D], down [E][D][H], each as _blocks and _scales
     const auto gate_up = hf_mxfp4_shape(src, {n.gate_up, n.gate_up_scales}, "expert gate_up");
     if (gate_up[1] % 2 != 0)
@@ -75,11 +93,12 @@ void expert_shapes(const TensorSource& src, const MoeNames& n, int64_t& E, int64
                   ", expected " + shape_text({E, D, H}) + " from '" + n.gate_up + "'");
     return;
   }
-  if (n.in_out_interleaved) {
+  if (n.in_out_interleaved || n.in_out_halves) {
     const auto& s = shape_of(src, n.gate_up, "expert gate_up");
     if (s.size() != 3 || s[2] % 2 != 0)
       throw Error(src.path() + ": expert tensor '" + n.gate_up + "' has shape " + shape_text(s) +
-                  "; expected [experts, d_model, 2·hidden] (gpt-oss's layout)");
+                  "; expected [experts, d_model, 2·hidden] (" + (n.in_out_halves ? "Llama 4" : "gpt-oss") +
+                  "'s layout)");
     E = s[0];
     D = s[1];
     H = s[2] / 2;
@@ -139,13 +158,14 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   const auto names = find_moe_names(src, o.layer);
   if (!names)
     throw Error(path + ": layer " + std::to_string(o.layer) +
-                " is not a mixture of experts (no router under the Mixtral, Hugging Face or GGUF names)");
+                " is not a mixture of experts (no router under the Mixtral, Hugging Face, DBRX, Granite-MoE, Llama 4 or GGUF "
+                "names)");
   if (!names->unsupported.empty()) throw Error(path + ": layer " + std::to_string(o.layer) + ": " + names->unsupported);
   MoeLayout l{*names, find_moe_hints(path, src), {}, {}};
   const MoeNames& n = l.names;
   const MoeHints& h = l.hints;
   int64_t E = 0, H = 0, D = 0;
-  expert_shapes(src, n, E, H, D);
+  expert_shapes(src, n, h, E, H, D);
   const std::string counted = l.hints.source + " " + (h.experts_field.empty() ? "expert count" : h.experts_field);
   if (h.experts && *h.experts != E) {
     if (!n.fused && *h.experts > E)
@@ -183,9 +203,20 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   c.top_groups = h.top_groups.value_or(c.groups);
   c.choice_bias = !n.choice_bias.empty();
   c.router_bias = !n.router_bias.empty();
+  c.weight_input = h.weight_input.value_or(false);
   if (c.router_bias) require(src, n.router_bias, {E}, "router bias");
   if (c.choice_bias) require(src, n.choice_bias, {E}, "router choice bias");
-  if (!n.shared_up.empty()) {
+  if (!n.shared_gate_up.empty()) {  // Granite-MoE-Shared: gate and up in one [2S][D]
+    const auto& s = shape_of(src, n.shared_gate_up, "shared expert gate_up");
+    if (s.size() != 2 || s[1] != D || s[0] % 2 != 0)
+      throw Error(src.path() + ": shared expert tensor '" + n.shared_gate_up + "' has shape " + shape_text(s) +
+                  ", expected [2·hidden, " + std::to_string(D) + "] (gate rows, then up)");
+    c.shared_hidden = s[0] / 2;
+    require(src, n.shared_down, {D, c.shared_hidden}, "shared expert down");
+    if (h.shared_hidden && *h.shared_hidden != c.shared_hidden)
+      throw Error(path + ": " + h.source + " gives the shared experts' hidden size " +
+                  std::to_string(*h.shared_hidden) + ", the tensors " + std::to_string(c.shared_hidden));
+  } else if (!n.shared_up.empty()) {
     const auto& s = shape_of(src, n.shared_up, "shared expert up");
     if (s.size() != 2 || s[1] != D)
       throw Error(src.path() + ": shared expert tensor '" + n.shared_up + "' has shape " + shape_text(s) +
@@ -216,11 +247,26 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   return l;
 }
 
-// gpt-oss's layout: expert e's [D][2H] window of gate_up (in × out, gate at even columns)
-// and [H][D] window of down, transposed to nn.Linear's [out][in]. Stored as `want`, or as
-// the file's type when it is f32, bf16 or f16 (the transposition leaves its values exact).
-StoredWeights read_in_out_interleaved(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H,
-                                      int64_t D, std::optional<WeightType> want, ThreadPool& pool) {
+// Rows [row0, row0 + rows) × cols of `name`, an in × out window, transposed to nn.Linear's
+// [cols][rows] and stored as `want`, or as the file's type when it is f32, bf16 or f16 (the
+// transposition leaves its values exact), else f32.
+StoredMatrix read_transposed(const TensorSource& src, const std::string& name, int64_t row0, int64_t rows,
+                             int64_t cols, std::optional<WeightType> want, const std::string& where, ThreadPool& pool) {
+  const auto t = src.tensor(name).type;
+  const bool plain = t == WeightType::f32 || t == WeightType::bf16 || t == WeightType::f16;
+  Matrix in_out(rows, cols), out_in(cols, rows);
+  src.read_f32_window(name, row0, row0 + rows, 0, cols, in_out.data());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out_in.row(c)[r] = in_out.row(r)[c];
+  return StoredMatrix::encode(out_in, want ? *want : plain ? *t : WeightType::f32, where, &pool);
+}
+
+// gpt-oss's and Llama 4's layouts: expert e's [D][2H] window of gate_up (in × out; the gate
+// at even columns for gpt-oss, in the first H for Llama 4) and [H][D] window of down,
+// transposed to nn.Linear's [out][in]. Stored as `want`, or as the file's type when it is
+// f32, bf16 or f16 (the transposition leaves its values exact).
+StoredWeights read_in_out(const TensorSource& src, const MoeNames& n, int64_t e, int64_t H, int64_t D,
+                          std::optional<WeightType> want, ThreadPool& pool) {
   const auto file_type = [&](const std::string& name) {
     const auto t = src.tensor(name).type;
     const bool plain = t == WeightType::f32 || t == WeightType::bf16 || t == WeightType::f16;
@@ -230,8 +276,8 @@ StoredWeights read_in_out_interleaved(const TensorSource& src, const MoeNames& n
   src.read_f32_window(n.gate_up, e * D, (e + 1) * D, 0, 2 * H, gate_up.data());
   for (int64_t d = 0; d < D; ++d)
     for (int64_t h = 0; h < H; ++h) {
-      gate.row(h)[d] = gate_up.row(d)[2 * h];
-      up.row(h)[d] = gate_up.row(d)[2 * h + 1];
+      gate.row(h)[d] = gate_up.row(d)[n.in_out_halves ? h : 2 * h];
+      up.row(h)[d] = gate_up.row(d)[n.in_out_halves ? H + h : 2 * h + 1];
     }
   src.read_f32_window(n.down, e * H, (e + 1) * H, 0, D, down_in_out.data());
   for (int64_t h = 0; h < H; ++h)
@@ -314,8 +360,13 @@ StoredWeights read_expert(const TensorSource& src, const MoeNames& n, int64_t e,
   StoredWeights w;
   if (n.mxfp4_blocks) {
     w = read_hf_mxfp4_expert(src, n, e, H, D, type, pool);
-  } else if (n.in_out_interleaved) {
-    w = read_in_out_interleaved(src, n, e, H, D, type, pool);
+  } else if (n.in_out_interleaved || n.in_out_halves) {
+    w = read_in_out(src, n, e, H, D, type, pool);
+  } else if (n.stacked_down_in_out) {  // DBRX: expert e's rows e·H … of w1, v1 and w2
+    w.gate = read_stored(src, n.gate, false, e * H, (e + 1) * H, 0, D, type, pool);
+    w.up = read_stored(src, n.up, false, e * H, (e + 1) * H, 0, D, type, pool);
+    w.down = read_transposed(src, n.down, e * H, H, D, type,
+                             src.path() + ": expert " + std::to_string(e) + " of tensor '" + n.down + "'", pool);
   } else {
     const ExpertRows r = expert_rows(n, e, H, D);
     w.gate = read_stored(src, r.gate, false, r.gate_row, r.gate_row + H, 0, D, type, pool);
@@ -356,8 +407,13 @@ LoadedMoeExperts read_moe_experts(const std::string& path, const TensorSource& s
     if (c.shared_hidden > 0) {
       const int64_t S = c.shared_hidden;
       StoredWeights w;
-      w.gate = read_stored(src, n.shared_gate, false, 0, S, 0, D, o.type, pool);
-      w.up = read_stored(src, n.shared_up, false, 0, S, 0, D, o.type, pool);
+      if (!n.shared_gate_up.empty()) {
+        w.gate = read_stored(src, n.shared_gate_up, false, 0, S, 0, D, o.type, pool);
+        w.up = read_stored(src, n.shared_gate_up, false, S, 2 * S, 0, D, o.type, pool);
+      } else {
+        w.gate = read_stored(src, n.shared_gate, false, 0, S, 0, D, o.type, pool);
+        w.up = read_stored(src, n.shared_up, false, 0, S, 0, D, o.type, pool);
+      }
       w.down = read_stored(src, n.shared_down, false, 0, D, 0, S, o.type, pool);
       out.shared.emplace(inference_block_of_checked_weights(BlockConfig{c.expert.variant, D, S, false}, w, &pool));
     }

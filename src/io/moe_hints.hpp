@@ -20,6 +20,7 @@ struct MoeHints {
   std::optional<bool> normalize_top_k;
   std::optional<double> routed_scaling;
   std::optional<RouterScoring> scoring;
+  std::optional<bool> weight_input;  // Llama 4: the routing weight on the experts' inputs
   // The experts' activation when the family fixes it whatever hidden_act says (gpt-oss:
   // clamped_swish, its config.json's hidden_act being "silu"), and what said so.
   std::optional<Activation> activation;

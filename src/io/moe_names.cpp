@@ -12,6 +12,18 @@
 //                           ….experts.down_proj [E][H][D] and _bias [E][D]; or, in the MXFP4
 //                           release, ….experts.{gate_up,down}_proj_{blocks,scales} (U8, rows in
 //                           nn.Linear layout, gate and up interleaved in gate_up's rows)
+//   dbrx (hugging face)     transformer.blocks.N.ffn.router.layer.weight,
+//                           ….ffn.experts.mlp.{w1,v1,w2} (gate, up, down), each [E·H][D], w2
+//                           in × out (DbrxExperts)
+//   granite-moe             model.layers.N.block_sparse_moe.router.layer.weight,
+//   (hugging face)          ….block_sparse_moe.input_linear.weight [E][2H][D] (gate rows, then
+//                           up: the module's chunk(2)) and ….output_linear.weight [E][D][H];
+//                           shared (Granite-MoE-Shared, Granite 4): model.layers.N.shared_mlp.
+//                           input_linear.weight [2S][D] and ….shared_mlp.output_linear.weight
+//   llama 4 (hugging face)  model.layers.N.feed_forward.router.weight (or under
+//                           language_model.), ….feed_forward.experts.gate_up_proj [E][D][2H]
+//                           (in × out, gate the first H columns) and ….experts.down_proj
+//                           [E][H][D] (in × out); shared: ….feed_forward.shared_expert.*
 //   gguf                    blk.N.ffn_gate_inp.weight, blk.N.ffn_{gate,up,down}_exps.weight
 //                           (or ffn_gate_up_exps) [E][H][D], ffn_{gate,up,down}_shexp.weight,
 //                           ffn_gate_inp_shexp.weight, exp_probs_b.bias; gpt-oss's biases
@@ -31,10 +43,16 @@ struct MoeScheme {
   const char* prefix;  // of the other tensors' names
 };
 
+
 constexpr MoeScheme kSchemes[] = {
     {"mixtral (hugging face)", "model.layers.{N}.block_sparse_moe.gate.weight", "model.layers.{N}.block_sparse_moe."},
     {"hugging face", "model.layers.{N}.mlp.gate.weight", "model.layers.{N}.mlp."},
     {"gpt-oss (hugging face)", "model.layers.{N}.mlp.router.weight", "model.layers.{N}.mlp."},
+    {"dbrx (hugging face)", "transformer.blocks.{N}.ffn.router.layer.weight", "transformer.blocks.{N}.ffn."},
+    {"granite-moe (hugging face)", "model.layers.{N}.block_sparse_moe.router.layer.weight", "model.layers.{N}."},
+    {"llama 4 (hugging face)", "model.layers.{N}.feed_forward.router.weight", "model.layers.{N}.feed_forward."},
+    {"llama 4 (hugging face)", "language_model.model.layers.{N}.feed_forward.router.weight",
+     "language_model.model.layers.{N}.feed_forward."},
     {"gguf", "blk.{N}.ffn_gate_inp.weight", "blk.{N}."},
 };
 
@@ -71,6 +89,36 @@ MoeNames names_of(const TensorSource& source, const MoeScheme& s, int64_t layer)
     n.gate_bias = first_present(source, {p + "ffn_gate_exps.bias"});
     n.up_bias = first_present(source, {p + "ffn_up_exps.bias"});
     n.down_bias = first_present(source, {p + "ffn_down_exps.bias"});
+    return n;
+  }
+  if (std::string(s.name) == "llama 4 (hugging face)") {
+    n.fused = true;
+    n.in_out_halves = true;
+    n.gate_up = p + "experts.gate_up_proj";
+    n.down = p + "experts.down_proj";
+    if (source.has(p + "shared_expert.up_proj.weight")) {
+      n.shared_gate = p + "shared_expert.gate_proj.weight";
+      n.shared_up = p + "shared_expert.up_proj.weight";
+      n.shared_down = p + "shared_expert.down_proj.weight";
+    }
+    return n;
+  }
+  if (std::string(s.name) == "dbrx (hugging face)") {
+    n.fused = true;
+    n.stacked_down_in_out = true;
+    n.gate = p + "experts.mlp.w1";
+    n.up = p + "experts.mlp.v1";
+    n.down = p + "experts.mlp.w2";
+    return n;
+  }
+  if (std::string(s.name) == "granite-moe (hugging face)") {
+    n.fused = true;
+    n.gate_up = p + "block_sparse_moe.input_linear.weight";
+    n.down = p + "block_sparse_moe.output_linear.weight";
+    if (source.has(p + "shared_mlp.input_linear.weight") || source.has(p + "shared_mlp.output_linear.weight")) {
+      n.shared_gate_up = p + "shared_mlp.input_linear.weight";
+      n.shared_down = p + "shared_mlp.output_linear.weight";
+    }
     return n;
   }
   if (std::string(s.name) == "gpt-oss (hugging face)") {

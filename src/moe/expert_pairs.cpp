@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 namespace ffn {
@@ -17,13 +18,30 @@ ExpertPairs sort_by_expert(const Routing& r, int64_t E) {
   std::vector<int64_t> cursor(s.offsets.begin(), s.offsets.end() - 1);
   s.pair_token.resize(static_cast<size_t>(T * k));
   s.row_of.resize(static_cast<size_t>(T * k));
+  s.pair_slot.resize(static_cast<size_t>(T * k));
   for (int64_t t = 0; t < T; ++t)
     for (int64_t j = 0; j < k; ++j) {
       const int64_t at = cursor[static_cast<size_t>(r.experts[t * k + j])]++;
       s.pair_token[at] = t;
       s.row_of[t * k + j] = at;
+      s.pair_slot[at] = t * k + j;
     }
   return s;
+}
+
+void gather_expert_inputs(const MoeConfig& c, ConstMatrixView x, const Routing& r, const ExpertPairs& s, int32_t e,
+                          MatrixView in) {
+  const int64_t first = s.offsets[e], n = s.offsets[e + 1] - first, D = c.d_model();
+  for (int64_t i = 0; i < n; ++i) {
+    const float* xt = x.data + s.pair_token[first + i] * x.stride;
+    float* row = in.data + i * in.stride;
+    if (!c.weight_input) {
+      std::memcpy(row, xt, static_cast<size_t>(D) * sizeof(float));
+      continue;
+    }
+    const float w = r.weights[s.pair_slot[first + i]];
+    for (int64_t d = 0; d < D; ++d) row[d] = w * xt[d];
+  }
 }
 
 std::vector<int32_t> active_experts(const ExpertPairs& s) {
@@ -41,7 +59,7 @@ void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMa
     const auto [t0, t1] = split_range(T, ith, nth);
     std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], r.weights[t * k + j]};
+      for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], c.weight_input ? 1.0f : r.weights[t * k + j]};
       std::sort(slots.begin(), slots.end());  // by sorted position: increasing expert index
       float* yt = y.data + t * y.stride;
       std::fill(yt, yt + D, 0.0f);

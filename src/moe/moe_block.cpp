@@ -92,7 +92,8 @@ int64_t MoeBlock::decode_bytes() const {
 std::string MoeBlock::describe() const {
   std::string out = "router f32 [" + std::to_string(config_.experts) + "][" + std::to_string(config_.d_model()) +
                     "], " + std::string(router_scoring_name(config_.scoring)) + ", top " +
-                    std::to_string(config_.top_k) + "; experts: " + experts_.front().describe();
+                    std::to_string(config_.top_k) + (config_.weight_input ? ", weights on the experts' inputs" : "") +
+                    "; experts: " + experts_.front().describe();
   if (shared_) out += "; shared: " + shared_->describe();
   return out;
 }
@@ -121,9 +122,7 @@ void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) con
   run_experts(p, active_experts(pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
     const int64_t first = pairs.offsets[e], n = pairs.offsets[e + 1] - first;
     const MatrixView in = scratch_matrix(Scratch::moe_tokens, n, D);
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(in.data + i * D, x.data + pairs.pair_token[first + i] * x.stride,
-                  static_cast<size_t>(D) * sizeof(float));
+    gather_expert_inputs(config_, x, r, pairs, e, in);
     experts_[e].forward(ConstMatrixView{in.data, n, D, D}, MatrixView{out.data + first * D, n, D, D}, &on);
   });
 

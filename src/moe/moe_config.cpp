@@ -14,14 +14,16 @@ std::string_view router_scoring_name(RouterScoring s) {
     case RouterScoring::softmax: return "softmax";
     case RouterScoring::sigmoid: return "sigmoid";
     case RouterScoring::softmax_top_k: return "softmax_top_k";
+    case RouterScoring::sigmoid_top_k: return "sigmoid_top_k";
   }
   return "?";
 }
 
 RouterScoring parse_router_scoring(std::string_view name) {
-  for (RouterScoring s : {RouterScoring::softmax, RouterScoring::sigmoid, RouterScoring::softmax_top_k})
+  for (RouterScoring s :
+       {RouterScoring::softmax, RouterScoring::sigmoid, RouterScoring::softmax_top_k, RouterScoring::sigmoid_top_k})
     if (name == router_scoring_name(s)) return s;
-  throw Error("router scoring '" + std::string(name) + "': expected softmax, sigmoid or softmax_top_k");
+  throw Error("router scoring '" + std::string(name) + "': expected softmax, sigmoid, softmax_top_k or sigmoid_top_k");
 }
 
 void validate(const MoeConfig& c) {
@@ -33,8 +35,11 @@ void validate(const MoeConfig& c) {
     field("top_k (experts per token)", c.top_k, "must be between 1 and the " + std::to_string(c.experts) + " experts");
   if (c.groups < 1 || c.experts % c.groups != 0)
     field("groups (n_group)", c.groups, "must divide the " + std::to_string(c.experts) + " experts");
-  if (c.groups > 1 && c.experts / c.groups < 2)
+  if (c.groups > 1 && c.scoring == RouterScoring::sigmoid && c.experts / c.groups < 2)
     field("groups (n_group)", c.groups, "a group's score is the sum of its two best experts; groups need ≥ 2");
+  if (c.groups > 1 && (c.scoring == RouterScoring::softmax_top_k || c.scoring == RouterScoring::sigmoid_top_k))
+    field("groups (n_group)", c.groups,
+          std::string(router_scoring_name(c.scoring)) + " routing has no expert groups");
   if (c.top_groups < 1 || c.top_groups > c.groups)
     field("top_groups (topk_group)", c.top_groups, "must be between 1 and the " + std::to_string(c.groups) + " groups");
   if (c.top_groups * (c.experts / c.groups) < c.top_k)

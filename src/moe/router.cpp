@@ -43,6 +43,34 @@ void best_k(const float* score, const int32_t* candidates, int64_t n, int64_t k,
   std::copy(order.begin(), order.begin() + k, out);
 }
 
+// Group-limited choice: a group's score is the sum of its `best` best scores (1: its
+// maximum, DeepSeek-V2; 2: DeepSeek-V3); the scores of experts outside the best top_groups
+// groups are set to 0 (as the references mask them), score [E] in place.
+void keep_top_groups(const MoeConfig& c, float* score, const int32_t* all, int64_t best) {
+  const int64_t G = c.groups, per = c.experts / G;
+  std::vector<float> group_score(static_cast<size_t>(G));
+  std::vector<int32_t> groups(static_cast<size_t>(G)), top(static_cast<size_t>(best));
+  for (int64_t g = 0; g < G; ++g) {
+    best_k(score, all + g * per, per, best, top.data());
+    float s = 0.0f;
+    for (int32_t e : top) s += score[e];
+    group_score[g] = s;
+  }
+  std::iota(groups.begin(), groups.end(), 0);
+  std::vector<int32_t> kept(static_cast<size_t>(c.top_groups));
+  best_k(group_score.data(), groups.data(), G, c.top_groups, kept.data());
+  std::vector<bool> keep(static_cast<size_t>(G), false);
+  for (int32_t g : kept) keep[g] = true;
+  for (int64_t e = 0; e < c.experts; ++e)
+    if (!keep[e / per]) score[e] = 0.0f;
+}
+
+// The k weights times routed_scaling (×1 is exact: the families without it are unchanged).
+void scale(const MoeConfig& c, float* weights) {
+  const float r = static_cast<float>(c.routed_scaling);
+  for (int64_t j = 0; j < c.top_k; ++j) weights[j] *= r;
+}
+
 // One token's routing from its logits ([E], biases added). Writes k experts and weights.
 void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t* experts, float* weights) {
   const int64_t E = c.experts, k = c.top_k;
@@ -54,11 +82,20 @@ void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t*
       float sum = 0.0f;
       for (int64_t e = 0; e < E; ++e) sum += (logits[e] = std::exp(logits[e] - top));
       for (int64_t e = 0; e < E; ++e) logits[e] /= sum;
-      best_k(logits, all.data(), E, k, experts);
+      if (c.groups > 1) {
+        // DeepSeek-V2's group_limited_greedy: a group's score is its best probability;
+        // experts outside the best top_groups groups take part with probability 0.
+        std::vector<float> choice(logits, logits + E);
+        keep_top_groups(c, choice.data(), all.data(), 1);
+        best_k(choice.data(), all.data(), E, k, experts);
+      } else {
+        best_k(logits, all.data(), E, k, experts);
+      }
       float chosen = 0.0f;
       for (int64_t j = 0; j < k; ++j) chosen += (weights[j] = logits[experts[j]]);
       if (c.normalize_top_k)
         for (int64_t j = 0; j < k; ++j) weights[j] /= chosen;
+      scale(c, weights);
       return;
     }
     case RouterScoring::softmax_top_k: {
@@ -67,6 +104,16 @@ void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t*
       float sum = 0.0f;
       for (int64_t j = 0; j < k; ++j) sum += (weights[j] = std::exp(logits[experts[j]] - top));
       for (int64_t j = 0; j < k; ++j) weights[j] /= sum;
+      scale(c, weights);
+      return;
+    }
+    case RouterScoring::sigmoid_top_k: {  // Llama 4: chosen by the logits, weighted σ(logit)
+      best_k(logits, all.data(), E, k, experts);
+      float chosen = 0.0f;
+      for (int64_t j = 0; j < k; ++j) chosen += (weights[j] = 1.0f / (1.0f + std::exp(-logits[experts[j]])));
+      if (c.normalize_top_k)
+        for (int64_t j = 0; j < k; ++j) weights[j] /= chosen;
+      scale(c, weights);
       return;
     }
     case RouterScoring::sigmoid: {
@@ -75,24 +122,8 @@ void route_token(const MoeConfig& c, const MoeRouter& r, float* logits, int32_t*
         logits[e] = 1.0f / (1.0f + std::exp(-logits[e]));
         choice[e] = logits[e] + (c.choice_bias ? r.choice_bias.data()[e] : 0.0f);
       }
-      if (c.groups > 1) {
-        // A group's score: the sum of its two best choice scores; experts outside the best
-        // top_groups groups take part in the choice with score 0 (as the reference masks them).
-        const int64_t G = c.groups, per = E / G;
-        std::vector<float> group_score(static_cast<size_t>(G));
-        std::vector<int32_t> groups(static_cast<size_t>(G)), two(2);
-        for (int64_t g = 0; g < G; ++g) {
-          best_k(choice.data(), all.data() + g * per, per, 2, two.data());
-          group_score[g] = choice[two[0]] + choice[two[1]];
-        }
-        std::iota(groups.begin(), groups.end(), 0);
-        std::vector<int32_t> kept(static_cast<size_t>(c.top_groups));
-        best_k(group_score.data(), groups.data(), G, c.top_groups, kept.data());
-        std::vector<bool> keep(static_cast<size_t>(G), false);
-        for (int32_t g : kept) keep[g] = true;
-        for (int64_t e = 0; e < E; ++e)
-          if (!keep[e / per]) choice[e] = 0.0f;
-      }
+      // A group's score: the sum of its two best choice scores (DeepSeek-V3's noaux_tc).
+      if (c.groups > 1) keep_top_groups(c, choice.data(), all.data(), 2);
       best_k(choice.data(), all.data(), E, k, experts);
       float chosen = 0.0f;
       for (int64_t j = 0; j < k; ++j) chosen += (weights[j] = logits[experts[j]]);

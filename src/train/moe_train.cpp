@@ -84,7 +84,7 @@ void routing_weights_backward(const MoeConfig& c, const float* logits, const int
   switch (c.scoring) {
     case RouterScoring::softmax:
       if (!c.normalize_top_k) {
-        // w = p (softmax over all E): dl_e = p_e·([e chosen]·dw_e − Σ_j w_j·dw_j).
+        // w = r·p (softmax over all E): dl_e = w_e·dw_e·[e chosen] − p_e·Σ_j w_j·dw_j.
         const double top = *std::max_element(logits, logits + E);
         double sum = 0;
         for (int64_t e = 0; e < E; ++e) sum += std::exp(double(logits[e]) - top);
@@ -94,11 +94,14 @@ void routing_weights_backward(const MoeConfig& c, const float* logits, const int
       }
       [[fallthrough]];  // renormalised: a softmax over the k chosen logits, as softmax_top_k
     case RouterScoring::softmax_top_k:
-      for (int64_t j = 0; j < k; ++j) dl[experts[j]] = double(weights[j]) * (dw[j] - wdw);
+      // w_j = r·q_j, q the softmax of the k chosen: dl_j = r·q_j·(dw_j − Σ q·dw) = w_j·(dw_j − wdw/r).
+      for (int64_t j = 0; j < k; ++j) dl[experts[j]] = double(weights[j]) * (dw[j] - wdw / c.routed_scaling);
       return;
-    case RouterScoring::sigmoid: {
+    case RouterScoring::sigmoid:
+    case RouterScoring::sigmoid_top_k: {
       const double r = c.routed_scaling;
-      double z = 1e-20, sdw = 0;  // Z = Σ_chosen s + 1e-20; Σ_j dw_j·s_j
+      // Z = Σ_chosen s (+ 1e-20 for DeepSeek's sigmoid); Σ_j dw_j·s_j
+      double z = c.scoring == RouterScoring::sigmoid ? 1e-20 : 0.0, sdw = 0;
       std::vector<double> s(static_cast<size_t>(k));
       for (int64_t j = 0; j < k; ++j) {
         s[j] = 1.0 / (1.0 + std::exp(-double(logits[experts[j]])));
@@ -116,8 +119,18 @@ void routing_weights_backward(const MoeConfig& c, const float* logits, const int
 
 }  // namespace
 
+namespace {
+// Llama 4's weights on the experts' inputs have no training form here.
+void require_trainable(const MoeConfig& c) {
+  if (c.weight_input)
+    throw Error("weight_input (Llama 4's routing weight on the experts' inputs) is inference-only: "
+                "TrainableMoe does not differentiate it");
+}
+}  // namespace
+
 TrainableMoe TrainableMoe::random(const MoeConfig& config, uint64_t seed) {
   ffn::validate(config);
+  require_trainable(config);
   const int64_t E = config.experts, D = config.d_model();
   TrainableMoe m;
   m.config = config;
@@ -160,6 +173,7 @@ MoeGradients zero_gradients(const MoeConfig& c) {
 double forward_train(const TrainableMoe& moe, ConstMatrixView x, MatrixView y, MoeCache& cache, ThreadPool* pool_arg) {
   const MoeConfig& c = moe.config;
   const int64_t D = c.d_model(), E = c.experts, k = c.top_k, T = x.rows;
+  require_trainable(c);
   views::check_forward_views(x, y, D);
   if (static_cast<int64_t>(moe.experts.size()) != E)
     throw Error("the block has " + std::to_string(moe.experts.size()) + " experts, the configuration says " +

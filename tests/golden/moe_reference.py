@@ -19,6 +19,26 @@ The modules (restated, not copied):
   added unscaled. The correction biases are drawn ≥ 0, so every choice score is > 0 and
   HF's 0.0 for a masked group never competes with a kept expert (an implementation masking
   with −inf, as llama.cpp does, must then agree).
+* GLM-4.5 `Glm4MoeMoE` + `Glm4MoeTopkRouter`: DeepSeek-V3's routing and shared experts
+  (the released configs: n_group 1, routed_scaling_factor 2.5, one shared expert).
+* OLMoE `OlmoeSparseMoeBlock`: Qwen3-MoE's, with norm_topk_prob false by default.
+* DBRX `DbrxFFN` (`DbrxRouter`, `DbrxExperts`/`DbrxExpertGLU`): softmax, top-k, the k
+  weights divided by their moe_normalize_expert_weights-norm (p = 1: their sum); experts
+  w1 (gate), v1 (up) and w2 each [E·H, D], expert e's rows e·H … (e+1)·H, w2 in × out:
+  y = (silu(x·w1ᵀ) ⊙ x·v1ᵀ)·w2.
+* Granite-MoE `GraniteMoeMoE` (`GraniteMoeTopKGating`, `GraniteMoeParallelExperts`): the k
+  largest logits, softmax over those k; input_linear [E, 2H, D] whose output's chunk(2)
+  gives (gate, up) in that order, output_linear [E, D, H]; Granite-MoE-Shared adds
+  `GraniteMoeSharedMLP` (input_linear [2S, D] chunked the same way), added unscaled.
+* Llama 4 `Llama4TextMoe` (`Llama4Router`, `Llama4TextExperts`, shared `Llama4TextMLP`): the
+  top-k logits, weights σ(logit) (the others' −inf → 0); each chosen expert runs on
+  weight·x — the weight multiplies the expert's INPUT — and the outputs are summed
+  unweighted, plus the shared expert on x; experts.gate_up_proj [E, D, 2H] in × out whose
+  chunk(2, dim=-1) gives (gate, up), experts.down_proj [E, H, D] in × out.
+* DeepSeek-V2 `DeepseekV2MoE` + `DeepseekV2MoEGate`: p = softmax(logits); topk_method
+  greedy (top-k of p) or group_limited_greedy (a group's score its largest p, the best
+  topk_group groups kept, the others' p set to 0.0, top-k of that); weights p ×
+  routed_scaling_factor, never renormalised; shared experts as DeepSeek-V3's.
 """
 import dataclasses
 import json
@@ -41,12 +61,14 @@ TIE_MARGIN = 1e-3  # relative gap required between the last chosen and the first
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
-    family: str  # mixtral | qwen2_moe | qwen3_moe | deepseek_v3
+    family: str  # mixtral | qwen2_moe | qwen3_moe | deepseek_v3 | glm4_moe | olmoe | dbrx | granitemoe
+    #              | granitemoeshared | deepseek_v2 | llama4
     d: int
     hidden: int  # each routed expert's hidden width
     experts: int
     k: int
-    scoring: str  # softmax | sigmoid
+    scoring: str  # softmax | sigmoid | softmax_top_k | sigmoid_top_k (softmax with groups: DeepSeek-V2's
+    #               group_limited_greedy)
     norm: bool  # renormalise the k chosen weights
     shared_hidden: int = 0  # 0: no shared expert
     shared_gated: bool = False  # Qwen2: the shared expert scaled by sigmoid(shared_expert_gate·x)
@@ -66,6 +88,22 @@ SPECS = {
     "deepseek_v3": Spec("deepseek_v3", 64, 96, 16, 4, "sigmoid", True, shared_hidden=192, n_shared=2, groups=4,
                         groups_kept=2, scale=2.5, bias=True, dense_hidden=160),
 }
+# The families added for issue 35 (test_moe_families.py).
+SPECS.update({
+    "glm4_moe": Spec("glm4_moe", 64, 96, 16, 4, "sigmoid", True, shared_hidden=96, n_shared=1, scale=2.5, bias=True,
+                     dense_hidden=160),
+    "olmoe": Spec("olmoe", 64, 96, 16, 4, "softmax", False),
+    "dbrx": Spec("dbrx", 64, 96, 16, 4, "softmax", True),
+    "granitemoe": Spec("granitemoe", 64, 96, 8, 2, "softmax_top_k", True),
+    "granitemoeshared": Spec("granitemoeshared", 64, 96, 8, 2, "softmax_top_k", True, shared_hidden=128),
+    "deepseek_v2": Spec("deepseek_v2", 64, 96, 16, 4, "softmax", False, shared_hidden=192, n_shared=2, groups=4,
+                        groups_kept=2, scale=4.0, dense_hidden=160),
+    "llama4": Spec("llama4", 64, 96, 8, 1, "sigmoid_top_k", False, shared_hidden=96, dense_hidden=160),
+})
+# Families whose routing weight multiplies the expert's input (Llama 4).
+WEIGHT_INPUT = {"llama4"}
+# Families whose layer 0 is dense (first_k_dense_replace = 1).
+DENSE_FIRST = {"deepseek_v3", "glm4_moe", "deepseek_v2"}
 
 
 def _f32(rng, shape, scale):
@@ -103,7 +141,7 @@ def random_model(spec, seed):
     """Two layers, the MoE under test in layer 1; layer 0 dense for DeepSeek
     (first_k_dense_replace = 1), another MoE elsewhere (so a wrong --layer shows)."""
     rng = np.random.default_rng(seed)
-    first = random_dense(spec, rng) if spec.family == "deepseek_v3" else random_layer(spec, rng)
+    first = random_dense(spec, rng) if spec.family in DENSE_FIRST else random_layer(spec, rng)
     return [first, random_layer(spec, rng)]
 
 
@@ -132,7 +170,10 @@ class SparseMoe(torch.nn.Module):
     family does not), no_scale, no_shared, ungated_shared, sign (the k-th expert subtracted),
     bias_in_weights (DeepSeek's weights from the biased scores), no_bias (chosen without
     the correction bias), no_groups (DeepSeek's groups ignored), swapped_gate_up (silu
-    of up instead of gate: the fused halves read the wrong way round)."""
+    of up instead of gate: the fused halves read the wrong way round), top2_groups
+    (DeepSeek-V2's groups scored as V3's, by their two best), swapped_shared_gate_up (the
+    shared expert's halves swapped), output_scaled (Llama 4's weight applied to the expert's
+    output instead of its input)."""
 
     def __init__(self, spec, w, dtype=torch.float64, mutation=None):
         super().__init__()
@@ -141,7 +182,9 @@ class SparseMoe(torch.nn.Module):
         self.router = t(w["router"])
         g, u = (w["up"], w["gate"]) if mutation == "swapped_gate_up" else (w["gate"], w["up"])
         self.experts = [Expert(g[e], u[e], w["down"][e], dtype) for e in range(spec.experts)]
-        self.shared = Expert(w["shared.gate"], w["shared.up"], w["shared.down"], dtype) if spec.shared_hidden else None
+        sg, su = ((w["shared.up"], w["shared.gate"]) if mutation == "swapped_shared_gate_up" else
+                  (w.get("shared.gate"), w.get("shared.up")))
+        self.shared = Expert(sg, su, w["shared.down"], dtype) if spec.shared_hidden else None
         self.shared_gate = t(w["shared_gate"]) if spec.shared_gated else None
         self.bias = t(w["bias"]) if spec.bias else None
 
@@ -150,13 +193,35 @@ class SparseMoe(torch.nn.Module):
         s, m, k = self.spec, self.mutation, self.spec.k
         logits = x @ self.router.T
         wrong = m == "wrong_expert"
-        if s.scoring == "softmax":
-            probs = torch.softmax(logits, dim=-1)
-            weights, idx = torch.topk(probs, k + wrong, dim=-1)
+        if s.scoring == "sigmoid_top_k":  # Llama 4: σ of the k largest logits
+            top, idx = torch.topk(logits, k + wrong, dim=-1)
             if wrong:
-                weights, idx = torch.cat([weights[:, :k - 1], weights[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+                top, idx = torch.cat([top[:, :k - 1], top[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            weights = torch.sigmoid(top)
+        elif s.scoring == "softmax_top_k":  # Granite-MoE: softmax over the k largest logits
+            top, idx = torch.topk(logits, k + wrong, dim=-1)
+            if wrong:
+                top, idx = torch.cat([top[:, :k - 1], top[:, k:]], 1), torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            weights = (torch.softmax(top, dim=-1) if m != "no_renorm" else torch.softmax(logits, -1).gather(1, idx))
+        elif s.scoring == "softmax":
+            probs = torch.softmax(logits, dim=-1)
+            choice = probs
+            if s.groups > 1 and m != "no_groups":  # DeepSeek-V2's group_limited_greedy
+                T, per = x.shape[0], s.experts // s.groups
+                grouped = probs.view(T, s.groups, per)
+                group_scores = (grouped.max(dim=-1).values if m != "top2_groups" else
+                                torch.topk(grouped, 2, dim=-1).values.sum(dim=-1))
+                kept = torch.topk(group_scores, s.groups_kept, dim=-1).indices
+                mask = torch.zeros(T, s.groups, dtype=torch.bool).scatter_(1, kept, True)
+                choice = probs.masked_fill(~mask.unsqueeze(-1).expand(T, s.groups, per).reshape(T, s.experts), 0.0)
+            _, idx = torch.topk(choice, k + wrong, dim=-1)
+            if wrong:
+                idx = torch.cat([idx[:, :k - 1], idx[:, k:]], 1)
+            weights = probs.gather(1, idx)
             if (s.norm and m != "no_renorm") or m == "renorm":
                 weights = weights / weights.sum(dim=-1, keepdim=True)
+            if m != "no_scale":
+                weights = weights * s.scale
         else:
             scores = torch.sigmoid(logits)
             choice = scores + self.bias if m != "no_bias" else scores.clone()
@@ -187,7 +252,11 @@ class SparseMoe(torch.nn.Module):
         for e, expert in enumerate(self.experts):  # HF's loop over the experts that were hit
             tokens, slot = torch.nonzero(idx == e, as_tuple=True)
             if len(tokens):
-                y.index_add_(0, tokens, weights[tokens, slot, None] * expert(x[tokens]))
+                w = weights[tokens, slot, None]
+                if self.spec.family in WEIGHT_INPUT and self.mutation != "output_scaled":
+                    y.index_add_(0, tokens, expert(w * x[tokens]))  # Llama 4: the weight on the input
+                else:
+                    y.index_add_(0, tokens, w * expert(x[tokens]))
         if self.shared is not None and self.mutation != "no_shared":
             out = self.shared(x)
             if self.shared_gate is not None and self.mutation != "ungated_shared":
@@ -217,7 +286,9 @@ def selection_gaps(spec, w, x):
     TIE_MARGIN relative and 100× the two scores' f32 error bounds."""
     logits = x @ w["router"].T
     dl = _logit_error(w, x)
-    if spec.scoring == "softmax":
+    if spec.scoring == "softmax" and spec.groups > 1:
+        return _softmax_group_gaps(spec, logits, dl)
+    if spec.scoring in ("softmax", "softmax_top_k", "sigmoid_top_k"):  # chosen by the logits' order
         order = np.argsort(-logits, axis=1)
         a, b = np.take_along_axis(logits, order[:, spec.k - 1:spec.k + 1], 1).T
         ea, eb = np.take_along_axis(dl, order[:, spec.k - 1:spec.k + 1], 1).T
@@ -243,6 +314,28 @@ def selection_gaps(spec, w, x):
     a, b = np.take_along_axis(masked, order[:, spec.k - 1:spec.k + 1], 1).T
     ea, eb = np.take_along_axis(err, order[:, spec.k - 1:spec.k + 1], 1).T
     expert_ratio = (a - b) / np.maximum(TIE_MARGIN * np.abs(a), 100 * (ea + eb))
+    return np.minimum(group_ratio, expert_ratio)
+
+
+def _softmax_group_gaps(spec, logits, dl):
+    """selection_gaps for DeepSeek-V2's group_limited_greedy: the decisions are the
+    topk_group-th against the next group maximum and the k-th against the (k+1)-th masked
+    probability. Each p has relative error ≤ 2Δ (weight_error's softmax Δ), so a gap between
+    p_a and p_b must exceed 100·2Δ·(p_a + p_b)."""
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    rel = 2 * ((dl + U * np.abs(logits - logits.max(1, keepdims=True))).max(1) + (EVAL_ULPS + 2) * U)[:, None]
+    T, G, per = p.shape[0], spec.groups, spec.experts // spec.groups
+    gs = p.reshape(T, G, per).max(2)
+    gorder = np.argsort(-gs, axis=1)
+    ga, gb = np.take_along_axis(gs, gorder[:, spec.groups_kept - 1:spec.groups_kept + 1], 1).T
+    group_ratio = (ga - gb) / np.maximum(TIE_MARGIN * ga, 100 * rel[:, 0] * (ga + gb))
+    keep = np.zeros((T, G), bool)
+    np.put_along_axis(keep, gorder[:, :spec.groups_kept], True, 1)
+    masked = np.where(np.repeat(keep, per, 1), p, 0.0)
+    order = np.argsort(-masked, axis=1)
+    a, b = np.take_along_axis(masked, order[:, spec.k - 1:spec.k + 1], 1).T
+    expert_ratio = (a - b) / np.maximum(TIE_MARGIN * a, 100 * rel[:, 0] * (a + b))
     return np.minimum(group_ratio, expert_ratio)
 
 
@@ -290,10 +383,10 @@ def weight_error(spec, w, x):
     brief, the (n+2)·u being the sums, the division and the scale."""
     logits = x @ w["router"].T
     dl = _logit_error(w, x)
-    if spec.scoring == "softmax":
+    if spec.scoring in ("softmax", "softmax_top_k"):  # softmax_top_k: a renormalised softmax's weights
         delta = (dl + U * np.abs(logits - logits.max(1, keepdims=True))).max(1) + (EVAL_ULPS + 1) * U
         n = spec.k if spec.norm else spec.experts
-    else:
+    else:  # sigmoid, sigmoid_top_k
         s = 1 / (1 + np.exp(-logits))
         delta = ((1 - s) * dl * np.exp(dl)).max(1) + EVAL_ULPS * U
         n = spec.k if spec.norm else 0
@@ -354,6 +447,13 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False, operand_rounding=0
         tokens, slot = np.nonzero(idx == e)
         if len(tokens) == 0:
             continue
+        if spec.family in WEIGHT_INPUT:
+            ye, be = _weighted_input_bound(w, e, x[tokens], weights[tokens, slot][:, None], r[tokens][:, None],
+                                           q8_0, operand_rounding)
+            np.add.at(y, tokens, ye)
+            np.add.at(err, tokens, be)
+            np.add.at(mag, tokens, np.abs(ye) + be)
+            continue
         ye, be = expert_bound(_expert_state(w, e), x[tokens], q8_0, operand_rounding)
         we = weights[tokens, slot][:, None]
         re = r[tokens][:, None]
@@ -373,6 +473,22 @@ def moe_bound(spec, w, x, idx=None, weights=None, q8_0=False, operand_rounding=0
         err += g * (1 + rs) * bs + rs * g * np.abs(ys)
         mag += g * (1 + rs) * (np.abs(ys) + bs)
     return y, err + (n + 1) * U * mag + 2.0**-126, r
+
+
+def _weighted_input_bound(w, e, x, wt, r, q8_0, operand_rounding):
+    """(y, bound) of Llama 4's expert e on wt·x (rows of x, their weights wt [n, 1], the
+    weights' relative bound r [n, 1]). The f32 code runs the expert on fl(ŵ·x) = wt·x·(1 + ρ),
+    |ρ| ≤ r + u (ŵ's error and the product's rounding): the dense bound of bound.py at the
+    exact input wt·x, plus the input's perturbation through the expert, to first order
+    |ρ|·|W_down|·(|silu'(g)·g ⊙ u| + |silu(g) ⊙ u|) (g, u the gate and up outputs: the
+    derivative of f(α·x') at α = 1), doubled to cover the second order (ρ ~ 1e-5)."""
+    xin = wt * x
+    y, b = expert_bound(_expert_state(w, e), xin, q8_0, operand_rounding)
+    g, u = xin @ w["gate"][e].T, xin @ w["up"][e].T
+    sg = 1 / (1 + np.exp(-g))
+    d_silu = sg * (1 + g * (1 - sg))
+    jac = (np.abs(d_silu * g * u) + np.abs(g * sg * u)) @ np.abs(w["down"][e]).T
+    return y, b + 2 * (r + U) * jac
 
 
 def dense_bound(layer, x, q8_0=False):
@@ -395,12 +511,43 @@ def hf_config(spec, layers=2):
                  decoder_sparse_step=1, mlp_only_layers=[])
         if spec.shared_hidden:
             c["shared_expert_intermediate_size"] = spec.shared_hidden
-    else:
-        c.update(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], intermediate_size=spec.dense_hidden,
+    elif spec.family == "olmoe":  # OlmoeConfig: the experts' hidden is intermediate_size
+        c.update(model_type="olmoe", architectures=["OlmoeForCausalLM"], intermediate_size=spec.hidden,
+                 num_experts=spec.experts, norm_topk_prob=spec.norm, output_router_logits=False,
+                 router_aux_loss_coef=0.01)
+    elif spec.family == "dbrx":  # DbrxConfig: the MoE fields in ffn_config, no hidden_act
+        del c["hidden_act"], c["num_experts_per_tok"], c["hidden_size"], c["num_hidden_layers"]
+        c.update(model_type="dbrx", architectures=["DbrxForCausalLM"], d_model=spec.d, n_layers=layers, n_heads=4,
+                 max_seq_len=128, attn_config={"clip_qkv": 8, "kv_n_heads": 1, "rope_theta": 500000.0},
+                 ffn_config={"ffn_act_fn": {"name": "silu"}, "ffn_hidden_size": spec.hidden,
+                             "moe_jitter_eps": 0.0, "moe_loss_weight": 0.05, "moe_normalize_expert_weights": 1.0,
+                             "moe_num_experts": spec.experts, "moe_top_k": spec.k})
+    elif spec.family in ("granitemoe", "granitemoeshared"):
+        arch = {"granitemoe": "GraniteMoeForCausalLM", "granitemoeshared": "GraniteMoeSharedForCausalLM"}[spec.family]
+        c.update(model_type=spec.family, architectures=[arch], intermediate_size=spec.hidden,
+                 num_local_experts=spec.experts, embedding_multiplier=12.0, residual_multiplier=0.22)
+        if spec.shared_hidden:
+            c["shared_intermediate_size"] = spec.shared_hidden
+    elif spec.family == "llama4":  # Llama4TextConfig: experts' and shared expert's hidden intermediate_size
+        c.update(model_type="llama4_text", architectures=["Llama4ForCausalLM"], intermediate_size=spec.hidden,
+                 intermediate_size_mlp=spec.dense_hidden, num_local_experts=spec.experts,
+                 interleave_moe_layer_step=1, router_aux_loss_coef=0.001)
+    elif spec.family == "deepseek_v2":  # DeepseekV2Config
+        c.update(model_type="deepseek_v2", architectures=["DeepseekV2ForCausalLM"], intermediate_size=spec.dense_hidden,
                  moe_intermediate_size=spec.hidden, n_routed_experts=spec.experts, n_shared_experts=spec.n_shared,
                  n_group=spec.groups, topk_group=spec.groups_kept, routed_scaling_factor=spec.scale,
-                 norm_topk_prob=spec.norm, scoring_func="sigmoid", topk_method="noaux_tc", first_k_dense_replace=1,
+                 norm_topk_prob=False, scoring_func="softmax",
+                 topk_method="group_limited_greedy" if spec.groups > 1 else "greedy", first_k_dense_replace=1,
                  moe_layer_freq=1)
+    else:
+        model_type = "glm4_moe" if spec.family == "glm4_moe" else "deepseek_v3"
+        arch = {"glm4_moe": "Glm4MoeForCausalLM", "deepseek_v3": "DeepseekV3ForCausalLM"}[model_type]
+        c.update(model_type=model_type, architectures=[arch], intermediate_size=spec.dense_hidden,
+                 moe_intermediate_size=spec.hidden, n_routed_experts=spec.experts, n_shared_experts=spec.n_shared,
+                 n_group=spec.groups, topk_group=spec.groups_kept, routed_scaling_factor=spec.scale,
+                 norm_topk_prob=spec.norm, first_k_dense_replace=1)
+        if model_type == "deepseek_v3":
+            c.update(scoring_func="sigmoid", topk_method="noaux_tc", moe_layer_freq=1)
     return c
 
 
@@ -408,6 +555,12 @@ def hf_tensors(spec, layers, fused=False):
     """name → f32 torch tensor, in HF's names (per-expert, or the fused 3-D expert tensors)."""
     out = {}
     t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
+    if spec.family == "dbrx":
+        return _dbrx_tensors(spec, layers, t)
+    if spec.family in ("granitemoe", "granitemoeshared"):
+        return _granite_tensors(spec, layers, t)
+    if spec.family == "llama4":
+        return llama4_tensors(spec, layers, t)
     for n, w in enumerate(layers):
         if w.get("dense"):
             for m in ("gate", "up", "down"):
@@ -427,11 +580,62 @@ def hf_tensors(spec, layers, fused=False):
                 for m, name in zip(("gate", "up", "down"), names):
                     out[p + f"experts.{e}.{name}.weight"] = t(w[m][e])
         if spec.shared_hidden:
-            s = "shared_expert" if spec.family == "qwen2_moe" else "shared_experts"
+            s = "shared_expert" if spec.family == "qwen2_moe" else "shared_experts"  # DeepSeek, GLM-4.5
             for m in ("gate", "up", "down"):
                 out[p + f"{s}.{m}_proj.weight"] = t(w[f"shared.{m}"])
         if spec.shared_gated:
             out[p + "shared_expert_gate.weight"] = t(w["shared_gate"])
+    return out
+
+
+def _dbrx_tensors(spec, layers, t):
+    """DbrxForCausalLM's names: transformer.blocks.N.ffn.router.layer.weight [E, D] and
+    ffn.experts.mlp.{w1, v1, w2} [E·H, D] (w2 expert by expert in × out)."""
+    E, H, D = spec.experts, spec.hidden, spec.d
+    out = {}
+    for n, w in enumerate(layers):
+        p = f"transformer.blocks.{n}.ffn."
+        out[p + "router.layer.weight"] = t(w["router"])
+        out[p + "experts.mlp.w1"] = t(w["gate"].reshape(E * H, D))
+        out[p + "experts.mlp.v1"] = t(w["up"].reshape(E * H, D))
+        out[p + "experts.mlp.w2"] = t(w["down"].transpose(0, 2, 1).reshape(E * H, D))
+    return out
+
+
+def llama4_tensors(spec, layers, t, prefix="model.", swap_halves=False):
+    """Llama4ForCausalLM's names (prefix "model."; Llama4ForConditionalGeneration's
+    "language_model.model."): layers.N.feed_forward.router.weight [E, D],
+    feed_forward.experts.gate_up_proj [E, D, 2H] in × out (gate the first H columns),
+    experts.down_proj [E, H, D] in × out, shared_expert.{gate,up,down}_proj.weight.
+    swap_halves: up first (a wrong-layout twin)."""
+    out = {}
+    for n, w in enumerate(layers):
+        p = f"{prefix}layers.{n}.feed_forward."
+        first, second = ("up", "gate") if swap_halves else ("gate", "up")
+        out[p + "router.weight"] = t(w["router"])
+        out[p + "experts.gate_up_proj"] = t(np.concatenate([w[first], w[second]], axis=1).transpose(0, 2, 1))
+        out[p + "experts.down_proj"] = t(w["down"].transpose(0, 2, 1))
+        for m in ("gate", "up", "down"):
+            out[p + f"shared_expert.{m}_proj.weight"] = t(w[f"shared.{m}"])
+    return out
+
+
+def _granite_tensors(spec, layers, t, swap_halves=False):
+    """GraniteMoeForCausalLM's (and GraniteMoeShared's) names: block_sparse_moe.router.layer
+    .weight [E, D], block_sparse_moe.input_linear.weight [E, 2H, D] (gate rows first: the
+    module's chunk(2) of its output gives gate, then up), output_linear.weight [E, D, H];
+    shared_mlp.input_linear.weight [2S, D] and shared_mlp.output_linear.weight [D, S].
+    swap_halves: up rows first (a wrong-layout twin)."""
+    out = {}
+    for n, w in enumerate(layers):
+        p = f"model.layers.{n}."
+        first, second = ("up", "gate") if swap_halves else ("gate", "up")
+        out[p + "block_sparse_moe.router.layer.weight"] = t(w["router"])
+        out[p + "block_sparse_moe.input_linear.weight"] = t(np.concatenate([w[first], w[second]], axis=1))
+        out[p + "block_sparse_moe.output_linear.weight"] = t(w["down"])
+        if spec.shared_hidden:
+            out[p + "shared_mlp.input_linear.weight"] = t(np.concatenate([w[f"shared.{first}"], w[f"shared.{second}"]]))
+            out[p + "shared_mlp.output_linear.weight"] = t(w["shared.down"])
     return out
 
 
@@ -445,7 +649,9 @@ def write_hf(folder, spec, layers, fused=False, config=None, tensors=None):
     return folder / "model.safetensors"
 
 
-GGUF_ARCH = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "deepseek_v3": "deepseek2"}
+GGUF_ARCH = {"mixtral": "llama", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "deepseek_v3": "deepseek2",
+             "olmoe": "olmoe", "dbrx": "dbrx", "granitemoe": "granitemoe", "granitemoeshared": "granitemoe",
+             "glm4_moe": "glm4moe", "deepseek_v2": "deepseek2", "llama4": "llama4"}
 
 
 def write_gguf(path, spec, layers, qtype=None, drop=(), quantiser=None):
@@ -465,13 +671,24 @@ def write_gguf(path, spec, layers, qtype=None, drop=(), quantiser=None):
     wr.add_embedding_length(spec.d)
     wr.add_expert_count(spec.experts)
     wr.add_expert_used_count(spec.k)
-    if spec.family == "mixtral":
-        wr.add_feed_forward_length(spec.hidden)
+    if spec.family in ("mixtral", "olmoe", "dbrx", "granitemoe", "granitemoeshared"):
+        wr.add_feed_forward_length(spec.hidden)  # these converters write the experts' hidden here
     else:
         wr.add_feed_forward_length(spec.dense_hidden)
         wr.add_expert_feed_forward_length(spec.hidden)
-    if spec.family == "qwen2_moe":
+    if spec.family in ("qwen2_moe", "granitemoeshared"):
         wr.add_expert_shared_feed_forward_length(spec.shared_hidden)
+    if spec.family == "deepseek_v2":  # DeepseekV2Model's converter: no gating func, norm or groups
+        assert spec.groups == 1, "llama.cpp's converter writes no groups for DeepSeek-V2: its GGUF is greedy"
+        wr.add_leading_dense_block_count(1)
+        wr.add_expert_shared_count(spec.n_shared)
+        wr.add_expert_weights_scale(spec.scale)
+    if spec.family == "glm4_moe":  # Glm4MoeModel's converter (no groups: GLM-4.5 has one)
+        wr.add_leading_dense_block_count(1)
+        wr.add_expert_shared_count(spec.n_shared)
+        wr.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID)
+        wr.add_expert_weights_scale(spec.scale)
+        wr.add_expert_weights_norm(spec.norm)
     if spec.family == "deepseek_v3":
         wr.add_leading_dense_block_count(1)
         wr.add_expert_shared_count(spec.n_shared)

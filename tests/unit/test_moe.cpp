@@ -17,6 +17,7 @@
 #include "expect_error.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe.hpp"
+#include "ffn/moe_train.hpp"
 #include "isa_param.hpp"
 #include "random_data.hpp"
 
@@ -79,12 +80,21 @@ std::pair<std::vector<int>, std::vector<double>> reference_route(const MoeConfig
   };
   std::vector<int> chosen;
   std::vector<double> w;
+  if (c.scoring == RouterScoring::sigmoid_top_k) {  // Llama 4: chosen by the logits, weighted σ
+    const auto o = best(logit);
+    chosen.assign(o.begin(), o.begin() + k);
+    double sum = 0;
+    for (int e : chosen) sum += 1.0 / (1.0 + std::exp(-logit[e]));
+    for (int e : chosen)
+      w.push_back(1.0 / (1.0 + std::exp(-logit[e])) / (c.normalize_top_k ? sum : 1.0) * c.routed_scaling);
+    return {chosen, w};
+  }
   if (c.scoring == RouterScoring::softmax_top_k) {
     const auto o = best(logit);
     chosen.assign(o.begin(), o.begin() + k);
     double sum = 0;
     for (int e : chosen) sum += std::exp(logit[e] - logit[chosen[0]]);
-    for (int e : chosen) w.push_back(std::exp(logit[e] - logit[chosen[0]]) / sum);
+    for (int e : chosen) w.push_back(std::exp(logit[e] - logit[chosen[0]]) / sum * c.routed_scaling);
     return {chosen, w};
   }
   if (c.scoring == RouterScoring::softmax) {
@@ -93,6 +103,17 @@ std::pair<std::vector<int>, std::vector<double>> reference_route(const MoeConfig
     for (int64_t e = 0; e < E; ++e) sum += (score[e] = std::exp(logit[e] - top));
     for (auto& s : score) s /= sum;
     choice = score;
+    if (c.groups > 1) {  // DeepSeek-V2's group_limited_greedy: a group scored by its best p
+      const int64_t per = E / c.groups;
+      std::vector<double> gs(c.groups);
+      for (int64_t g = 0; g < c.groups; ++g)
+        gs[g] = *std::max_element(choice.begin() + g * per, choice.begin() + (g + 1) * per);
+      std::vector<int> go(c.groups);
+      std::iota(go.begin(), go.end(), 0);
+      std::stable_sort(go.begin(), go.end(), [&](int a, int b) { return gs[a] > gs[b]; });
+      for (int64_t e = 0; e < E; ++e)
+        if (std::find(go.begin(), go.begin() + c.top_groups, int(e / per)) == go.begin() + c.top_groups) choice[e] = 0;
+    }
   } else {
     for (int64_t e = 0; e < E; ++e) {
       score[e] = 1.0 / (1.0 + std::exp(-logit[e]));
@@ -120,7 +141,7 @@ std::pair<std::vector<int>, std::vector<double>> reference_route(const MoeConfig
   for (int e : chosen) {
     double v = score[e];
     if (c.normalize_top_k) v /= sum;
-    w.push_back(v * (c.scoring == RouterScoring::sigmoid ? c.routed_scaling : 1.0));
+    w.push_back(v * c.routed_scaling);
   }
   return {chosen, w};
 }
@@ -159,6 +180,73 @@ TEST(MoeRouting, GroupedSigmoidWithChoiceBiasAndScalingLikeDeepSeek) {
   const Routing got = route(c, r, x.view());
   for (int64_t t = 0; t < 5; ++t) EXPECT_EQ(got.experts[t * 4], 15) << "token " << t;
   expect_routing_matches(c, r, x);
+}
+
+TEST(MoeRouting, GroupLimitedGreedySoftmaxWithScalingLikeDeepSeekV2) {
+  MoeConfig c = small_config(16, 4);
+  c.normalize_top_k = false;
+  c.routed_scaling = 16.0;
+  c.groups = 4;
+  c.top_groups = 2;
+  expect_routing_matches(c, random_router(c, 21), test::random_matrix(17, 64, 22));
+  // A group is scored by its best probability, not (as DeepSeek-V3's) its two best: group 0
+  // holds the single largest logit, group 1 the second and third, group 2 the fourth and
+  // fifth (its two best summing above group 0's). With one group kept, V2's rule keeps group
+  // 0, so the second choice is group 0's runner-up — never group 1's.
+  c.top_groups = 1;
+  c.top_k = 2;
+  MoeRouter r = random_router(c, 23);
+  Matrix x(1, 64);
+  std::fill(x.data(), x.data() + 64, 0.0f);
+  x.data()[0] = 1.0f;
+  const float first_column[16] = {5.0f, 0.0f, 0.0f, 0.0f, 4.5f, 4.5f, 0.0f, 0.0f,
+                                  4.4f, 4.4f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  for (int e = 0; e < 16; ++e) r.weight.row(e)[0] = first_column[e];
+  const Routing got = route(c, r, x.view());
+  EXPECT_EQ(got.experts[0], 0);
+  EXPECT_LT(got.experts[1], 4) << "a group kept by its two best (DeepSeek-V3's rule) instead of its best";
+  expect_routing_matches(c, r, x);
+}
+
+TEST(MoeRouting, SigmoidOfTheChosenLogitsLikeLlama4) {
+  MoeConfig c = small_config(16, 1);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.normalize_top_k = false;
+  expect_routing_matches(c, random_router(c, 26), test::random_matrix(9, 64, 27));
+  c.top_k = 3;
+  c.normalize_top_k = true;
+  expect_routing_matches(c, random_router(c, 28), test::random_matrix(9, 64, 29));
+  // Chosen by the logits, not by their f32 sigmoids: logits 20 and 21 both have σ = 1.0f,
+  // and the larger (expert 5) must win over the lower index (expert 2).
+  c.top_k = 1;
+  MoeRouter r = random_router(c, 30);
+  Matrix x(1, 64);
+  std::fill(x.data(), x.data() + 64, 0.0f);
+  x.data()[0] = 1.0f;
+  for (int e = 0; e < 16; ++e) r.weight.row(e)[0] = e == 2 ? 20.0f : e == 5 ? 21.0f : 0.0f;
+  EXPECT_EQ(route(c, r, x.view()).experts[0], 5);
+}
+
+TEST(MoeConfigCheck, WeightInputIsInferenceOnly) {
+  MoeConfig c = small_config(8, 1);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.weight_input = true;
+  test::expect_error([&] { (void)TrainableMoe::random(c, 1); }, {"weight_input", "inference-only"});
+}
+
+TEST(MoeRouting, RoutedScalingAppliesToEveryScoring) {
+  for (RouterScoring s : {RouterScoring::softmax, RouterScoring::softmax_top_k, RouterScoring::sigmoid_top_k}) {
+    MoeConfig c = small_config(8, 2);
+    c.scoring = s;
+    const MoeRouter r = random_router(c, 24);
+    const Matrix x = test::random_matrix(5, 64, 25);
+    const Routing one = route(c, r, x.view());
+    c.routed_scaling = 2.5;
+    const Routing scaled = route(c, r, x.view());
+    EXPECT_EQ(one.experts, scaled.experts);
+    for (size_t i = 0; i < one.weights.size(); ++i)
+      EXPECT_EQ(scaled.weights[i], one.weights[i] * 2.5f) << router_scoring_name(s) << " weight " << i;
+  }
 }
 
 TEST(MoeRouting, SoftmaxOverTheChosenWithRouterBiasLikeGptOss) {
@@ -202,6 +290,10 @@ TEST(MoeConfigCheck, BadFieldsAreNamed) {
   MoeConfig s = small_config(8, 2);
   s.shared_gate = true;
   test::expect_error([&] { validate(s); }, {"shared_gate"});
+  MoeConfig tk = small_config(8, 2);
+  tk.scoring = RouterScoring::softmax_top_k;
+  tk.groups = 2;
+  test::expect_error([&] { validate(tk); }, {"groups", "softmax_top_k"});
   MoeConfig sc = small_config(8, 2);
   sc.routed_scaling = std::nan("");
   test::expect_error([&] { validate(sc); }, {"routed_scaling"});
@@ -234,11 +326,16 @@ Matrix token_by_token(const MoeBlock& m, const Matrix& x) {
     std::vector<std::pair<int32_t, float>> slots;
     for (int64_t j = 0; j < k; ++j) slots.push_back({r.experts[t * k + j], r.weights[t * k + j]});
     std::sort(slots.begin(), slots.end());
-    Matrix out(1, D);
+    Matrix out(1, D), scaled(1, D);
     float* yt = y.row(t);
     for (const auto& [e, w] : slots) {
-      m.expert(e).forward({x.row(t), 1, D, D}, out.view());
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, out.data()[d], yt[d]);
+      if (c.weight_input) {  // Llama 4: the expert on w·x, its output added unweighted
+        for (int64_t d = 0; d < D; ++d) scaled.data()[d] = w * x.row(t)[d];
+        m.expert(e).forward(scaled.view(), out.view());
+      } else {
+        m.expert(e).forward({x.row(t), 1, D, D}, out.view());
+      }
+      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(c.weight_input ? 1.0f : w, out.data()[d], yt[d]);
     }
     if (m.shared()) {
       m.shared()->forward({x.row(t), 1, D, D}, out.view());
@@ -271,8 +368,13 @@ TEST_P(MoeForward, EqualsEachTokensExpertsRunAloneForEveryFamily) {
   qwen2.shared_gate = true;
   MoeConfig deepseek = deepseek_config();
   deepseek.shared_hidden = 96;
+  MoeConfig llama4 = small_config(8, 1);
+  llama4.scoring = RouterScoring::sigmoid_top_k;
+  llama4.normalize_top_k = false;
+  llama4.weight_input = true;
+  llama4.shared_hidden = 96;
   uint32_t seed = 40;
-  for (const MoeConfig& c : {mixtral, qwen2, deepseek}) {
+  for (const MoeConfig& c : {mixtral, qwen2, deepseek, llama4}) {
     const MoeBlock m = random_moe(c, seed += 100);
     const Matrix x = test::random_matrix(37, 64, seed + 1);
     Matrix y(37, 64);

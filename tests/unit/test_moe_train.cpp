@@ -56,6 +56,30 @@ MoeConfig deepseek() {
   c.shared_hidden = 16;
   return c;
 }
+// DeepSeek-V2: softmax, unrenormalised, × routed_scaling_factor, group-limited greedy.
+MoeConfig deepseek_v2() {
+  MoeConfig c = base(8, 3);
+  c.normalize_top_k = false;
+  c.groups = 4;
+  c.top_groups = 2;
+  c.routed_scaling = 4.0;
+  c.shared_hidden = 16;
+  return c;
+}
+// A renormalised softmax scaled (the backward's w·(dw − Σw·dw / r)).
+MoeConfig mixtral_scaled() {
+  MoeConfig c = base(6, 2);
+  c.routed_scaling = 2.5;
+  return c;
+}
+// Llama 4's router (sigmoid of the chosen logits), here renormalised and scaled to reach
+// every term of its backward; its weight_input has no training form (test_moe.cpp).
+MoeConfig sigmoid_top_k() {
+  MoeConfig c = base(6, 2);
+  c.scoring = RouterScoring::sigmoid_top_k;
+  c.routed_scaling = 1.5;
+  return c;
+}
 MoeConfig gpt_oss() {
   MoeConfig c = base(6, 2, true);
   c.scoring = RouterScoring::softmax_top_k;
@@ -108,7 +132,8 @@ RefRoute ref_route(const MoeConfig& c, const TrainableMoe& m, const float* x) {
     for (int64_t g = 0; g < c.groups; ++g) {
       std::vector<double> in(choice.begin() + g * per, choice.begin() + (g + 1) * per);
       std::sort(in.rbegin(), in.rend());
-      groups.push_back({in[0] + in[1], int(g)});
+      // DeepSeek-V3 (sigmoid): a group's two best; DeepSeek-V2 (softmax): its best.
+      groups.push_back({c.scoring == RouterScoring::softmax ? in[0] : in[0] + in[1], int(g)});
     }
     std::sort(groups.begin(), groups.end(), [](auto a, auto b) { return a.first > b.first; });
     r.margin = std::min(r.margin, groups[c.top_groups - 1].first - groups[c.top_groups].first);
@@ -121,16 +146,22 @@ RefRoute ref_route(const MoeConfig& c, const TrainableMoe& m, const float* x) {
   r.margin = std::min(r.margin, choice[order[k - 1]] - choice[order[k]]);
   r.experts.assign(order.begin(), order.begin() + k);
   double chosen = 0;
+  if (c.scoring == RouterScoring::sigmoid_top_k) {  // chosen by the logits (score = l), weighted σ
+    for (int e : r.experts) chosen += 1.0 / (1.0 + std::exp(-l[e]));
+    for (int e : r.experts)
+      r.weights.push_back(1.0 / (1.0 + std::exp(-l[e])) / (c.normalize_top_k ? chosen : 1.0) * c.routed_scaling);
+    return r;
+  }
   if (c.scoring == RouterScoring::softmax_top_k) {
     for (int e : r.experts) chosen += std::exp(l[e] - l[r.experts[0]]);
-    for (int e : r.experts) r.weights.push_back(std::exp(l[e] - l[r.experts[0]]) / chosen);
+    for (int e : r.experts) r.weights.push_back(std::exp(l[e] - l[r.experts[0]]) / chosen * c.routed_scaling);
     return r;
   }
   for (int e : r.experts) chosen += score[e];
   for (int e : r.experts) {
     double w = score[e];
     if (c.normalize_top_k) w /= chosen + (c.scoring == RouterScoring::sigmoid ? 1e-20 : 0.0);
-    r.weights.push_back(w * (c.scoring == RouterScoring::sigmoid ? c.routed_scaling : 1.0));
+    r.weights.push_back(w * c.routed_scaling);
   }
   return r;
 }
@@ -252,7 +283,9 @@ TEST_P(MoeGradientCheck, EveryParameterAgainstDifferencesOfTheFloat64Block) {
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeGradientCheck,
                          ::testing::Values(Case{"mixtral", mixtral()}, Case{"qwen2", qwen2()},
-                                           Case{"deepseek", deepseek()}, Case{"gpt_oss", gpt_oss()}),
+                                           Case{"deepseek", deepseek()}, Case{"gpt_oss", gpt_oss()},
+                                           Case{"deepseek_v2", deepseek_v2()}, Case{"mixtral_scaled", mixtral_scaled()},
+                                           Case{"sigmoid_top_k", sigmoid_top_k()}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MoeTrain, BitIdenticalForAnyThreadCount) {
