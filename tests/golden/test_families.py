@@ -463,3 +463,19 @@ def test_from_torch_reads_fused_and_gemma_modules(ffn_module):
         with torch.no_grad():
             want = module.double()(x.double()).numpy()
         assert np.all(np.abs(block(x.numpy()).astype(np.float64) - want) <= err)
+
+
+def test_llama4_dense_layers_run_as_swiglu(tmp_path, run_ffn, ffn_module):
+    """Llama 4's dense layers (those between its MoE layers) keep Llama4TextMLP's
+    feed_forward.{gate,up,down}_proj names; they run as its module, family Llama 4."""
+    names = tuple("model.layers.{N}.feed_forward." + p + ".weight" for p in ("gate_proj", "up_proj", "down_proj"))
+    case = Case("llama4_text", {"model_type": "llama4_text", "hidden_act": "silu"}, names, llama_mlp(F.silu),
+                "swish")
+    layers = [block_weights(case, seed) for seed in (1, 2)]
+    folder = write_checkpoint(tmp_path / "ckpt", case, layers)
+    x = torch.randn(3, D, generator=torch.Generator().manual_seed(5))
+    assert ratio_to_bound(case, layers[1], run_forward(tmp_path, run_ffn, folder, x), x, 1) <= 1.0
+    assert ratio_to_bound(case, layers[1], ffn_module.load(str(folder), layer=1)(x.numpy()), x, 1) <= 1.0
+    assert "family: Llama 4 (config.json model_type 'llama4_text')" in run_ffn("info", "--weights", folder).stdout
+    twin = write_checkpoint(tmp_path / "twin", case, layers, swap=True)
+    assert ratio_to_bound(case, layers[1], run_forward(tmp_path, run_ffn, twin, x), x, 1) > 100.0
