@@ -14,6 +14,8 @@
 //       δh = L·δg·(|u| + δu) + max(|g|, 1)·δu   (gated; L = 1.13 ≥ |act'|, |act(g)| ≤ max(|g|, 1));
 //            swiglu_oai: |v| for |u|, v = clamp(u, −7, 7) + 1 (1-Lipschitz, so δv ≤ δu),
 //       δh = L·δu                                (2-matrix);
+//            relu2, whose slope is unbounded: L = 2·(|g| + δg) (|u| + δu, 2-matrix) and g²
+//            for max(|g|, 1) (reference::lipschitz and reference::magnitude);
 //       h is quantised too: e_k from the blocks of |h| + δh;
 //       δy_n = Σ_k |W_down[n][k]|·(δh_k + e_k).
 //   q6_K … q2_K, iq4_xs, tq1_0, tq2_0: the same with the activations quantised to q8_K (blocks of 256, an f32
@@ -98,10 +100,11 @@ std::vector<double> quantisation_bound(const Block& block, const float* x, Quant
       project(w.gate, w.gate_bias, n, g, dg);
       const double v = reference::up_factor(c.variant.activation, u);
       const double h = reference::activation(c.variant.activation, g) * v;
-      dh[size_t(n)] = reference::kLipschitz * dg * (std::fabs(v) + du) + std::max(std::fabs(g), 1.0) * du;
+      const Activation a = c.variant.activation;
+      dh[size_t(n)] = reference::lipschitz(a, g, dg) * dg * (std::fabs(v) + du) + reference::magnitude(a, g) * du;
       h_mag[size_t(n)] = std::fabs(h) + dh[size_t(n)];
     } else {
-      dh[size_t(n)] = reference::kLipschitz * du;
+      dh[size_t(n)] = reference::lipschitz(c.variant.activation, u, du) * du;
       h_mag[size_t(n)] = std::fabs(reference::activation(c.variant.activation, u)) + dh[size_t(n)];
     }
   }
