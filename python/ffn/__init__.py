@@ -318,7 +318,8 @@ def from_torch(module, variant=None):
     if variant is None and hasattr(module, "config") and hasattr(module.config, "hidden_act"):
         act = _core.hf_activation(module.config.hidden_act)
         if act is None:
-            raise Error(f"from_torch: hidden_act {module.config.hidden_act!r} is not supported")
+            why = _core.hf_activation_refusal(module.config.hidden_act) or "not an activation ffn knows"
+            raise Error(f"from_torch: hidden_act {module.config.hidden_act!r}: {why}")
         variant = "gated_" + act if gated else act  # gated_swish is swiglu, gated_gelu is geglu, ...
     if variant is None:
         raise Error(f"from_torch: cannot tell the activation of a {type(module).__name__}; pass variant=")
