@@ -18,7 +18,7 @@ constexpr double kLipschitz = 1.13;        // ≥ max |act'| over every activati
 constexpr double kOaiLimit = 7.0, kOaiAlpha = 1.702, kRelu6Limit = 6.0;
 
 // max |act'| over [g − e, g + e]: kLipschitz, but for relu2, whose slope 2·relu(z) grows
-// without bound: 2·max(|g| + e, 0) there.
+// without bound: 2·(|g| + e) there (≥ 2·relu(z) on the interval).
 inline double lipschitz(Activation a, double g, double e) {
   return a == Activation::relu2 ? 2.0 * (std::fabs(g) + e) : kLipschitz;
 }
@@ -109,6 +109,8 @@ inline double derivative_jump_near(Activation a, double g, double e) {
     default: return 0.0;
   }
 }
+// Whether the f32 up value within e of u may lie across clamped_swish's up limits ±7, where
+// the up factor's derivative jumps from 1 to 0.
 inline bool near_up_limit(Activation a, double u, double e) {
   return a == Activation::clamped_swish && std::fabs(std::fabs(u) - kOaiLimit) <= e;
 }

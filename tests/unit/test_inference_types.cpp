@@ -213,7 +213,10 @@ void expect_within_contract(const Block& f32, const MatrixTypes& types, const Ma
 TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
   test::ScopedIsa isa(GetParam());
   ThreadPool pool(2);
-  for (const Variant& v : all_variants())
+  for (const Variant& v : all_variants()) {
+    // quick_gelu and relu6 take the activation loops every type shares (test_forward.cpp and
+    // test_activation.cpp check them); relu2 stays, for its own terms in the quantisation bound.
+    if (v.activation == Activation::quick_gelu || v.activation == Activation::relu6) continue;
     for (const Shape& s : kShapes) {
       const Block f32 = Block::random({v, s.d, s.hidden, s.bias}, 7, &pool);
       const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f);
@@ -222,6 +225,7 @@ TEST_P(InferenceTypes, EveryVariantAndTypeWithinItsContract) {
       for (WeightType t : kTypes) expect_within_contract(f32, MatrixTypes::all(t), x, pool, what);
       for (const MatrixTypes& m : kMixes) expect_within_contract(f32, m, x, pool, what);
     }
+  }
 }
 
 // swiglu_oai with its clamps engaged (gates above 7, ups beyond ±7), every 32-block type.
