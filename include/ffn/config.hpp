@@ -30,6 +30,9 @@ enum class Activation {
   // The limit 7 (gpt-oss's swiglu_limit) and α = 1.702 are fixed in the activation, not
   // parameters: a checkpoint with another swiglu_limit is not this activation.
   clamped_swish,
+  quick_gelu,  // x·σ(1.702·x) (transformers' QuickGELUActivation; CLIP); clamped_swish without the clamp
+  relu2,       // relu(x)² (transformers' ReLUSquaredActivation; Nemotron, Primer)
+  relu6,       // min(max(x, 0), 6) (torch.nn.ReLU6; 6 is fixed, not a parameter)
 };
 
 struct Variant {
@@ -50,10 +53,14 @@ Variant parse_variant(std::string_view name);
 const std::vector<Variant>& named_variants();
 
 // Hugging Face's name of an activation (transformers' ACT2FN keys, as config.json's
-// hidden_act, activation_function or dense_act_fn give it) as ffn's; nullopt for a name
-// with no exact counterpart here (quick_gelu, gelu_10, ...). The checkpoint loader, ffn.load
-// and ffn.torch.patch all read names through it.
+// hidden_act, activation_function or dense_act_fn give it) as ffn's, where the two are the
+// same function; nullopt otherwise (gelu_10, mish, an unknown name, ...). The checkpoint
+// loader, ffn.load and ffn.torch.patch all read names through it.
 std::optional<Activation> activation_from_hf_name(std::string_view name);
+// For an ACT2FN key that ffn knows but does not run (gelu_10, mish, prelu, ...): why, in a
+// phrase fit to follow "hidden_act 'gelu_10': ". Empty for a name activation_from_hf_name
+// maps and for a name that is not an ACT2FN key at all.
+std::string hf_activation_refusal(std::string_view name);
 // The names activation_from_hf_name knows, sorted and comma-separated (for messages).
 std::string hf_activation_names();
 

@@ -328,7 +328,8 @@ def from_torch(module, variant=None):
     if variant is None and key is not None:
         act = _core.hf_activation(getattr(config, key))
         if act is None:
-            raise Error(f"from_torch: config.{key} {getattr(config, key)!r} is not supported")
+            why = _core.hf_activation_refusal(getattr(config, key)) or "not an activation ffn knows"
+            raise Error(f"from_torch: config.{key} {getattr(config, key)!r}: {why}")
         variant = "gated_" + act if gated else act  # gated_swish is swiglu, gated_gelu is geglu, ...
     if variant is None:
         raise Error(f"from_torch: cannot tell the activation of a {type(module).__name__}; pass variant=")

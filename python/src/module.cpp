@@ -206,7 +206,8 @@ PYBIND11_MODULE(_core, m) {
       py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none());
   // The library's lists, so that Python restates none of them: the named variants; what a
   // variant name means (canonical name, gated, activation; an ffn.Error listing the accepted
-  // names otherwise); Hugging Face's activation names (None for one with no counterpart).
+  // names otherwise); Hugging Face's activation names (None for one with no counterpart, and
+  // the reason where the name is one transformers knows).
   m.def("variants", [] {
     std::vector<std::string> names;
     for (const ffn::Variant& v : ffn::named_variants()) names.push_back(ffn::variant_name(v));
@@ -225,6 +226,10 @@ PYBIND11_MODULE(_core, m) {
         if (const auto a = ffn::activation_from_hf_name(name)) return std::string(ffn::activation_name(*a));
         return std::nullopt;
       },
+      py::arg("name"));
+  // Why an ACT2FN name ffn knows is not run ("" for a mapped or unknown name).
+  m.def(
+      "hf_activation_refusal", [](const std::string& name) { return ffn::hf_activation_refusal(name); },
       py::arg("name"));
   m.def("llama_hidden", &ffn::llama_hidden, py::arg("d"), py::arg("multiple_of"),
         py::arg("ffn_dim_multiplier") = py::none());

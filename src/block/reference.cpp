@@ -3,7 +3,8 @@
 //
 // Error bound of an f32 forward (first order, then doubled for the higher-order terms).
 // With u = 2⁻²⁴, G_j = Σ_k |W_gate[j][k]·x_k| + |b_gate[j]| (U_j likewise for up) and L =
-// 1.13 ≥ max |act'| over every activation here (GELU's is 1.129, Swish's 1.100):
+// 1.13 ≥ max |act'| over every activation here (GELU's is 1.129, Swish's 1.100) but relu2,
+// whose slope 2·relu(g) is unbounded: L = 2·(|g_j| + e_g) for it (reference::lipschitz):
 //   gate/up pre-activations (D products + a bias):  e_g ≤ (D+1)·u·G_j, e_u ≤ (D+1)·u·U_j
 //   activation (libm within a few ulps, plus the    e_a ≤ L·e_g + 8·u·(|a_j| + |g_j|)
 //   cancellation of 1 + tanh for large negative g)
@@ -37,7 +38,6 @@ using reference::activation;
 using reference::bias_at;
 using reference::Dot;
 using reference::dot;
-using reference::kLipschitz;
 using reference::kUnitRoundoff;
 
 }  // namespace
@@ -56,7 +56,7 @@ void reference_forward_token(const Block& block, const float* x, double* y_out, 
     const double a = activation(c.variant.activation, pre.value);
     const double per_term = static_cast<double>(D + 1) * u + operand_rounding;  // of Σ|terms|
     const double e_pre = per_term * pre.abs_sum;
-    const double e_a = kLipschitz * e_pre + 8.0 * u * (std::fabs(a) + std::fabs(pre.value));
+    const double e_a = reference::lipschitz(c.variant.activation, pre.value, e_pre) * e_pre + 8.0 * u * (std::fabs(a) + std::fabs(pre.value));
     double hj = a, e_h = e_a;
     if (c.variant.gated) {
       const double v = reference::up_factor(c.variant.activation, up.value);

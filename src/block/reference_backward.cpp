@@ -7,12 +7,16 @@
 // (the forward's derivation in reference.cpp, carried on). u = 2⁻²⁴; per hidden unit j,
 // with G_j, U_j the Σ|terms| of the gate and up pre-activations (bias included),
 // P_j = Σ_i |dy_i·W_down[i][j]|, L = 1.13 ≥ max|act'| and C = 1 ≥ max|act''| (GELU and its
-// tanh form 0.798, Swish 0.5, σ 0.096, ReLU and identity 0):
+// tanh form 0.798, quick_gelu 0.851, Swish 0.5, σ 0.096, ReLU, relu6 and identity 0) — but
+// for relu2, whose slope 2·relu(g) is unbounded: L = 2·(|g| + e_g) and C = 2 there
+// (reference::lipschitz, reference::curvature):
 //   pre-activations          e_g = (D+1)·u·G_j,  e_u = (D+1)·u·U_j
 //   activation               e_a  ≤ L·e_g + 8·u·(|a| + |g|)                      (forward's)
 //   its derivative           e_a' ≤ C·e_g + 16·u·(1 + |g|)  (libm within a few ulps; the
 //                            16·u·|g| covers 1 − σ and 1 − t² losing their low bits);
-//                            ReLU: e_a' = 1 when |g| ≤ e_g (the f32 g may lie across 0)
+//                            where the f32 g may lie across a kink, + the jump of a'
+//                            there: 1 at ReLU's 0 and relu6's 0 and 6 (|g| ≤ e_g,
+//                            |g − 6| ≤ e_g); relu2's a' is continuous
 //   dh = dy·W_down (D terms) e_dh ≤ D·u·P_j
 //   gated  h = a·u           e_h  ≤ e_a·|u| + |a|·e_u + u·|h|
 //          du = dh·a         e_du ≤ e_dh·|a| + |dh|·e_a + u·|du|
@@ -20,8 +24,8 @@
 //   clamped_swish: u above is v = clamp(u, −7, 7) + 1 with e_v ≤ e_u + u·|v| (the forward's),
 //          du = (dh·a)·v' with v' = [|u| ≤ 7] ∈ {0, 1} exact: e_du as above times v'; and
 //          where the f32 u may lie across ±7 (||u| − 7| ≤ e_u), v' may differ: + |dh·a|.
-//          Likewise a' jumps by ≤ L at g = 7: where |g − 7| ≤ e_g, e_a' += L. (C ≥ 1.702·0.5,
-//          the clamped Swish's largest |a''|.)
+//          Likewise a' jumps by ≤ L at g = 7: where |g − 7| ≤ e_g, e_a' += L (the jump
+//          above). (C ≥ 1.702·0.5, the clamped Swish's largest |a''|.)
 //   2-matrix h = a(z), dz = dh·a'(z): e_h = e_a, e_dz ≤ e_dh·|a'| + |dh|·e_a' + u·|dz|
 //   a gradient over T tokens, Σ_t p_t·q_t with p exact (dy or x) and q an f32 value
 //   carrying error e_q:      ≤ Σ_t |p_t|·e_q + T·u·Σ_t |p_t·q_t|
@@ -46,9 +50,7 @@ using reference::bias_at;
 using reference::derivative;
 using reference::Dot;
 using reference::dot;
-using reference::kLipschitz;
 using reference::kUnitRoundoff;
-constexpr double kCurvature = 1.0;
 constexpr double kFloor = 0x1p-126;  // the smallest normal f32: a zero gradient's bound
 
 ReferenceGradient zeros(const Matrix& like) {
@@ -106,10 +108,9 @@ void reference_backward_token(const Block& block, const float* x, const float* d
     n.up = up.value;
     n.e_up = static_cast<double>(D + 1) * u * up.abs_sum;
     const double a = activation(act, g), ad = derivative(act, g);
-    const double e_a = kLipschitz * e_g + 8.0 * u * (std::fabs(a) + std::fabs(g));
-    double e_ad = kCurvature * e_g + 16.0 * u * (1.0 + std::fabs(g));
-    if (act == Activation::relu && std::fabs(g) <= e_g) e_ad = 1.0;
-    if (reference::near_gate_limit(act, g, e_g)) e_ad += kLipschitz;
+    const double e_a = reference::lipschitz(act, g, e_g) * e_g + 8.0 * u * (std::fabs(a) + std::fabs(g));
+    const double e_ad = reference::curvature(act) * e_g + 16.0 * u * (1.0 + std::fabs(g)) +
+                        reference::derivative_jump_near(act, g, e_g);
 
     double dh = 0.0, dh_abs = 0.0;
     for (int64_t i = 0; i < D; ++i) {

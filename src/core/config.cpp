@@ -13,7 +13,7 @@ struct ActivationEntry {
   Activation activation;
   std::string_view name;
 };
-constexpr std::array<ActivationEntry, 7> kActivations{{
+constexpr std::array<ActivationEntry, 10> kActivations{{
     {Activation::relu, "relu"},
     {Activation::gelu, "gelu"},
     {Activation::gelu_tanh, "gelu_tanh"},
@@ -21,6 +21,9 @@ constexpr std::array<ActivationEntry, 7> kActivations{{
     {Activation::sigmoid, "sigmoid"},
     {Activation::identity, "identity"},
     {Activation::clamped_swish, "clamped_swish"},
+    {Activation::quick_gelu, "quick_gelu"},
+    {Activation::relu2, "relu2"},
+    {Activation::relu6, "relu6"},
 }};
 
 struct NamedVariant {
@@ -42,23 +45,53 @@ constexpr std::array<NamedVariant, 9> kNamedVariants{{
 // Named too, but not one of Shazeer's (named_variants() stays his nine).
 constexpr NamedVariant kSwigluOai{"swiglu_oai", {true, Activation::clamped_swish}};
 
-// transformers' ACT2FN names with an exact counterpart here, sorted by name.
+// transformers' ACT2FN keys (src/transformers/activations.py, ACT2CLS) with an exact
+// counterpart here, sorted by name, each with why it is the same function; "identity" is
+// not a key there, but a name configs use for the same thing as "linear".
 struct HfActivation {
   std::string_view name;
   Activation activation;
 };
-constexpr std::array<HfActivation, 10> kHfActivations{{
-    {"gelu", Activation::gelu},
-    // gelu_fast is 0.5·x·(1 + tanh(0.79788456·x·(1 + 0.044715·x²))): the tanh form, regrouped.
+constexpr std::array<HfActivation, 16> kHfActivations{{
+    {"gelu", Activation::gelu},  // GELUActivation: nn.functional.gelu, the erf form
+    // AccurateGELUActivation: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), the tanh form
+    // itself (its name notwithstanding, no more accurate than gelu_new).
+    {"gelu_accurate", Activation::gelu_tanh},
+    // FastGELUActivation, 0.5·x·(1 + tanh(0.7978845608·x·(1 + 0.044715·x²))): the tanh form,
+    // regrouped (√(2/π) to 10 digits, below f32's resolution).
     {"gelu_fast", Activation::gelu_tanh},
-    {"gelu_new", Activation::gelu_tanh},
-    {"gelu_pytorch_tanh", Activation::gelu_tanh},
+    {"gelu_new", Activation::gelu_tanh},  // NewGELUActivation: the tanh form, written out
+    // GELUActivation(use_gelu_python=True): x·0.5·(1 + erf(x/√2)), the erf form in Python.
+    {"gelu_python", Activation::gelu},
+    // GELUTanh(use_gelu_tanh_python=True): the tanh form in Python.
+    {"gelu_python_tanh", Activation::gelu_tanh},
+    {"gelu_pytorch_tanh", Activation::gelu_tanh},  // GELUTanh: gelu(approximate="tanh")
     {"identity", Activation::identity},
-    {"linear", Activation::identity},
-    {"relu", Activation::relu},
-    {"sigmoid", Activation::sigmoid},
-    {"silu", Activation::swish},
-    {"swish", Activation::swish},
+    {"linear", Activation::identity},  // LinearActivation: returns its input
+    {"quick_gelu", Activation::quick_gelu},  // QuickGELUActivation: x·σ(1.702·x)
+    {"relu", Activation::relu},  // nn.ReLU
+    {"relu2", Activation::relu2},  // ReLUSquaredActivation: square(relu(x))
+    {"relu6", Activation::relu6},  // nn.ReLU6: hardtanh(x, 0, 6)
+    {"sigmoid", Activation::sigmoid},  // nn.Sigmoid
+    {"silu", Activation::swish},  // SiLUActivation / nn.SiLU: x·σ(x)
+    {"swish", Activation::swish},  // nn.SiLU
+}};
+
+// The other ACT2FN keys, sorted by name: functions ffn does not run, each with the reason.
+struct HfRefusal {
+  std::string_view name;
+  std::string_view reason;
+};
+constexpr std::array<HfRefusal, 9> kHfRefusals{{
+    {"gelu_10", "ClippedGELUActivation clips GELU's output to [-10, 10]; ffn has no clipped GELU"},
+    {"hardswish", "nn.Hardswish, x·relu6(x + 3)/6, is not an activation ffn runs"},
+    {"laplace", "LaplaceActivation, 0.5·(1 + erf((x - 0.707107)/(0.282095·√2))), is not an activation ffn runs"},
+    {"leaky_relu", "nn.LeakyReLU has a negative slope (0.01 by default) that ffn's relu does not"},
+    {"mish", "MishActivation, x·tanh(softplus(x)), is not an activation ffn runs"},
+    {"prelu", "nn.PReLU has a learned negative slope, a parameter outside the MLP's weights that ffn does not read"},
+    {"sqrtsoftplus", "SqrtSoftplusActivation, √softplus(x), is not an activation ffn runs"},
+    {"tanh", "nn.Tanh is not an activation ffn runs"},
+    {"xielu", "XIELUActivation has learned parameters (alpha_p, alpha_n) outside the MLP's weights that ffn does not read"},
 }};
 
 std::string accepted_variant_names() {
@@ -135,6 +168,12 @@ std::optional<Activation> activation_from_hf_name(std::string_view name) {
   for (const auto& a : kHfActivations)
     if (a.name == name) return a.activation;
   return std::nullopt;
+}
+
+std::string hf_activation_refusal(std::string_view name) {
+  for (const auto& r : kHfRefusals)
+    if (r.name == name) return std::string(r.reason);
+  return {};
 }
 
 std::string hf_activation_names() {

@@ -42,15 +42,12 @@ std::string t5_activation_name(const std::string& value, bool& gated, const std:
   return value == "gated-gelu" ? "gelu_new" : act;
 }
 
-// Until the activation list says why it refuses a name (merged from the activations' branch).
-std::string hf_activation_refusal(const std::string&) { return ""; }
-
 Activation hf_activation(const std::string& name, const std::string& where, const std::string& file) {
   if (const auto a = activation_from_hf_name(name)) return *a;
-  const std::string reason = hf_activation_refusal(name);
-  if (!reason.empty()) throw Error(file + ": " + where + " '" + name + "' is not supported: " + reason);
-  throw Error(file + ": " + where + " '" + name + "' is not supported: it is no activation ffn knows (ffn knows " +
-              hf_activation_names() + ")");
+  const std::string reason = hf_activation_refusal(name);  // a transformers name ffn does not run, and why
+  throw Error(file + ": " + where + " '" + name + "' is not supported: " +
+              (reason.empty() ? "it is no activation name transformers or ffn knows (ffn knows " + hf_activation_names() + ")"
+                              : reason));
 }
 
 ActivationHint from_config_json(const TensorSource& source, const nlohmann::json& config, bool gated) {

@@ -1,5 +1,5 @@
 // The activations and their derivatives, written once over an element-wise math traits
-// type M (ScalarMath, Avx2Math, Avx512Math: add/sub/mul/div, relu, step, min_keep_nan,
+// type M (ScalarMath, Avx2Math, Avx512Math, NeonMath: add/sub/mul/div, relu, step, min_keep_nan,
 // clamp_keep_nan, exp, erfc, tanh, loads and masked tails). Every formula is evaluated in
 // the same order of f32 operations on every ISA, so ISAs differ only by their exp / erfc /
 // tanh (libm's within a few ulps; SLEEF's exp / tanh within 1.0 ulp, erfc_f32.hpp's erfc
@@ -40,16 +40,26 @@ struct ActivationFormulas {
   static V sigmoid(V v) { return M::div(M::set1(1.0f), M::add(M::set1(1.0f), M::exp(M::mul(v, M::set1(-1.0f))))); }
   static V sigmoid_complement(V v) { return M::div(M::set1(1.0f), M::add(M::set1(1.0f), M::exp(v))); }
   static V swish(V v) { return M::mul(v, sigmoid(v)); }
+  // x·σ(α·x), α = 1.702, as transformers' QuickGELUActivation evaluates it (α·x, σ, the
+  // product). clamped_swish below is this at min(g, 7).
+  static constexpr float kQuickGeluAlpha = 1.702f;
+  static V quick_gelu(V v) { return M::mul(v, sigmoid(M::mul(v, M::set1(kQuickGeluAlpha)))); }
+  // relu(x)², as ReLUSquaredActivation: relu keeps NaN and −0, and (−0)² = +0 as torch.square.
+  static V relu2(V v) {
+    const V r = M::relu(v);
+    return M::mul(r, r);
+  }
+  // min(max(x, 0), 6), as torch's relu6 (a clamp): NaN and −0 kept. Written as relu, then the
+  // NaN-keeping min, because a max with +0 turns −0 into +0 on some ISAs (Arm's FMAX).
+  static constexpr float kRelu6Limit = 6.0f;
+  static V relu6(V v) { return M::min_keep_nan(M::relu(v), kRelu6Limit); }
 
   // gpt-oss's gated activation (config.hpp, clamped_swish), as GptOssExperts evaluates it:
   // the gate m·σ(α·m), m = min(g, 7), and the up factor clamp(u, −7, 7) + 1, both keeping
   // NaN as PyTorch's clamp does. 7 and α = 1.702 are fixed (gpt-oss's swiglu_limit, alpha).
-  static constexpr float kOaiLimit = 7.0f, kOaiAlpha = 1.702f;
+  static constexpr float kOaiLimit = 7.0f, kOaiAlpha = kQuickGeluAlpha;
   static constexpr float kOaiAboveLimit = 0x1.c00002p+2f;  // the float after 7: v ≤ 7 ⇔ 7⁺ − v > 0
-  static V clamped_swish(V g) {
-    const V m = M::min_keep_nan(g, kOaiLimit);
-    return M::mul(m, sigmoid(M::mul(m, M::set1(kOaiAlpha))));
-  }
+  static V clamped_swish(V g) { return quick_gelu(M::min_keep_nan(g, kOaiLimit)); }
   static V oai_up(V u) { return M::add(M::clamp_keep_nan(u, -kOaiLimit, kOaiLimit), M::set1(1.0f)); }
 
   // Derivatives, the same functions as PyTorch's autograd formulas (aten's GeluBackward,
@@ -76,13 +86,20 @@ struct ActivationFormulas {
   static V sigmoid_grad(V z) { return M::mul(sigmoid(z), sigmoid_complement(z)); }
   // d/dz z·σ(z) = σ(z)·(1 + z·(1 − σ(z))).
   static V swish_grad(V z) { return M::mul(sigmoid(z), M::add(M::set1(1.0f), M::mul(z, sigmoid_complement(z)))); }
+  // d/dx x·σ(α·x) = σ(z) + α·x·σ(z)·σ(−z) = σ(z)·(1 + z·σ(−z)), z = α·x: Swish's slope at
+  // α·x, with σ(−z) never as 1 − σ(z). At x = ±Inf it is NaN (∞·0), as autograd's product rule
+  // gives it through x·sigmoid(1.702·x).
+  static V quick_gelu_grad(V x) { return swish_grad(M::mul(x, M::set1(kQuickGeluAlpha))); }
+  // d/dz relu(z)² = 2·relu(z): 0 for z ≤ 0, NaN for NaN (autograd's pow backward of NaN).
+  static V relu2_grad(V z) { return M::mul(M::set1(2.0f), M::relu(z)); }
+  // d/dz relu6(z) = [0 < z < 6]: aten's hardtanh_backward passes the gradient strictly inside
+  // (0, 6) and gives 0 at both ends, beyond them and (its vectorised loop) for NaN. 6 − z is
+  // exact for z near 6 (Sterbenz), so the test z < 6 is exact.
+  static V relu6_grad(V z) { return M::mul(M::step(z), M::step(M::sub(M::set1(kRelu6Limit), z))); }
   // d/dg m·σ(α·m) = [g ≤ 7]·σ(z)·(1 + z·σ(−z)), z = α·m: autograd's clamp passes the
   // gradient where g is at most the limit, 7 itself included, and gives 0 above it. The
   // slope is taken at m, so that g = +Inf gives 0 (not 0·NaN); a NaN g gives NaN.
-  static V clamped_swish_grad(V g) {
-    const V m = M::min_keep_nan(g, kOaiLimit), z = M::mul(m, M::set1(kOaiAlpha));
-    return M::mul(below_limit(g), swish_grad(z));
-  }
+  static V clamped_swish_grad(V g) { return M::mul(below_limit(g), quick_gelu_grad(M::min_keep_nan(g, kOaiLimit))); }
   // d/du of clamp(u, −7, 7) + 1: 1 for −7 ≤ u ≤ 7 (the ends included, as autograd has it),
   // else 0 (NaN too).
   static V oai_up_grad(V u) { return M::mul(below_limit(u), below_limit(M::mul(u, M::set1(-1.0f)))); }
@@ -133,6 +150,12 @@ void with_activation(Activation a, Body body) {
       return body([](V v) { return v; });
     case Activation::clamped_swish:
       return body([](V v) { return A::clamped_swish(v); });
+    case Activation::quick_gelu:
+      return body([](V v) { return A::quick_gelu(v); });
+    case Activation::relu2:
+      return body([](V v) { return A::relu2(v); });
+    case Activation::relu6:
+      return body([](V v) { return A::relu6(v); });
   }
 }
 template <class M, class Body>
@@ -154,6 +177,12 @@ void with_derivative(Activation a, Body body) {
       return body([](V) { return M::set1(1.0f); });
     case Activation::clamped_swish:
       return body([](V z) { return A::clamped_swish_grad(z); });
+    case Activation::quick_gelu:
+      return body([](V z) { return A::quick_gelu_grad(z); });
+    case Activation::relu2:
+      return body([](V z) { return A::relu2_grad(z); });
+    case Activation::relu6:
+      return body([](V z) { return A::relu6_grad(z); });
   }
 }
 

@@ -12,8 +12,21 @@ import math
 import numpy as np
 
 U = 2.0**-24
-LIPSCHITZ = 1.13  # >= max |act'| for every activation here (GELU: 1.129, Swish and clamped_swish: 1.100)
-OAI_LIMIT, OAI_ALPHA = 7.0, 1.702  # gpt-oss's swiglu_limit and alpha, fixed in clamped_swish
+LIPSCHITZ = 1.13  # >= max |act'| for every activation here but relu2 (GELU: 1.129, Swish, quick_gelu and
+                  # clamped_swish: 1.100, relu6: 1); relu2's slope 2*relu(z) is unbounded: see lipschitz()
+OAI_LIMIT, OAI_ALPHA = 7.0, 1.702  # gpt-oss's swiglu_limit and alpha, fixed in clamped_swish (quick_gelu's alpha)
+RELU6_LIMIT = 6.0
+
+
+def lipschitz(activation, z, e):
+    """max |act'| over [z - e, z + e]: LIPSCHITZ, or relu2's 2*(|z| + e)."""
+    return 2.0 * (np.abs(z) + e) if activation == "relu2" else LIPSCHITZ
+
+
+def magnitude(activation, z):
+    """A bound on |act(z)|: max(|z|, 1), or relu2's z**2."""
+    return z * z if activation == "relu2" else np.maximum(np.abs(z), 1.0)
+
 
 _erfc = np.vectorize(math.erfc)
 
@@ -26,6 +39,10 @@ ACTIVATIONS = {
     "identity": lambda z: z,
     # gpt-oss's gate: m * sigmoid(1.702 m), m = min(z, 7) (gated blocks only; see up_factor)
     "clamped_swish": lambda z: np.minimum(z, OAI_LIMIT) / (1.0 + np.exp(-OAI_ALPHA * np.minimum(z, OAI_LIMIT))),
+    # transformers' QuickGELUActivation, ReLUSquaredActivation and torch's ReLU6
+    "quick_gelu": lambda z: z / (1.0 + np.exp(-OAI_ALPHA * z)),
+    "relu2": lambda z: np.maximum(z, 0.0) ** 2,
+    "relu6": lambda z: np.clip(z, 0.0, RELU6_LIMIT),
 }
 
 
@@ -60,7 +77,7 @@ def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
     a = ACTIVATIONS[activation](pre)
     per_term = (d + 1) * U + operand_rounding  # of the sum of |terms|
     e_pre = per_term * pre_abs
-    e_a = LIPSCHITZ * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
+    e_a = lipschitz(activation, pre, e_pre) * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
     if gated:
         # clamped_swish: v = clip(up) + 1 is 1-Lipschitz in up and its + 1 rounds once.
         v = up_factor(activation, up)
@@ -95,7 +112,8 @@ def quantisation_bound(state, x, activation, gated, x_block, h_block):
     """The integer types' extra term (the C++ contract of test_inference_types.cpp, restated):
     x is quantised in blocks of x_block (32: q8_0, 256: q8_K) and h in blocks of h_block; the
     errors e are propagated through the weights' magnitudes:
-      δu = |W_up|·e_x, δg likewise;  δh = L·δg·(|u| + δu) + max(|g|, 1)·δu (gated), L·δu;
+      δu = |W_up|·e_x, δg likewise;  δh = L·δg·(|u| + δu) + max(|g|, 1)·δu (gated), L·δu
+      (relu2: L = 2·(|g| + δg), g² for max(|g|, 1));
       δy = |W_down|·(δh + e_h(|h| + δh))."""
     ex = _q8_errors(x, x_block)
     up, _ = _linear(x, state["up.weight"], state.get("up.bias"))
@@ -105,9 +123,9 @@ def quantisation_bound(state, x, activation, gated, x_block, h_block):
         dg = ex @ np.abs(state["gate.weight"]).T
         v = up_factor(activation, up)  # 1-Lipschitz in up: its error is within du too
         h = ACTIVATIONS[activation](g) * v
-        dh = LIPSCHITZ * dg * (np.abs(v) + du) + np.maximum(np.abs(g), 1.0) * du
+        dh = lipschitz(activation, g, dg) * dg * (np.abs(v) + du) + magnitude(activation, g) * du
     else:
         h = ACTIVATIONS[activation](up)
-        dh = LIPSCHITZ * du
+        dh = lipschitz(activation, up, du) * du
     eh = _q8_errors(np.abs(h) + dh, h_block)
     return (dh + eh) @ np.abs(state["down.weight"]).T

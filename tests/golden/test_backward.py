@@ -27,7 +27,24 @@ import bound
 import seeds
 
 U = bound.U
-CURVATURE = 1.0  # >= max|act''|: GELU (both forms) 0.798, Swish 0.5, sigmoid 0.096, ReLU/identity 0
+CURVATURE = 1.0  # >= max|act''|: GELU (both forms) 0.798, quick_gelu 0.851, Swish 0.5, sigmoid 0.096,
+                 # ReLU/relu6/identity 0; relu2's is 2 (curvature())
+
+
+def curvature(activation):
+    return 2.0 if activation == "relu2" else CURVATURE
+
+
+def derivative_jump(activation, z, e):
+    """The largest jump of act' within e of z: where the f32 pre-activation may lie across a
+    kink (ReLU's 0, relu6's 0 and 6: 1; clamped_swish's 7: LIPSCHITZ); relu2's act' is continuous."""
+    if activation == "relu":
+        return np.where(np.abs(z) <= e, 1.0, 0.0)
+    if activation == "relu6":
+        return np.where((np.abs(z) <= e) | (np.abs(z - bound.RELU6_LIMIT) <= e), 1.0, 0.0)
+    if activation == "clamped_swish":
+        return np.where(np.abs(z - bound.OAI_LIMIT) <= e, bound.LIPSCHITZ, 0.0)
+    return np.zeros_like(z)
 FLOOR = 2.0**-126  # the smallest normal f32: the bound of a gradient that is exactly 0
 
 _erfc = np.vectorize(math.erfc)
@@ -54,6 +71,10 @@ DERIVATIVES = {
     # 0 above the limit; the limit itself passes the gradient, as autograd's clamp has it
     "clamped_swish": lambda z: np.where(z <= bound.OAI_LIMIT, _sigmoid(bound.OAI_ALPHA * z) * (
         1.0 + bound.OAI_ALPHA * z * (1.0 - _sigmoid(bound.OAI_ALPHA * z))), 0.0),
+    "quick_gelu": lambda z: _sigmoid(bound.OAI_ALPHA * z) * (1.0 + bound.OAI_ALPHA * z * (1.0 - _sigmoid(bound.OAI_ALPHA * z))),
+    "relu2": lambda z: 2.0 * np.maximum(z, 0.0),
+    # 1 strictly inside (0, 6), 0 at both ends, as aten's hardtanh_backward
+    "relu6": lambda z: ((z > 0) & (z < bound.RELU6_LIMIT)).astype(z.dtype),
 }
 
 ACTIVATION_OF = {
@@ -82,13 +103,10 @@ def backward_and_bound(state, x, dy, activation, gated):
     pre, pre_abs = bound._linear(x, state["gate.weight"], state.get("gate.bias")) if gated else (up, up_abs)
     e_up, e_pre = (d + 1) * U * up_abs, (d + 1) * U * pre_abs
     a, ad = bound.ACTIVATIONS[activation](pre), DERIVATIVES[activation](pre)
-    e_a = bound.LIPSCHITZ * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
-    e_ad = CURVATURE * e_pre + 16 * U * (1 + np.abs(pre))
-    if activation == "relu":  # the f32 pre-activation may lie across the kink
-        e_ad = np.where(np.abs(pre) <= e_pre, 1.0, e_ad)
+    e_a = bound.lipschitz(activation, pre, e_pre) * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
+    # + act''s jump where the f32 pre-activation may lie across a kink
+    e_ad = curvature(activation) * e_pre + 16 * U * (1 + np.abs(pre)) + derivative_jump(activation, pre, e_pre)
     oai = activation == "clamped_swish"
-    if oai:  # act' jumps by <= L where the f32 gate may lie across the limit 7
-        e_ad = e_ad + np.where(np.abs(pre - bound.OAI_LIMIT) <= e_pre, bound.LIPSCHITZ, 0.0)
     wd = state["down.weight"]
     dh = dy @ wd
     e_dh = d * U * (np.abs(dy) @ np.abs(wd))

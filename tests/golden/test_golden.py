@@ -28,6 +28,9 @@ SHAPES = [
 ACTIVATION_OF = {
     "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh", "swish": "swish", "glu": "sigmoid",
     "bilinear": "identity", "reglu": "relu", "geglu": "gelu", "swiglu": "swish", "gated_gelu_tanh": "gelu_tanh",
+    # Hugging Face's (test_hf_activations.py)
+    "quick_gelu": "quick_gelu", "gated_quick_gelu": "quick_gelu", "relu2": "relu2", "gated_relu2": "relu2",
+    "relu6": "relu6", "gated_relu6": "relu6",
 }
 
 

@@ -11,24 +11,51 @@
 namespace ffn::test {
 
 // The nine named variants, T5 v1.1's gated GELU (tanh form), the two 2-matrix blocks
-// whose activations are otherwise only gates, and gpt-oss's swiglu_oai.
+// whose activations are otherwise only gates, gpt-oss's swiglu_oai, and Hugging Face's
+// quick_gelu (CLIP's 2-matrix block), relu2 (Nemotron's) and relu6, gated.
 inline std::vector<Variant> all_variants() {
   std::vector<Variant> v = named_variants();
   v.push_back({true, Activation::gelu_tanh});
   v.push_back({false, Activation::sigmoid});
   v.push_back({false, Activation::identity});
   v.push_back({true, Activation::clamped_swish});
+  v.push_back({false, Activation::quick_gelu});
+  v.push_back({false, Activation::relu2});
+  v.push_back({true, Activation::relu6});
   return v;
 }
 
-// A swiglu_oai block whose gate and up pre-activations reach past gpt-oss's limit 7 (at x
-// uniform in ±2 they are ~10× Block::random's ≈ 0.67 spread): its clamps are engaged.
-inline Block clamping_block(int64_t d, int64_t hidden, bool bias, uint32_t seed) {
-  Block b = Block::random({{true, Activation::clamped_swish}, d, hidden, bias}, seed);
+// A block whose gate and up weights and biases are 10× Block::random's: at x uniform in ±2
+// its pre-activations spread over about ±7 (Block::random's ≈ 0.67, ×10), reaching past
+// gpt-oss's limit 7 and relu6's 6, and into relu2's steep part.
+inline Block scaled_block(Variant v, int64_t d, int64_t hidden, bool bias, uint32_t seed) {
+  Block b = Block::random({v, d, hidden, bias}, seed);
   auto& w = b.weights();
   for (Matrix* m : {&w.gate, &w.up, &w.gate_bias, &w.up_bias})
     for (int64_t i = 0; i < m->size(); ++i) m->data()[i] *= 10.0f;
   return b;
+}
+// A swiglu_oai block with its clamps engaged.
+inline Block clamping_block(int64_t d, int64_t hidden, bool bias, uint32_t seed) {
+  return scaled_block({true, Activation::clamped_swish}, d, hidden, bias, seed);
+}
+
+// The share of the (token, unit) pairs of x whose activation's argument (the gate's
+// pre-activation, the up's in a 2-matrix block) is above `limit`, in double.
+inline double share_above(const Block& b, const Matrix& x, double limit) {
+  const auto& w = b.weights();
+  const bool gated = b.config().variant.gated;
+  const Matrix& m = gated ? w.gate : w.up;
+  const Matrix& bias = gated ? w.gate_bias : w.up_bias;
+  const int64_t D = b.config().d_model, H = b.config().hidden;
+  double n = 0;
+  for (int64_t t = 0; t < x.rows(); ++t)
+    for (int64_t j = 0; j < H; ++j) {
+      double z = bias.empty() ? 0.0 : bias.data()[j];
+      for (int64_t k = 0; k < D; ++k) z += double(m.row(j)[k]) * x.row(t)[k];
+      n += z > limit;
+    }
+  return n / double(x.rows() * H);
 }
 
 // The shares of the (token, unit) pairs of x whose gate is above 7 and whose up is beyond

@@ -1,6 +1,8 @@
 // The activation kernels of every ISA's table against double-precision formulas
 // evaluated at the same f32 inputs: a dense sweep of [−30, 30], magnitudes from 1e−45 to
-// 1e5 of both signs, ±100, ±1e4, subnormals, the edge of expf's overflow, ±0, ±Inf, NaN.
+// 1e5 of both signs, ±100, ±1e4, subnormals, the edge of expf's overflow, ±0, ±Inf, NaN,
+// and the limits of clamped_swish (7) and relu6 (0 and 6) with their neighbours. An exact
+// value beyond f32's range (relu2(1e30)) must come out as Inf of its sign.
 //
 // Tolerance, per element: |f32 − exact| ≤ (16 + 4·κ(x))·u·|exact| + 1e−36, u = 2⁻²⁴, where
 // κ(x) = |x·f′(x)/f(x)| is the condition number of f at x. Why each term:
@@ -56,6 +58,7 @@ double tanh_inner(double x) { return std::sqrt(2.0 / M_PI) * (x + 0.044715 * x *
 double oai_swish(double m) { return m * sigmoid(1.702 * m); }
 double oai_swish_grad(double m) { return sigmoid(1.702 * m) * (1 + 1.702 * m * sigmoid(-1.702 * m)); }
 constexpr float kAboveSeven = 0x1.c00002p+2f, kBelowSeven = 0x1.bffffep+2f;  // 7's neighbours
+constexpr float kAboveSix = 0x1.800002p+2f, kBelowSix = 0x1.7ffffep+2f;      // 6's (relu6's limit)
 
 std::vector<Formula> formulas() {
   return {
@@ -74,6 +77,13 @@ std::vector<Formula> formulas() {
       // min(x, 7)·σ(1.702·min(x, 7)); autograd's clamp passes the gradient at 7 itself.
       {Activation::clamped_swish, [](double x) { return oai_swish(std::min(x, 7.0)); },
        [](double x) { return x <= 7.0 ? oai_swish_grad(x) : 0.0; }, oai_swish, oai_swish_grad},
+      // transformers' QuickGELUActivation: x·σ(1.702·x), the clamped Swish without its clamp.
+      {Activation::quick_gelu, oai_swish, oai_swish_grad},
+      // ReLUSquaredActivation: relu(x)², slope 2·relu(x) (continuous at 0).
+      {Activation::relu2, [](double x) { return x < 0 ? 0.0 : x * x; }, [](double x) { return x > 0 ? 2 * x : 0.0; }},
+      // nn.ReLU6: min(max(x, 0), 6); aten's hardtanh_backward: 1 strictly inside (0, 6), 0 at the ends.
+      {Activation::relu6, [](double x) { return std::clamp(x, 0.0, 6.0); },
+       [](double x) { return x > 0 && x < 6 ? 1.0 : 0.0; }},
   };
 }
 
@@ -85,8 +95,8 @@ std::vector<float> sweep_inputs() {
     for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
   x.push_back(0.0f);
   x.push_back(-0.0f);
-  for (float s : {kBelowSeven, 7.0f, kAboveSeven})  // clamped_swish's limit and its neighbours
-    for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);
+  for (float s : {kBelowSeven, 7.0f, kAboveSeven, kBelowSix, 6.0f, kAboveSix})  // clamped_swish's and relu6's
+    for (float sign : {1.0f, -1.0f}) x.push_back(sign * s);                     // limits and their neighbours
   x.push_back(1.0f);  // length 7881: not a multiple of any vector width, so tails run too
   return x;
 }
@@ -101,6 +111,10 @@ double condition(const std::function<double(double)>& g, double x) {
 }
 
 void expect_close(const char* what, Activation a, float x, float got, double exact, double kappa) {
+  if (std::fabs(exact) > FLT_MAX) {  // relu2(1e30) = 1e60: beyond f32, so ±Inf, as PyTorch's square gives
+    EXPECT_EQ(double(got), std::copysign(INFINITY, exact)) << what << " of " << activation_name(a) << " at x = " << x;
+    return;
+  }
   const double tol = (16.0 + 4.0 * kappa) * kU * std::abs(exact) + 1e-36;
   EXPECT_LE(std::abs(double(got) - exact), tol)
       << what << " of " << activation_name(a) << " at x = " << x << " (" << std::hexfloat << x << std::defaultfloat
@@ -180,6 +194,7 @@ TEST_P(ActivationTest, SpecialValues) {
     activation_in_place(k, fm.activation, seven.data(), 1);
     const float at_inf = fm.activation == Activation::sigmoid         ? 1.0f
                          : fm.activation == Activation::clamped_swish ? seven[0]
+                         : fm.activation == Activation::relu6         ? 6.0f
                                                                       : inf;
     EXPECT_EQ(v[2], at_inf) << activation_name(fm.activation) << "(+Inf)";
     EXPECT_EQ(v[4], static_cast<float>(fm.f(0.0)));
@@ -191,6 +206,54 @@ TEST_P(ActivationTest, SpecialValues) {
   EXPECT_TRUE(std::isnan(h[2]));
   EXPECT_EQ(dz[0], 0.0f);
   EXPECT_EQ(dz[1], 0.0f);
+}
+
+// The three activations from transformers' table at the values where PyTorch's own choices
+// show (torch 1.13's F.relu6, torch.square(F.relu(x)) and x·sigmoid(1.702·x), forward and
+// autograd): −0 kept by relu6 and quick_gelu, squared to +0 by relu2; NaN kept; ±Inf as the
+// formula gives it (quick_gelu(−Inf) = −Inf·0 = NaN); relu6' = 0 at 0 and at 6 and for NaN
+// (hardtanh_backward's vectorised loop), 1 just inside; relu2' = NaN for NaN; quick_gelu'
+// = NaN at ±Inf (the product rule's ∞·0).
+TEST_P(ActivationTest, HuggingFaceActivationsSpecialValuesAsPyTorch) {
+  const Activations k = activations_of(GetParam());
+  ASSERT_TRUE(k.activation && k.backward);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> z = {-0.0f, nan, inf, -inf, 0.0f, 6.0f, -1.0f, 7.0f, kBelowSix, 0x1p-149f};
+  const int64_t n = static_cast<int64_t>(z.size());
+  struct Expected {
+    Activation a;
+    std::vector<float> h, dz;  // dz for dh = −1
+  };
+  const Expected cases[] = {
+      {Activation::relu6, {-0.0f, nan, 6, 0, 0, 6, 0, 6, kBelowSix, 0x1p-149f}, {0, 0, 0, 0, 0, 0, 0, 0, -1, -1}},
+      {Activation::relu2, {0.0f, nan, inf, 0, 0, 36, 0, 49, kBelowSix * kBelowSix, 0}, {0, nan, -inf, 0, 0, -12, 0, -14,
+                                                                                       -2 * kBelowSix, -0x1p-148f}},
+  };
+  for (const Expected& e : cases) {
+    std::vector<float> dh(n, -1.0f), h(n), dz(n);
+    k.backward(e.a, z.data(), dh.data(), h.data(), dz.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto at = [&] { return ::testing::Message() << activation_name(e.a) << " at " << z[i]; };
+      if (std::isnan(e.h[i])) {
+        EXPECT_TRUE(std::isnan(h[i])) << at() << ": h = " << h[i];
+      } else {
+        EXPECT_EQ(h[i], e.h[i]) << at();
+        EXPECT_EQ(std::signbit(h[i]), std::signbit(e.h[i])) << at() << ": the sign of zero";
+      }
+      if (std::isnan(e.dz[i])) {
+        EXPECT_TRUE(std::isnan(dz[i])) << at() << ": dz = " << dz[i];
+      } else {
+        EXPECT_EQ(dz[i], e.dz[i]) << at() << ": dz";
+      }
+    }
+  }
+  std::vector<float> dh(n, -1.0f), h(n), dz(n);
+  k.backward(Activation::quick_gelu, z.data(), dh.data(), h.data(), dz.data(), n);
+  EXPECT_TRUE(std::signbit(h[0]) && h[0] == 0.0f) << "quick_gelu(-0) = " << h[0];
+  EXPECT_TRUE(std::isnan(h[1]) && std::isnan(h[3])) << "quick_gelu(NaN), quick_gelu(-Inf)";
+  EXPECT_EQ(h[2], inf);
+  EXPECT_EQ(dz[0], -0.5f);  // σ(0) = 1/2, times dh = −1
+  EXPECT_TRUE(std::isnan(dz[1]) && std::isnan(dz[2]) && std::isnan(dz[3])) << dz[1] << " " << dz[2] << " " << dz[3];
 }
 
 // Each element depends on its own inputs only: any split of an array (threads, tiles,

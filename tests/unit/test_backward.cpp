@@ -160,6 +160,22 @@ TEST_P(Backward, ClampedSwishWithItsClampsEngagedMatchesReferenceWithinBound) {
   }
 }
 
+// Hugging Face's activations at pre-activations over about ±7 (relu6 past 6, relu2's slope
+// ~10), in both cache modes.
+TEST_P(Backward, HuggingFaceActivationsAtLargePreActivationsMatchReferenceWithinBound) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Variant v : {Variant{false, Activation::relu6}, Variant{true, Activation::relu6},
+                          Variant{false, Activation::relu2}, Variant{true, Activation::relu2},
+                          Variant{true, Activation::quick_gelu}})
+    for (const Shape& s : {Shape{33, 171, 33, true}, Shape{16, 48, 4, false}}) {
+      const Block block = test::scaled_block(v, s.d, s.hidden, s.bias, 5);
+      const Matrix x = random_matrix(s.tokens, s.d, 11, 2.0f), dy = random_matrix(s.tokens, s.d, 13, 1.0f);
+      EXPECT_GT(test::share_above(block, x, 6.0), 0.05) << variant_name(v);
+      expect_within_bound_in_both_modes(block, x, dy, pool);
+    }
+}
+
 // forward_train's y is Block::forward's, bit for bit, in either mode.
 TEST_P(Backward, ForwardTrainIsForward) {
   test::ScopedIsa isa(GetParam());
@@ -340,7 +356,8 @@ class FiniteDifference {
 };
 
 // min over the tokens [t0, t1) and hidden units [j0, j1) of the distance of a
-// pre-activation to a kink, in double — ReLU's at 0, swiglu_oai's at g = 7 and u = ±7:
+// pre-activation to a kink, in double — ReLU's at 0, relu6's at 0 and 6, swiglu_oai's at
+// g = 7 and u = ±7 (relu2's slope is continuous: its finite differences need no care):
 // it must be far (1e-3) from every argument a perturbation (≤ 1e-6·|p| moves it by ≪ 1e-5)
 // touches, or the central difference straddles it.
 double distance_to_kink(const Block& block, const Matrix& x, int64_t t0, int64_t t1, int64_t j0, int64_t j1) {
@@ -360,7 +377,8 @@ double distance_to_kink(const Block& block, const Matrix& x, int64_t t0, int64_t
                             std::fabs(std::fabs(pre(w.up, w.up_bias, t, j)) - 7.0)});
       } else {
         const bool gated = c.variant.gated;
-        nearest = std::min(nearest, std::fabs(pre(gated ? w.gate : w.up, gated ? w.gate_bias : w.up_bias, t, j)));
+        const double z = pre(gated ? w.gate : w.up, gated ? w.gate_bias : w.up_bias, t, j);
+        nearest = std::min({nearest, std::fabs(z), c.variant.activation == Activation::relu6 ? std::fabs(z - 6.0) : INFINITY});
       }
     }
   return nearest;
@@ -377,7 +395,8 @@ double worst_fd_ratio(Block& block, const Block& oracle_block, const Matrix& x, 
   Matrix x_mut(T, D);
   std::copy(x.data(), x.data() + x.size(), x_mut.data());
   FiniteDifference fd(block, x_mut, dy);
-  const bool kink = c.variant.activation == Activation::relu || c.variant.activation == Activation::clamped_swish;
+  const Activation a = c.variant.activation;
+  const bool kink = a == Activation::relu || a == Activation::relu6 || a == Activation::clamped_swish;
   std::mt19937 rng(17);
   double worst = 0;
   auto scale_of = [](const std::vector<double>& v) {

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "ffn/config.hpp"
 #include "expect_error.hpp"
@@ -79,6 +82,79 @@ TEST(Variant, NamesRoundTrip) {
   EXPECT_EQ(parse_variant("gated_clamped_swish"), oai);
   EXPECT_EQ(activation_name(Activation::clamped_swish), "clamped_swish");
   for (const Variant& v : named_variants()) EXPECT_NE(v, oai);
+}
+
+// Hugging Face's three (quick_gelu, relu2, relu6): by their names, 2-matrix and gated, and
+// every activation's {2-matrix, gated} pair round-trips through its canonical name.
+TEST(Variant, HuggingFaceActivationsByName) {
+  EXPECT_EQ(parse_variant("quick_gelu"), (Variant{false, Activation::quick_gelu}));
+  EXPECT_EQ(parse_variant("relu2"), (Variant{false, Activation::relu2}));
+  EXPECT_EQ(parse_variant("relu6"), (Variant{false, Activation::relu6}));
+  EXPECT_EQ(parse_variant("gated_quick_gelu"), (Variant{true, Activation::quick_gelu}));
+  EXPECT_EQ(parse_variant("gated_relu2"), (Variant{true, Activation::relu2}));
+  EXPECT_EQ(parse_variant("gated-relu6"), (Variant{true, Activation::relu6}));
+  EXPECT_EQ(variant_name({true, Activation::relu2}), "gated_relu2");
+  EXPECT_EQ(variant_name({false, Activation::relu6}), "relu6");
+  EXPECT_EQ(activation_name(Activation::quick_gelu), "quick_gelu");
+  for (const Activation a : {Activation::relu, Activation::gelu, Activation::gelu_tanh, Activation::swish,
+                             Activation::sigmoid, Activation::identity, Activation::clamped_swish,
+                             Activation::quick_gelu, Activation::relu2, Activation::relu6})
+    for (const bool gated : {false, true}) {
+      const Variant v{gated, a};
+      EXPECT_EQ(parse_variant(variant_name(v)), v) << variant_name(v);
+      if (a != Activation::clamped_swish || gated) EXPECT_NO_THROW(validate({v, 8, 16, true})) << variant_name(v);
+    }
+  expect_error([] { parse_variant("relu7"); }, {"relu7", "quick_gelu", "relu2", "relu6"});
+}
+
+// Every key of transformers' ACT2FN (activations.py's ACT2CLS, 24 keys as of transformers
+// 4.57) is either the same function as one of ffn's or refused with the reason, by name.
+// The expected mapping is restated here from the classes' formulas, independently of
+// config.cpp's table.
+TEST(HuggingFaceActivations, EveryAct2FnKeyMappedOrRefusedWithItsReason) {
+  const std::pair<const char*, Activation> same[] = {
+      {"gelu", Activation::gelu},                   // nn.functional.gelu (erf)
+      {"gelu_python", Activation::gelu},            // x·0.5·(1 + erf(x/√2))
+      {"gelu_new", Activation::gelu_tanh},          // 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))
+      {"gelu_fast", Activation::gelu_tanh},         // the same, regrouped
+      {"gelu_accurate", Activation::gelu_tanh},     // the same, √(2/π) precomputed
+      {"gelu_pytorch_tanh", Activation::gelu_tanh}, // gelu(approximate="tanh")
+      {"gelu_python_tanh", Activation::gelu_tanh},  // the same in Python
+      {"linear", Activation::identity},
+      {"quick_gelu", Activation::quick_gelu},       // x·σ(1.702·x)
+      {"relu", Activation::relu},
+      {"relu2", Activation::relu2},                 // square(relu(x))
+      {"relu6", Activation::relu6},                 // hardtanh(x, 0, 6)
+      {"sigmoid", Activation::sigmoid},
+      {"silu", Activation::swish},
+      {"swish", Activation::swish},
+  };
+  for (const auto& [name, a] : same) {
+    EXPECT_EQ(activation_from_hf_name(name), a) << name;
+    EXPECT_EQ(hf_activation_refusal(name), "") << name;
+  }
+  // Refused, each reason naming what the function does that ffn's do not.
+  const std::pair<const char*, const char*> refused[] = {
+      {"gelu_10", "[-10, 10]"}, {"hardswish", "Hardswish"}, {"laplace", "erf"},
+      {"leaky_relu", "slope"},  {"mish", "softplus"},       {"prelu", "learned"},
+      {"sqrtsoftplus", "softplus"}, {"tanh", "Tanh"},       {"xielu", "learned"},
+  };
+  for (const auto& [name, phrase] : refused) {
+    EXPECT_EQ(activation_from_hf_name(name), std::nullopt) << name;
+    const std::string reason = hf_activation_refusal(name);
+    EXPECT_NE(reason.find(phrase), std::string::npos) << name << ": " << reason;
+  }
+  EXPECT_EQ(std::size(same) + std::size(refused), 24u);  // every ACT2FN key, no more
+  // A name outside ACT2FN is neither mapped nor refused with a reason.
+  for (const char* unknown : {"gelu_11", "Relu", "", "swiglu"}) {
+    EXPECT_EQ(activation_from_hf_name(unknown), std::nullopt) << unknown;
+    EXPECT_EQ(hf_activation_refusal(unknown), "") << unknown;
+  }
+  // hf_activation_names: the mapped names (with ffn's extra "identity"), sorted.
+  const std::string names = hf_activation_names();
+  EXPECT_EQ(names,
+            "gelu, gelu_accurate, gelu_fast, gelu_new, gelu_python, gelu_python_tanh, gelu_pytorch_tanh, identity, "
+            "linear, quick_gelu, relu, relu2, relu6, sigmoid, silu, swish");
 }
 
 // clamped_swish clamps and shifts the up projection: a 2-matrix block has none to shift.

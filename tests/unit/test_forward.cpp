@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "ffn/block.hpp"
@@ -99,7 +100,44 @@ TEST_P(Forward, ClampedSwishWithItsClampsEngagedWithinBound) {
   }
 }
 
+// Hugging Face's activations at pre-activations over about ±7: relu6 past its limit 6 (a
+// good share of the units), relu2 where its slope is ~10, quick_gelu far into both tails.
+TEST_P(Forward, HuggingFaceActivationsAtLargePreActivationsWithinBound) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Variant v : {Variant{false, Activation::relu6}, Variant{true, Activation::relu6},
+                          Variant{false, Activation::relu2}, Variant{true, Activation::relu2},
+                          Variant{false, Activation::quick_gelu}, Variant{true, Activation::quick_gelu}})
+    for (const Shape& s : {Shape{33, 171, 17, true}, Shape{64, 96, 70, false}}) {
+      const Block block = test::scaled_block(v, s.d, s.hidden, s.bias, 5);
+      const Matrix x = random_matrix(s.tokens, s.d, 13, 2.0f);
+      EXPECT_GT(test::share_above(block, x, 6.0), 0.05) << variant_name(v);
+      Matrix y(s.tokens, s.d);
+      block.forward(x.view(), y.view(), &pool);
+      EXPECT_LE(worst_bound_ratio(block, x, y), 1.0) << variant_name(v) << " d=" << s.d << " T=" << s.tokens;
+    }
+}
+
 FFN_INSTANTIATE_FOR_EVERY_ISA(Forward);
+
+// The bound tells each of Hugging Face's activations from its nearest neighbour in ffn, on
+// the same weights: relu6 from relu (past 6), relu2 from relu, quick_gelu from gelu (the
+// function it approximates) — so none could stand in for another unnoticed.
+TEST(ReferenceBound, TellsHuggingFaceActivationsFromTheirNeighbours) {
+  const Matrix x = random_matrix(17, 33, 13, 2.0f);
+  const std::pair<Activation, Activation> pairs[] = {{Activation::relu6, Activation::relu},
+                                                     {Activation::relu2, Activation::relu},
+                                                     {Activation::quick_gelu, Activation::gelu}};
+  for (const auto& [right, wrong] : pairs) {
+    const Block block = test::scaled_block({false, right}, 33, 171, true, 5);
+    Block imposter = test::scaled_block({false, right}, 33, 171, true, 5);
+    Block other({{false, wrong}, 33, 171, true});
+    other.weights() = std::move(imposter.weights());
+    Matrix y(17, 33);
+    other.forward(x.view(), y.view());
+    EXPECT_GT(worst_bound_ratio(block, x, y), 10.0) << activation_name(right) << " run as " << activation_name(wrong);
+  }
+}
 
 // The bound sees each part of swiglu_oai: the clamps and the + 1 of the up factor.
 TEST(ReferenceBound, CatchesAMissingClampOrShiftOfSwigluOai) {

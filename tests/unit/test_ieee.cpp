@@ -60,8 +60,9 @@ std::vector<float> extreme_inputs() {
   return v;
 }
 
-const Activation kActivations[] = {Activation::relu,    Activation::gelu,         Activation::gelu_tanh,
-                                   Activation::swish,   Activation::sigmoid,      Activation::clamped_swish};
+const Activation kActivations[] = {Activation::relu,          Activation::gelu,       Activation::gelu_tanh,
+                                   Activation::swish,         Activation::sigmoid,    Activation::clamped_swish,
+                                   Activation::quick_gelu,    Activation::relu2,      Activation::relu6};
 
 class ActivationExtremes : public testing::TestWithParam<Isa> {};
 
@@ -99,9 +100,10 @@ TEST_P(ActivationExtremes, WithinStatedUlpsOfTheDoubleReference) {
 }
 
 TEST_P(ActivationExtremes, NonFiniteInputsFollowIeee) {
-  // NaN stays NaN (relu too: a max() that returns 0 for NaN would hide a poisoned value);
-  // ±Inf gives the limits of the formula, or NaN where the formula is ∞·0 (gelu(−∞),
-  // silu(−∞)), exactly as the double-precision reference computes them.
+  // NaN stays NaN (relu, relu2 and relu6 too: a max() that returns 0 for NaN would hide a
+  // poisoned value); ±Inf gives the limits of the formula, or NaN where the formula is ∞·0
+  // (gelu(−∞), silu(−∞), quick_gelu(−∞)), exactly as the double-precision reference
+  // computes them.
   test::ScopedIsa isa(GetParam());
   for (const Activation a : kActivations) {
     for (const float in : {kNaN, kInf, -kInf}) {
@@ -137,7 +139,10 @@ TEST_P(NonFiniteForward, PropagatesAsTheReferenceAndStaysInItsToken) {
                               {false, Activation::relu},
                               {false, Activation::gelu_tanh},
                               {true, Activation::sigmoid},
-                              {true, Activation::clamped_swish}};
+                              {true, Activation::clamped_swish},
+                              {false, Activation::quick_gelu},
+                              {true, Activation::relu2},
+                              {false, Activation::relu6}};
   // 70 tokens: the packed path (from 64 tokens) shares panels between tokens.
   for (const int64_t T : {5, 70}) {
     for (const Variant v : variants) {

@@ -46,9 +46,19 @@ std::string shell_number(double v) {
   return buf;
 }
 
-// Neither peer has swiglu_oai's formula: the oneDNN peer knows the plain eltwise
-// activations only, and the PyTorch peer runs only the seeds' modules.
-constexpr const char* kNoOaiPeer = "it has no formula for swiglu_oai (gpt-oss's clamped gate)";
+// Neither peer has the formulas of swiglu_oai or of Hugging Face's quick_gelu, relu2 and
+// relu6: the oneDNN peer knows the seeds' eltwise activations only, and the PyTorch peer
+// runs only the seeds' modules. "" for an activation both run.
+std::string no_peer_formula(Activation a) {
+  switch (a) {
+    case Activation::clamped_swish: return "it has no formula for swiglu_oai (gpt-oss's clamped gate)";
+    case Activation::quick_gelu:
+    case Activation::relu2:
+    case Activation::relu6:
+      return "it has no formula for " + std::string(activation_name(a)) + " (the peers run the seeds' activations)";
+    default: return "";
+  }
+}
 
 PeerTimes not_run(std::string why) {
   PeerTimes out;
@@ -259,7 +269,7 @@ std::string peer_isa_ceiling() {
 
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps,
                           double budget_s) {
-  if (config.variant.activation == Activation::clamped_swish) return not_run(kNoOaiPeer);
+  if (const std::string why = no_peer_formula(config.variant.activation); !why.empty()) return not_run(why);
   const auto exe = beside_this_program("ffn-peer-onednn");
   if (!std::filesystem::exists(exe)) return not_run("not built (libdnnl-dev was not found when ffn was configured)");
   std::string cmd = onednn_ceiling_env() + "OMP_NUM_THREADS=" + std::to_string(threads);
@@ -273,7 +283,7 @@ PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>&
 
 PeerTimes run_pytorch_peer(const BlockConfig& config, const std::string& dtype, const std::vector<int64_t>& tokens,
                            int threads, int reps, double budget_s) {
-  if (config.variant.activation == Activation::clamped_swish) return not_run(kNoOaiPeer);
+  if (const std::string why = no_peer_formula(config.variant.activation); !why.empty()) return not_run(why);
   const auto script = shipped_file("peers", "pytorch_peer.py");
   if (!std::filesystem::exists(script)) return not_run("pytorch_peer.py not found at " + script.string());
   const char* python = std::getenv("FFN_PYTHON");  // Debian's python3 has python3-torch

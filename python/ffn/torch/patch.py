@@ -27,9 +27,11 @@ Error = _ffn.Error
 _ACTIVATION_OF_TYPE = {"SiLU": "swish", "SiLUActivation": "swish", "Swish": "swish", "ReLU": "relu",
                        "Sigmoid": "sigmoid", "Identity": "identity", "GELUActivation": "gelu",
                        "NewGELUActivation": "gelu_tanh", "GELUTanh": "gelu_tanh", "PytorchGELUTanh": "gelu_tanh",
-                       "FastGELUActivation": "gelu_tanh"}
+                       "FastGELUActivation": "gelu_tanh", "AccurateGELUActivation": "gelu_tanh",
+                       "QuickGELUActivation": "quick_gelu", "ReLUSquaredActivation": "relu2", "ReLU6": "relu6"}
 _ACTIVATION_OF_FUNCTION = {torch.nn.functional.silu: "swish", torch.nn.functional.relu: "relu",
-                           torch.sigmoid: "sigmoid", torch.nn.functional.gelu: "gelu"}
+                           torch.sigmoid: "sigmoid", torch.nn.functional.gelu: "gelu",
+                           torch.nn.functional.relu6: "relu6"}
 # (scheme, (gate, up, down) child names; gate None for 2-matrix blocks)
 _SHAPES = [("hugging face", ("gate_proj", "up_proj", "down_proj")), ("meta", ("w1", "w3", "w2")),
            ("seeds", ("gate", "up", "down")), ("gpt-2", (None, "c_fc", "c_proj")), ("seeds", (None, "up", "down"))]
@@ -87,7 +89,8 @@ def _activation(module, gated, scheme):
     for key in ("hidden_act", "activation_function"):
         if config is not None and isinstance(getattr(config, key, None), str):
             name = _core.hf_activation(getattr(config, key))
-            return (name, None) if name else (None, f"config.{key}={getattr(config, key)!r} is not one ffn runs")
+            why = _core.hf_activation_refusal(getattr(config, key)) or "not an activation ffn knows"
+            return (name, None) if name else (None, f"config.{key}={getattr(config, key)!r}: {why}")
     if scheme == "meta" and cls == "FeedForward":
         return "swish", None  # Meta's Llama: w2(F.silu(w1(x)) * w3(x))
     return None, "no activation it recognises (act_fn, act, config.hidden_act)"
