@@ -183,22 +183,29 @@ def test_qwen3_moe_renormalises_as_its_config_says(tmp_path, run_ffn):
     assert run_against(run_ffn, tmp_path, tmp_path / "m", mr.dataclasses.replace(spec, norm=False), layers[1], x) > MARGIN
 
 
+def halves_swapped_ratio(tmp_path, run_ffn, family, seed, tensors_of):
+    """max |ffn − module| / bound for a checkpoint of `family` whose fused gate and up halves
+    are swapped (tensors_of(spec, layers, to_torch, swap_halves=True) writes its tensors)."""
+    spec = mr.SPECS[family]
+    layers = mr.random_model(spec, seed)
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))  # noqa: E731
+    mr.write_hf(tmp_path / family, spec, layers, tensors=tensors_of(spec, layers, t, swap_halves=True))
+    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(seed + 1), TOKENS)
+    return run_against(run_ffn, tmp_path, tmp_path / family, spec, layers[1], x)
+
+
 def test_wrong_layout_twins_fail_by_far(tmp_path, run_ffn):
     """Checkpoints written the wrong way, run through ffn as if right, land > 100× outside
     the module's bound: Granite-MoE-Shared's input_linear halves (experts and shared MLP)
     swapped; DBRX's w2 stored without its transposition (nn.Linear rows reshaped)."""
-    spec = mr.SPECS["granitemoeshared"]
-    layers = mr.random_model(spec, 151)
-    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-    mr.write_hf(tmp_path / "g", spec, layers, tensors=mr._granite_tensors(spec, layers, t, swap_halves=True))
-    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(152), TOKENS)
-    assert run_against(run_ffn, tmp_path, tmp_path / "g", spec, layers[1], x) > MARGIN
+    assert halves_swapped_ratio(tmp_path, run_ffn, "granitemoeshared", 151, mr._granite_tensors) > MARGIN
 
     spec = mr.SPECS["dbrx"]
     layers = mr.random_model(spec, 153)
     tensors = mr.hf_tensors(spec, layers)
     for n in (0, 1):
-        tensors[f"transformer.blocks.{n}.ffn.experts.mlp.w2"] = t(layers[n]["down"].reshape(-1, spec.d))
+        w2 = np.ascontiguousarray(layers[n]["down"].reshape(-1, spec.d), dtype=np.float32)
+        tensors[f"transformer.blocks.{n}.ffn.experts.mlp.w2"] = torch.from_numpy(w2)
     mr.write_hf(tmp_path / "d", spec, layers, tensors=tensors)
     x = mr.draw_inputs(spec, layers[1], np.random.default_rng(154), TOKENS)
     assert run_against(run_ffn, tmp_path, tmp_path / "d", spec, layers[1], x) > MARGIN
@@ -292,12 +299,7 @@ def test_llama4_restatements_agree():
 
 def test_llama4_halves_swapped_fail_by_far(tmp_path, run_ffn):
     """A Llama 4 checkpoint whose gate_up_proj has up first, run as if right."""
-    spec = mr.SPECS["llama4"]
-    layers = mr.random_model(spec, 185)
-    t = lambda a: torch.from_numpy(np.ascontiguousarray(a, dtype=np.float32))
-    mr.write_hf(tmp_path / "m", spec, layers, tensors=mr.llama4_tensors(spec, layers, t, swap_halves=True))
-    x = mr.draw_inputs(spec, layers[1], np.random.default_rng(186), TOKENS)
-    assert run_against(run_ffn, tmp_path, tmp_path / "m", spec, layers[1], x) > MARGIN
+    assert halves_swapped_ratio(tmp_path, run_ffn, "llama4", 185, mr.llama4_tensors) > MARGIN
 
 
 # ---------------------------------------------------------------------------------------------
