@@ -274,13 +274,14 @@ def _as_class_of_its_variant(core):
 def load(path, layer=0, variant=None, dtype=None):
     """The MLP of `layer` from a checkpoint, for inference (an InferenceBlock): safetensors
     (one file, or sharded through model.safetensors.index.json), GGUF, or a folder holding
-    one. The activation comes from config.json beside the weights or GGUF metadata; else
-    give `variant`. Each matrix runs in the type the file stores it in (a q8_0 GGUF as
+    one, in the names of any family of `ffn info --families` (Llama, Gemma, Phi-3's fused
+    gate_up, GPT-NeoX, T5, BERT, …). The activation comes from config.json beside the
+    weights (the keys the family's class reads) or GGUF metadata; else give `variant`. Each matrix runs in the type the file stores it in (a q8_0 GGUF as
     q8_0, a bf16 safetensors file as bf16); `dtype` (f32, bf16, f16, q8_0, q4_0) converts
     every matrix to it — one the file already stores so is used as it is, never
     re-quantised. To train the layer, use load_trainable.
-    A mixture-of-experts layer (Mixtral, Qwen-MoE, DeepSeek-V3, gpt-oss names) loads as a
-    MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
+    A mixture-of-experts layer (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2/V3, GLM-4.5, DBRX,
+    Granite-MoE, Llama 4, gpt-oss names) loads as a MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
     runs them as mxfp4 (repacked, not dequantised). The file is opened once."""
     core = _core.load(str(path), layer, variant, dtype)
     return _BLOCK_OF_CORE[type(core)]._wrap(core)
