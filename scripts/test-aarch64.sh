@@ -13,9 +13,17 @@
 # there with SIGILL, which `max` cannot show) — then the golden tests that drive the ffn
 # command, with the emulated aarch64 ffn (at max), so that PyTorch's goldens judge the Arm
 # kernels too. Emulation says nothing about speed: no timing here means anything.
-# $1: the Python to run the golden tests with (default: scripts/python-env.sh's).
+# --full: also the forward of every weight type and variant through whole inference blocks
+# (InferenceTypes, PackedForward, MoeForward) on every Arm level — about 20 minutes of CPU
+# under qemu, too long for the test command, which leaves them out (see below).
+# Then $1: the Python to run the golden tests with (default: scripts/python-env.sh's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=0
+if [ "${1:-}" = "--full" ]; then
+  full=1
+  shift
+fi
 scripts/install-deps.sh --aarch64
 python=${1:-$(scripts/python-env.sh)}
 jobs=$(nproc)
@@ -54,14 +62,19 @@ unit_tests() {
   return $failed
 }
 
-# Left out under emulation: the forward of every weight type and variant through whole
-# inference blocks on every level (InferenceTypes, PackedForward, MoeForward: tens of minutes
-# a level under qemu). What they would check on Arm is checked here by the kernel tests of
-# every level (each integer, f32, 16-bit and activation kernel against its scalar reference,
-# bit for bit where the contract says so), by Forward and Determinism (every weight type's
+# Left out under emulation unless --full: the forward of every weight type and variant
+# through whole inference blocks on every level (InferenceTypes, PackedForward, MoeForward:
+# about 5 minutes of CPU a level under qemu). What they would check on Arm is checked here
+# by the kernel tests of every level (each integer, f32, 16-bit and activation kernel
+# against its scalar reference, bit for bit where the contract says so), by Forward and
+# Determinism (every weight type's
 # forward across thread counts) and by the golden tests below, which run checkpoints of the
 # quantised types through the emulated ffn against PyTorch; they run in full on x86-64.
 heavy='Isa/InferenceTypes.*:Isa/PackedForward.*:Isa/MoeForward.*'
+if [ "$full" = 1 ]; then
+  echo "== aarch64 (--full): whole inference blocks of every type and variant on every Arm level (QEMU_CPU=max)"
+  unit_tests max "$heavy" "$build/tests/ffn_unit_tests"
+fi
 
 echo "== aarch64: unit tests under qemu at QEMU_CPU=max (every Arm level)"
 unit_tests max "*-$heavy" "$build/tests/ffn_unit_tests"
