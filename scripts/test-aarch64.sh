@@ -67,9 +67,9 @@ unit_tests() {
 # about 5 minutes of CPU a level under qemu). What they would check on Arm is checked here
 # by the kernel tests of every level (each integer, f32, 16-bit and activation kernel
 # against its scalar reference, bit for bit where the contract says so), by Forward and
-# Determinism (every weight type's
-# forward across thread counts) and by the golden tests below, which run checkpoints of the
-# quantised types through the emulated ffn against PyTorch; they run in full on x86-64.
+# Determinism (every weight type's forward across thread counts) and by the golden tests
+# below, which run checkpoints of the quantised types through the emulated ffn against
+# PyTorch; they run in full on x86-64.
 heavy='Isa/InferenceTypes.*:Isa/PackedForward.*:Isa/MoeForward.*'
 if [ "$full" = 1 ]; then
   echo "== aarch64 (--full): whole inference blocks of every type and variant on every Arm level (QEMU_CPU=max)"
