@@ -88,7 +88,7 @@ const std::vector<ModelFamily> kFamilies = {
      "enc.blk.{N}.ffn_{gate,up,down}", "feed_forward_proj dense_act_fn", A::relu, A::gelu_tanh,
      "the encoder's blocks; the decoder's are not addressed", ""},
     {"BERT, RoBERTa", "bert roberta", "bert", false,
-     "[bert.|roberta.]encoder.layer.{N}.intermediate.dense, output.dense (biases)",
+     "encoder.layer.{N}.intermediate.dense, output.dense (biases), under bert. or roberta. or no prefix",
      "blk.{N}.ffn_up, ffn_down (biases)", "hidden_act", A::gelu, A::gelu,
      "exact GELU (llama.cpp's graph computes the tanh form)", ""},
     // ---- mixtures of experts (routing: moe_hints.cpp; names: moe_names.cpp) ----
@@ -228,6 +228,20 @@ std::string activation_cell(const ModelFamily& f) {
 
 }  // namespace
 
+namespace {
+
+// A table cell: | would end the cell and * start emphasis, so both are escaped.
+std::string markdown_cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|' || c == '*') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string families_markdown() {
   std::ostringstream out;
   out << "| family | config.json model_type | Hugging Face names | GGUF architecture: names | activation | status |\n"
@@ -235,9 +249,9 @@ std::string families_markdown() {
   for (const auto& f : kFamilies) {
     std::string status = f.refusal.empty() ? "runs" : "refused: " + std::string(f.refusal);
     if (!f.notes.empty() && f.refusal.empty()) status += "; " + std::string(f.notes);
-    out << "| " << f.name << (f.moe ? " (MoE)" : "") << " | " << f.model_types << " | " << f.hf_names << " | "
-        << (f.gguf_architectures.empty() ? std::string("—") : std::string(f.gguf_architectures)) << ": "
-        << f.gguf_names << " | " << activation_cell(f) << " | " << status << " |\n";
+    out << "| " << f.name << (f.moe ? " (MoE)" : "") << " | " << f.model_types << " | " << markdown_cell(f.hf_names)
+        << " | " << (f.gguf_architectures.empty() ? std::string("—") : std::string(f.gguf_architectures)) << ": "
+        << markdown_cell(f.gguf_names) << " | " << activation_cell(f) << " | " << markdown_cell(status) << " |\n";
   }
   return out.str();
 }
