@@ -254,7 +254,9 @@ std::pair<int64_t, int64_t> tensor_size(const std::vector<int64_t>& ne, TypeLayo
     throw Error(where + ": row length ne[0] = " + std::to_string(row) + " is not a multiple of the block size " +
                 std::to_string(l.block));
   const int64_t blocks = elements / l.block;
-  if (blocks > INT64_MAX / l.bytes)
+  // A row's bytes too (readers index rows by them), even in a tensor of no elements: ne
+  // [2^61, 0] holds nothing but names rows of more bytes than 64 bits count.
+  if (blocks > INT64_MAX / l.bytes || row / l.block > INT64_MAX / l.bytes)
     throw Error(where + ": dimensions " + dims_string(ne) + " overflow 64 bits in bytes");
   return {elements, blocks * l.bytes};
 }

@@ -59,7 +59,9 @@ TensorInfo parse_entry(const std::string& name, const nlohmann::json& e, const s
   int64_t count = 1;
   for (const auto& dim : shape) {
     const int64_t d = json_index(dim, where + " shape entry");
-    if (d != 0 && count > INT64_MAX / dt->bytes / d) throw Error(where + ": shape " + shape.dump() + " overflows 64 bits");
+    // Each dimension's bytes too, even after a 0 (readers index rows by the last one's).
+    if (d > INT64_MAX / dt->bytes || (d != 0 && count > INT64_MAX / dt->bytes / d))
+      throw Error(where + ": shape " + shape.dump() + " overflows 64 bits");
     count *= d;
     t.shape.push_back(d);
   }

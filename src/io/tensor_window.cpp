@@ -11,7 +11,7 @@ namespace ffn::io {
 void read_window(WeightType type, const std::byte* data, int64_t cols, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                  float* out) {
   const int64_t width = c1 - c0;
-  if (width == 0) return;
+  if (width == 0 || r0 == r1) return;
   const WeightTypeTraits& t = weight_type_traits(type);
   const int64_t block = t.info.block_elements, row_bytes = t.info.row_bytes(cols);
   // The whole blocks covering [c0, c1) of a row: [b0, b1).
