@@ -12,23 +12,8 @@ namespace {
 // The keys transformers' configuration classes name the MLP's activation under, in the order
 // a config.json of no known family is searched: Llama, Mistral, Qwen …: hidden_act; Gemma
 // 2/3: hidden_activation; GPT-2, GPT-J: activation_function; T5: feed_forward_proj (and the
-// dense_act_fn it is parsed into); Falcon: activation.
+// dense_act_fn it is parsed into). A known family's row names its own (Falcon's activation).
 constexpr const char* kGenericKeys = "hidden_act hidden_activation activation_function feed_forward_proj dense_act_fn";
-
-std::vector<std::string> split_words(std::string_view s) {
-  std::vector<std::string> out;
-  std::string word;
-  for (char c : s) {
-    if (c == ' ') {
-      if (!word.empty()) out.push_back(word);
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty()) out.push_back(word);
-  return out;
-}
 
 // T5Config's parse of feed_forward_proj: "[gated-]<act>", the activation an ACT2FN name,
 // except that "gated-gelu" means gelu_new (the tanh form), as T5Config has it.
@@ -60,7 +45,8 @@ ActivationHint from_config_json(const TensorSource& source, const nlohmann::json
   if (config.contains("text_config") && config["text_config"].is_object())
     places.emplace_back(&config["text_config"], "text_config.");
   const std::string keys = f ? std::string(f->activation_keys) : std::string(kGenericKeys);
-  for (const std::string& key : split_words(keys)) {
+  for (const std::string_view word : list_words(keys)) {
+    const std::string key(word);
     for (const auto& [json, prefix] : places) {
       if (!json->contains(key) || (*json)[key].is_null()) continue;
       const std::string where = filename + " " + prefix + key;
@@ -74,7 +60,7 @@ ActivationHint from_config_json(const TensorSource& source, const nlohmann::json
           throw Error(file + ": feed_forward_proj '" + value + "' means " + (says_gated ? "a gated" : "a 2-matrix") +
                       " block, but the checkpoint's block " + (gated ? "has" : "has no") + " gate projection");
       }
-      return {hf_activation(name, prefix + key, file), where + " '" + value + "'"};
+      return {hf_activation(name, prefix + key, file), where + " '" + value + "'", {}};
     }
   }
   if (f && f->default_activation) {
@@ -82,7 +68,7 @@ ActivationHint from_config_json(const TensorSource& source, const nlohmann::json
                                                        : "the configuration's default; no " +
                                                              std::string(f->activation_keys) + " in " + filename;
     return {*f->default_activation,
-            family.source + ": " + std::string(activation_name(*f->default_activation)) + " (" + how + ")"};
+            family.source + ": " + std::string(activation_name(*f->default_activation)) + " (" + how + ")", {}};
   }
   ActivationHint none;
   none.looked = filename + " (" + file + ") has none of the keys " + keys +
@@ -94,7 +80,7 @@ ActivationHint from_config_json(const TensorSource& source, const nlohmann::json
 ActivationHint from_metadata(const TensorSource& source, bool gated) {
   // Files written by `ffn quantize` name their variant.
   if (const auto v = source.metadata_string("ffn.variant"))
-    return {parse_variant(*v).activation, "ffn.variant '" + *v + "'"};
+    return {parse_variant(*v).activation, "ffn.variant '" + *v + "'", {}};
   if (!source.metadata_string("general.architecture")) return {};
   const FamilyMatch family = find_family(source, false);  // by the architecture, then
   ActivationHint h;
@@ -115,17 +101,12 @@ ActivationHint from_metadata(const TensorSource& source, bool gated) {
 
 ActivationHint find_activation_hint(const TensorSource& source, bool gated) {
   // A file's own metadata (GGUF) speaks for it before a config.json that merely lies nearby.
-  if (auto hint = from_metadata(source, gated); hint.activation || !hint.looked.empty()) {
-    if (hint.activation) return hint;
-    if (!source.config_json()) return hint;
-  }
-  const nlohmann::json* config = source.config_json();
-  if (!config) {
-    ActivationHint none;
-    none.looked = "no config.json beside it (looked for " + source.config_json_path() + ")";
-    return none;
-  }
-  return from_config_json(source, *config, gated);
+  ActivationHint hint = from_metadata(source, gated);
+  if (hint.activation) return hint;
+  if (const nlohmann::json* config = source.config_json()) return from_config_json(source, *config, gated);
+  if (hint.looked.empty())
+    hint.looked = "no config.json beside it (looked for " + source.config_json_path() + ")";
+  return hint;
 }
 
 Activation choose_activation(const std::string& path, const TensorSource& src, const std::optional<Variant>& variant,

@@ -87,8 +87,8 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
   io::check_family_supported(*src, false);
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
-  LayerSource source{o.layer, n.scheme, {}, {}, file_types(*src, n, gated)};
-  source.family = io::family_description(io::find_family(*src, false));
+  LayerSource source{o.layer, n.scheme, {}, {}, file_types(*src, n, gated),
+                     io::family_description(io::find_family(*src, false))};
   const Activation act = io::choose_activation(path, *src, o.variant, gated, source.activation_source);
 
   const auto& up = src->tensors().at(n.up).shape;

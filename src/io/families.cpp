@@ -137,20 +137,8 @@ const std::vector<ModelFamily> kFamilies = {
      "softmax over the chosen, clamped SwiGLU", ""},
 };
 
-std::vector<std::string_view> words(std::string_view s) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(' ', i);
-    const size_t end = j == std::string_view::npos ? s.size() : j;
-    if (end > i) out.push_back(s.substr(i, end - i));
-    i = end + 1;
-  }
-  return out;
-}
-
 bool has_word(std::string_view list, std::string_view word) {
-  for (auto w : words(list))
+  for (auto w : list_words(list))
     if (w == word) return true;
   return false;
 }
@@ -174,6 +162,18 @@ std::optional<std::string> string_at(const nlohmann::json& j, const char* key) {
 }  // namespace
 
 const std::vector<ModelFamily>& model_families() { return kFamilies; }
+
+std::vector<std::string_view> list_words(std::string_view list) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < list.size()) {
+    const size_t j = list.find(' ', i);
+    const size_t end = j == std::string_view::npos ? list.size() : j;
+    if (end > i) out.push_back(list.substr(i, end - i));
+    i = end + 1;
+  }
+  return out;
+}
 
 FamilyMatch find_family(const TensorSource& source, bool moe_layer) {
   FamilyMatch m;

@@ -44,6 +44,9 @@ struct ModelFamily {
 // Every family, in the README's order: the dense ones, then the mixtures of experts.
 const std::vector<ModelFamily>& model_families();
 
+// The words of one of the table's space-separated lists (model_types, activation_keys, …).
+std::vector<std::string_view> list_words(std::string_view list);
+
 // The family of a checkpoint, and how it was told.
 struct FamilyMatch {
   const ModelFamily* family = nullptr;  // nullptr: the checkpoint names none, or one not in the table

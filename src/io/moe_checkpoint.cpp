@@ -348,7 +348,8 @@ Matrix read_row_vector(const TensorSource& src, const std::string& name, int64_t
 }
 
 LayerSource layer_source(const TensorSource& src, const LoadOptions& o, const MoeLayout& l) {
-  return {o.layer, l.names.scheme, l.activation_source, l.hints.source, expert_file_types(src, l.names, l.config)};
+  return {o.layer, l.names.scheme, l.activation_source, l.hints.source, expert_file_types(src, l.names, l.config),
+          {}};  // the family: Checkpoint's loads add it
 }
 
 // Expert e's matrices, in their stored types or `type`. Their block scales are checked: the
