@@ -102,7 +102,9 @@ TEST(Variant, HuggingFaceActivationsByName) {
     for (const bool gated : {false, true}) {
       const Variant v{gated, a};
       EXPECT_EQ(parse_variant(variant_name(v)), v) << variant_name(v);
-      if (a != Activation::clamped_swish || gated) EXPECT_NO_THROW(validate({v, 8, 16, true})) << variant_name(v);
+      if (a != Activation::clamped_swish || gated) {
+        EXPECT_NO_THROW(validate({v, 8, 16, true})) << variant_name(v);
+      }
     }
   expect_error([] { parse_variant("relu7"); }, {"relu7", "quick_gelu", "relu2", "relu6"});
 }
