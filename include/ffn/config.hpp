@@ -97,8 +97,15 @@ struct BlockConfig {
   int64_t d_model = 0;
   int64_t hidden = 0;
   bool bias = false;
+  // Gemma 3n's Gaussian top-k on the gate (transformers' Gemma3nTextMLP._gaussian_topk):
+  // the target fraction s of gate channels set to zero, per token g ← relu(g − (mean(g) +
+  // std(g)·Φ⁻¹(s))) over the H gate values (biased std) before the activation; 0: none.
+  double gate_sparsity = 0.0;
   int64_t matrices() const { return variant.gated ? 3 : 2; }
 };
+
+// Φ⁻¹(s), the standard normal quantile, to double precision (for gate_sparsity's cutoff).
+double normal_quantile(double s);
 
 // Llama's reference rule (llama/model.py, FeedForward.__init__):
 //   h = int(2·(4d)/3); if m: h = int(m·h); h = multiple_of·ceil(h / multiple_of).
