@@ -141,6 +141,7 @@ void write_sparsity_svg(const std::string& path, const std::vector<VariantSparsi
     for (const auto& row : sparsity_json(v)) {
       line.points.emplace_back(100 * row["target"].get<double>(), row["increase"].get<double>());
       plot.x_hi = std::max(plot.x_hi, line.points.back().first);
+      if (&v == &variants.front()) plot.x_ticks.push_back(line.points.back().first);  // the targets
     }
     char last[32] = "";
     if (!line.points.empty()) std::snprintf(last, sizeof last, "  %+.3f", line.points.back().second);

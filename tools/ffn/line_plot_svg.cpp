@@ -2,6 +2,7 @@
 #include "line_plot_svg.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "format.hpp"
@@ -27,13 +28,24 @@ std::string line_plot_svg(const LinePlot& p) {
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" << p.title
       << "</text>\n<g stroke=\"#ccc\">\n";
-  for (int i = 0; i <= 4; ++i) {
-    const double v = lo + (hi - lo) * i / 4.0, sx = p.x_lo + x_span * i / 4.0;
-    svg << "<line x1=\"" << left << "\" x2=\"" << W - right << "\" y1=\"" << py(v) << "\" y2=\"" << py(v) << "\"/>"
-        << "<line y1=\"" << top << "\" y2=\"" << H - bottom << "\" x1=\"" << px(sx) << "\" x2=\"" << px(sx) << "\"/>\n"
-        << "<text stroke=\"none\" x=\"" << left - 6 << "\" y=\"" << py(v) + 4 << "\" text-anchor=\"end\">"
-        << fixed(v, p.y_decimals) << "</text><text stroke=\"none\" x=\"" << px(sx) << "\" y=\"" << H - bottom + 16
-        << "\" text-anchor=\"middle\">" << static_cast<long long>(sx) << "</text>\n";
+  std::vector<double> x_ticks = p.x_ticks;
+  if (x_ticks.empty())
+    for (int i = 0; i <= 4; ++i) x_ticks.push_back(p.x_lo + x_span * i / 4.0);
+  const double y_unit = std::pow(10.0, -p.y_decimals);
+  for (size_t i = 0; i < std::max<size_t>(5, x_ticks.size()); ++i) {
+    if (i <= 4) {  // the y grid: 5 lines, a label that rounds to zero written without its sign
+      const double v = lo + (hi - lo) * double(i) / 4.0;
+      svg << "<line x1=\"" << left << "\" x2=\"" << W - right << "\" y1=\"" << py(v) << "\" y2=\"" << py(v) << "\"/>"
+          << "<text stroke=\"none\" x=\"" << left - 6 << "\" y=\"" << py(v) + 4 << "\" text-anchor=\"end\">"
+          << fixed(std::abs(v) < y_unit / 2 ? 0.0 : v, p.y_decimals) << "</text>";
+    }
+    if (i < x_ticks.size()) {
+      const double sx = x_ticks[i];
+      svg << "<line y1=\"" << top << "\" y2=\"" << H - bottom << "\" x1=\"" << px(sx) << "\" x2=\"" << px(sx) << "\"/>"
+          << "<text stroke=\"none\" x=\"" << px(sx) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
+          << static_cast<long long>(sx) << "</text>";
+    }
+    svg << "\n";
   }
   svg << "</g>\n<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">"
       << p.x_label << "</text>\n";

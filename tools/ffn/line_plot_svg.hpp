@@ -17,7 +17,8 @@ struct PlotSeries {
 
 struct LinePlot {
   std::string title, x_label;
-  double x_lo = 0, x_hi = 1;  // the x axis' ends; ticks at 5 evenly spaced values, as integers
+  double x_lo = 0, x_hi = 1;  // the x axis' ends
+  std::vector<double> x_ticks;  // where the x grid lines go, labelled as integers; empty: 5 evenly spaced
   int y_decimals = 3;         // of the y ticks' labels
   std::vector<PlotSeries> series;
 };
