@@ -2,13 +2,14 @@
 // block's forward with small hidden channels dropped, and the model's loss with every
 // layer's forward so masked (through LanguageModel::loss_with, which keeps the rest of the
 // model's forward as it is).
+#include "train/sparse_eval.hpp"
+
 #include <cmath>
 #include <string>
 
 #include "ffn/error.hpp"
 #include "kernels/kernels.hpp"
 #include "train/layers.hpp"
-#include "train/sparse_eval.hpp"
 
 namespace ffn {
 namespace {
@@ -19,9 +20,8 @@ void reshape(Matrix& m, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold,
-                          MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
-                          ThreadPool& pool) {
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, MaskedForwardWork& work,
+                          LayerSparsity& counts, std::vector<float>* magnitudes, ThreadPool& pool) {
   const BlockConfig& c = block.config();
   if (c.bias) throw Error("masked_block_forward: blocks with bias are not supported (W_down's bias has no channel)");
   if (std::isnan(threshold)) throw Error("masked_block_forward: threshold is NaN");

@@ -60,9 +60,8 @@ struct MaskedForwardWork {
 // Adds this call's channels to `counts`; appends every |a| (token-major) to `magnitudes`
 // when given (calibration). Blocks without bias only (ffn::Error otherwise: a bias on
 // W_down would survive the dropped channels and need its own rule).
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold,
-                          MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
-                          ThreadPool& pool);
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, MaskedForwardWork& work,
+                          LayerSparsity& counts, std::vector<float>* magnitudes, ThreadPool& pool);
 
 // Every layer's |a| over the batch, from the dense forward (per layer: T·H values,
 // token-major). Dense models only.
@@ -72,10 +71,10 @@ std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Ba
 std::vector<float> calibrated_thresholds(const std::vector<std::vector<float>>& magnitudes, double s);
 
 struct SparseEvaluation {
-  double loss = 0;                   // mean cross-entropy, nats per byte
+  double loss = 0;  // mean cross-entropy, nats per byte
   std::vector<LayerSparsity> layers;
-  double dropped_fraction() const;   // mean over layers of each layer's dropped fraction
-  double exact_fraction() const;     // mean over layers of each layer's exact-zero fraction
+  double dropped_fraction() const;  // mean over layers of each layer's dropped fraction
+  double exact_fraction() const;    // mean over layers of each layer's exact-zero fraction
 };
 
 // The model's loss on the batch with layer l's channels below thresholds[l] dropped, and

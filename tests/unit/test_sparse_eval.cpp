@@ -172,8 +172,7 @@ TEST(MaskedForward, BlocksWithBiasAreRefused) {
   MaskedForwardWork work;
   LayerSparsity counts;
   ThreadPool pool(1);
-  test::expect_error([&] { masked_block_forward(b, x.view(), y.view(), 0.1f, work, counts, nullptr, pool); },
-                     {"bias"});
+  test::expect_error([&] { masked_block_forward(b, x.view(), y.view(), 0.1f, work, counts, nullptr, pool); }, {"bias"});
 }
 
 // A small model and the text it reads.

@@ -15,8 +15,8 @@
 #include <sstream>
 
 #include "across_processes.hpp"
-#include "compare_sparsity.hpp"
 #include "commands.hpp"
+#include "compare_sparsity.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "format.hpp"
@@ -112,7 +112,7 @@ struct VariantResult {
   std::string name;
   ModelConfig model;
   int64_t parameters = 0;
-  std::vector<TrainResult> runs;  // one per seed, seed = 1 … K
+  std::vector<TrainResult> runs;                     // one per seed, seed = 1 … K
   std::vector<std::vector<SparsityPoint>> sparsity;  // per seed, per target (with --sparsity)
 };
 
@@ -148,9 +148,9 @@ struct Plan {
   int64_t d = 0, layers = 0, seeds = 0;
   int64_t hidden2 = 0, hidden3 = 0;  // hidden of the 2-matrix blocks, and of the gated ones
   TrainOptions train;
-  int64_t p2 = 0, p3 = 0;  // model parameters with 2-matrix and with gated blocks
-  double mismatch = 0;     // |p3 − p2| / p2
-  std::string state_dir;   // where runs are saved and resumed; empty: neither
+  int64_t p2 = 0, p3 = 0;        // model parameters with 2-matrix and with gated blocks
+  double mismatch = 0;           // |p3 − p2| / p2
+  std::string state_dir;         // where runs are saved and resumed; empty: neither
   std::vector<double> sparsity;  // activation-sparsity targets, fractions (empty: none)
 };
 

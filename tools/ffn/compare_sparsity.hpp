@@ -29,14 +29,13 @@ std::vector<double> sparsity_targets(const std::vector<double>& percent);
 // Calibrates on `eval_tokens` evenly spaced windows of data.train() and evaluates on the
 // same validation windows the trainer's loss uses (spaced_batch(data.valid(), …)).
 std::vector<SparsityPoint> evaluate_sparsity(LanguageModel& model, const ByteData& data,
-                                             const std::vector<double>& targets, int64_t eval_tokens,
-                                             ThreadPool& pool);
+                                             const std::vector<double>& targets, int64_t eval_tokens, ThreadPool& pool);
 
 // One variant's results: its dense validation loss per seed and, per seed, its points.
 struct VariantSparsity {
   std::string name;
-  std::vector<double> dense_losses;                 // [seed]
-  std::vector<std::vector<SparsityPoint>> points;   // [seed][target]
+  std::vector<double> dense_losses;                // [seed]
+  std::vector<std::vector<SparsityPoint>> points;  // [seed][target]
 };
 
 // Per target: the mean over seeds and the increase over the dense loss, its noise the

@@ -11,15 +11,15 @@
 namespace ffn::cli {
 
 struct PlotSeries {
-  std::string legend;                            // the legend's text, coloured as the line
-  std::vector<std::pair<double, double>> points; // (x, y) in order along the line
+  std::string legend;                             // the legend's text, coloured as the line
+  std::vector<std::pair<double, double>> points;  // (x, y) in order along the line
 };
 
 struct LinePlot {
   std::string title, x_label;
-  double x_lo = 0, x_hi = 1;  // the x axis' ends
+  double x_lo = 0, x_hi = 1;    // the x axis' ends
   std::vector<double> x_ticks;  // where the x grid lines go, labelled as integers; empty: 5 evenly spaced
-  int y_decimals = 3;         // of the y ticks' labels
+  int y_decimals = 3;           // of the y ticks' labels
   std::vector<PlotSeries> series;
 };
 
