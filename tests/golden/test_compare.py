@@ -154,6 +154,17 @@ def test_activation_sparsity(run_ffn, tmp_path):
             assert dense["exact_zeros"] > 0  # ReLU's natural sparsity
     table = list(csv.DictReader(csv_path.open()))
     assert len(table) == 2 * 2 * 2  # variants × seeds × targets
+    # The statistics from the per-seed rows: the mean increase, its noise the standard error
+    # of the per-seed differences (sample sd / √seeds), "within noise" unless |mean| > 2 SE.
+    for r in out["results"]:
+        for row in r["sparsity"]:
+            diffs = [float(c["increase"]) for c in table
+                     if c["variant"] == r["variant"] and float(c["target"]) == row["target"]]
+            mean = sum(diffs) / 2
+            se = (sum((d - mean) ** 2 for d in diffs) / 1) ** 0.5 / 2 ** 0.5
+            assert row["increase"] == pytest.approx(mean, abs=1e-8)
+            assert row["increase_noise"] == pytest.approx(se, abs=1e-8)
+            assert row["within_noise"] == (not abs(row["increase"]) > 2 * row["increase_noise"])
     for row in table:
         if float(row["target"]) == 0:
             assert float(row["increase"]) == 0 and row["valid_loss"] == row["dense_loss"]

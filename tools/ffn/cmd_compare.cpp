@@ -5,6 +5,8 @@
 // The variant "moe" is a mixture of SwiGLU experts (Mixtral's router, the Switch
 // load-balancing loss) at the dense SwiGLU model's *active* parameter count: Switch
 // Transformer's question, whether more parameters at the same compute per byte pay.
+// With --sparsity, each trained model is also evaluated with its smallest hidden
+// activations dropped (compare_sparsity.hpp): what an activation-sparse decode would cost.
 #include <unistd.h>
 
 #include <chrono>
