@@ -77,13 +77,20 @@ struct StoredWeights {
 //     layers) — y within the dense block's accuracy contract;
 //   threshold > 0: CATS (Lee et al. 2024) — channels with |a_j| ≤ threshold dropped, which
 //     changes y: calibrate it (sparsity_threshold) and measure the loss (`ffn compare`).
-// A token's y is the same bits whatever the thread count and whatever tokens share its call.
+// A token's y is the same bits whatever the thread count and whatever other tokens share a
+// call of at most max_tokens (or whatever tokens share one of more); a token takes the
+// sparse or the dense path by its own kept share, and the two agree within the contract.
 struct SparseDecode {
   bool enabled = false;
   float threshold = 0.0f;
-  // The sparse path runs for T ≤ max_tokens; more tokens take the dense panels (the union
-  // of their active channels is no longer sparse: `ffn bench --sparsity` measures where).
-  int64_t max_tokens = 4;
+  // The sparse path runs for T ≤ max_tokens; more tokens take the dense panels: the union of
+  // their kept channels is no longer sparse, and each token's dot products re-read the rows
+  // (`ffn bench --sparsity` measures where dense wins: docs/performance.md, "Sparse decode").
+  int64_t max_tokens = 1;
+  // A token that keeps more than this share of the channels runs the dense panels (with the
+  // same channels dropped): reading most rows scattered costs more than streaming them all
+  // (docs/performance.md, "Sparse decode"). 1: every token takes the sparse path.
+  double max_kept_share = 0.6;
 };
 
 // The sparse decode a block gets unless asked otherwise (the checkpoint loader's default):

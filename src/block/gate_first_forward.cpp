@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "block/bias_rows.hpp"
 #include "block/inference_stages.hpp"
@@ -84,7 +85,8 @@ void activated_gate(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixVi
       }
     } else {
       const auto [j0, j1] = split_range(H, ith, nth, 16);
-      if (j1 > j0) k.f32_activation_rows(c.variant.activation, T, j1 - j0, a.data + j0, a.stride, a.data + j0, a.stride);
+      if (j1 > j0)
+        k.f32_activation_rows(c.variant.activation, T, j1 - j0, a.data + j0, a.stride, a.data + j0, a.stride);
     }
   });
 }
@@ -111,8 +113,8 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
     const int64_t row_bytes = w.up_rows.row_bytes();
     const int64_t min_rows = std::max<int64_t>(1, (int64_t(1) << 18) / row_bytes);
     run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
-      k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, w.up_rows.bytes.data(), row_bytes,
-                 u + i0, H);
+      k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, w.up_rows.bytes.data(), row_bytes, u + i0,
+                 H);
     });
   }
   const Activation act = c.variant.activation;
@@ -127,19 +129,18 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       h[t * H + i] = v;
     }
   }
-  // y = h·down_rows (+ b), output columns in chunks across the pool, each at least 4 KiB of
-  // every listed row: shorter runs of many rows stream far below the memory roof.
-  const int64_t elem = weight_type_info(w.down_rows.type).row_bytes(1), row_bytes = w.down_rows.row_bytes();
-  constexpr int64_t kColumns = 64, kMinRunBytes = 4096;
-  const int64_t units = (D + kColumns - 1) / kColumns;
-  run_in_guided_chunks(p, units, units, kMinRunBytes / (kColumns * elem), [&](int64_t b0, int64_t b1) {
-    const int64_t c0 = b0 * kColumns, c1 = std::min(D, b1 * kColumns);
-    for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c1, 0.0f);
-    k.rows_axpy(w.down_rows.type, T, n, lists, h, H, c1 - c0, w.down_rows.bytes.data() + c0 * elem, row_bytes,
-                y.data + c0, y.stride);
-    if (c.bias)
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t col = c0; col < c1; ++col) y.row(t)[col] += w.down_bias.data()[col];
+  // y = h·down_rows (+ b), a column chunk of down's transpose at a time across the pool.
+  run_in_guided_chunks(p, w.down_chunks(), w.down_chunks(), 1, [&](int64_t k0, int64_t k1) {
+    for (int64_t chunk = k0; chunk < k1; ++chunk) {
+      const int64_t c0 = chunk * w.down_chunk, width = w.down_chunk_width(chunk);
+      const int64_t row_bytes = weight_type_info(w.down_rows.type).row_bytes(width);
+      for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c0 + width, 0.0f);
+      k.rows_axpy(w.down_rows.type, T, n, lists, h, H, width, w.down_rows.bytes.data() + w.down_chunk_offset(chunk),
+                  row_bytes, y.data + c0, y.stride);
+      if (c.bias)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t col = c0; col < c0 + width; ++col) y.row(t)[col] += w.down_bias.data()[col];
+    }
   });
 }
 
@@ -180,15 +181,37 @@ void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixV
   down_stage(w, h_down, T, y, p);
 }
 
+// The rows `tokens` of m, gathered.
+Matrix gather_rows(ConstMatrixView m, const std::vector<int64_t>& tokens) {
+  Matrix out(int64_t(tokens.size()), m.cols);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    std::memcpy(out.row(int64_t(i)), m.row(tokens[i]), size_t(m.cols) * sizeof(float));
+  return out;
+}
+
 }  // namespace
 
 void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView y, ThreadPool& p) {
-  const MatrixView a = scratch_matrix(Scratch::gate_values, x.rows, w.config.hidden);
+  const int64_t T = x.rows, H = w.config.hidden;
+  const MatrixView a = scratch_matrix(Scratch::gate_values, T, H);
   activated_gate(w, x, a, p);
-  if (w.sparse.enabled && x.rows <= w.sparse.max_tokens)
-    sparse_rest(w, x, a, y, p);
-  else
-    dense_rest(w, x, a, y, p);
+  if (!w.sparse.enabled || T > w.sparse.max_tokens) return dense_rest(w, x, a, y, p);
+  // Each token by its own kept share: sparse at most max_kept_share, dense above.
+  std::vector<int64_t> sparse_tokens, dense_tokens;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t kept_count = 0;
+    for (int64_t j = 0; j < H; ++j) kept_count += kept(a.row(t)[j], w.sparse.threshold);
+    (double(kept_count) <= w.sparse.max_kept_share * double(H) ? sparse_tokens : dense_tokens).push_back(t);
+  }
+  if (dense_tokens.empty()) return sparse_rest(w, x, a, y, p);
+  if (sparse_tokens.empty()) return dense_rest(w, x, a, y, p);
+  for (const auto* group : {&sparse_tokens, &dense_tokens}) {
+    const Matrix xg = gather_rows(x, *group), ag = gather_rows(a, *group);
+    Matrix yg(xg.rows(), y.cols);
+    (group == &sparse_tokens ? sparse_rest : dense_rest)(w, xg.view(), ag.view(), yg.view(), p);
+    for (size_t i = 0; i < group->size(); ++i)
+      std::memcpy(y.row((*group)[i]), yg.row(int64_t(i)), size_t(y.cols) * sizeof(float));
+  }
 }
 
 }  // namespace ffn::inference

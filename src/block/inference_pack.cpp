@@ -109,6 +109,8 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
   if (!std::isfinite(s.threshold) || s.threshold < 0)
     throw Error("sparse decode threshold " + std::to_string(s.threshold) + ": must be finite and ≥ 0");
   if (s.max_tokens < 1) throw Error("sparse decode max_tokens " + std::to_string(s.max_tokens) + ": must be ≥ 1");
+  if (!(s.max_kept_share >= 0.0 && s.max_kept_share <= 1.0))
+    throw Error("sparse decode max_kept_share " + std::to_string(s.max_kept_share) + ": must be in [0, 1]");
   if (c.hidden > std::numeric_limits<int32_t>::max())
     throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
 }
@@ -122,26 +124,32 @@ StoredMatrix stored_rows(const RowSource& src, int64_t rows) {
   return m;
 }
 
-// Down ([D][H], f32 / f16 / bf16) transposed to [H][D]: a bit copy of every value, 64 rows of
-// down at a time across the pool (each writes its own 64 columns of every output row).
-StoredMatrix transposed_rows(const RowSource& src, int64_t rows, ThreadPool& pool) {
-  const int64_t H = src.cols, elem = weight_type_info(src.type).row_bytes(1);
-  StoredMatrix m{src.type, H, rows, {}};
-  m.bytes.resize(static_cast<size_t>(H * rows * elem));
-  const int64_t blocks = (rows + kW - 1) / kW;
+// Columns of a chunk of down's transpose: 4 KiB of a row (Panels::down_chunk).
+int64_t down_chunk_columns(WeightType t) { return 4096 / weight_type_info(t).row_bytes(1); }
+
+// Down ([D][H], f32 / f16 / bf16) transposed into Panels::down_rows' column chunks: a bit
+// copy of every value, 64 rows of down at a time across the pool (each writes its own 64
+// columns of every output row).
+void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool& pool) {
+  const int64_t D = p.config.d_model, H = src.cols, elem = weight_type_info(src.type).row_bytes(1);
+  p.down_chunk = down_chunk_columns(src.type);
+  p.down_rows = StoredMatrix{src.type, H, D, {}};
+  p.down_rows.bytes.resize(static_cast<size_t>(H * D * elem));
+  const int64_t blocks = (D + kW - 1) / kW;
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
     const auto [b0, b1] = split_range(blocks, ith, nth);
     for (int64_t b = b0; b < b1; ++b) {
-      const int64_t r0 = b * kW, n = std::min(kW, rows - r0), ld = src.row_bytes();
+      const int64_t r0 = b * kW, n = std::min(kW, D - r0), ld = src.row_bytes();
       const std::byte* in = src.rows(r0, n, buf);
-      for (int64_t j = 0; j < H; ++j) {
-        std::byte* out = m.bytes.data() + (j * rows + r0) * elem;
-        for (int64_t r = 0; r < n; ++r) std::memcpy(out + r * elem, in + r * ld + j * elem, static_cast<size_t>(elem));
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t d = r0 + r, c = d / p.down_chunk, width = p.down_chunk_width(c);
+        std::byte* out = p.down_rows.bytes.data() + p.down_chunk_offset(c) + (d - c * p.down_chunk) * elem;
+        for (int64_t j = 0; j < H; ++j)
+          std::memcpy(out + j * width * elem, in + r * ld + j * elem, static_cast<size_t>(elem));
       }
     }
   });
-  return m;
 }
 
 std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSource* gate, const RowSource& up,
@@ -163,7 +171,7 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
   if (sparse.enabled) {
     p->up_rows = stored_rows(up, H);
-    p->down_rows = transposed_rows(down, D, pool);
+    transpose_down(down, *p, pool);
   }
   return p;
 }

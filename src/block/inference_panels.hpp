@@ -15,8 +15,10 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 
+#include "core/weight_type_table.hpp"
 #include "ffn/inference_block.hpp"
 #include "ffn/tensor.hpp"
 
@@ -50,7 +52,18 @@ struct InferenceBlock::Panels {
   // channel's weights contiguous in each, so a skipped channel is bytes never read.
   SparseDecode sparse;
   StoredMatrix up_rows;
+  // Down transposed in column chunks of down_chunk columns (the last may be narrower): chunk
+  // c holds, for every hidden channel j, its values of output columns [c·C, c·C + width) —
+  // [H][width], rows of width values — so that a thread summing one chunk reads a run of at
+  // least 4 KiB per kept channel, and all kept read one chunk's bytes in order.
   StoredMatrix down_rows;
+  int64_t down_chunk = 0;
+  int64_t down_chunks() const { return (config.d_model + down_chunk - 1) / down_chunk; }
+  int64_t down_chunk_width(int64_t c) const { return std::min(down_chunk, config.d_model - c * down_chunk); }
+  // Bytes from the start of down_rows to chunk c.
+  int64_t down_chunk_offset(int64_t c) const {
+    return c * down_chunk * config.hidden * weight_type_info(down_rows.type).row_bytes(1);
+  }
   // The forward computes every gate value of a token before any of its up values (the
   // Gaussian top-k needs them all; sparse decode needs them to choose the channels): gate
   // and up in panel sets of their own then, never fused.

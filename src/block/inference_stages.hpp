@@ -49,7 +49,8 @@ struct StageInput {
 
 // Every row of a ([T][K]) into `rows`, the threads taking whole units (activation_block) of
 // every row.
-inline void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, ThreadPool& p) {
+inline void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a,
+                      ThreadPool& p) {
   if (rows.format == WeightType::f32) return;
   const int64_t block = activation_block(rows.format);
   p.run([&](int ith, int nth) {
@@ -66,7 +67,6 @@ inline StageInput stage_input(const kernels::KernelTable& k, WeightType t, Const
   std::byte* buffer = f == WeightType::f32 ? nullptr : scratch_bytes(slot, activation_bytes(f, a.rows, a.cols));
   return {&kernel, activation_rows(f, buffer, a.rows, a.cols, a.data, a.stride)};
 }
-
 
 // Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel, h in the down kernel's format.
 void down_stage(const InferenceBlock::Panels& w, const StageInput& h_down, int64_t T, MatrixView y, ThreadPool& p);

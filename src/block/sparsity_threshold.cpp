@@ -21,7 +21,8 @@ float sparsity_threshold(ConstMatrixView a, double sparsity) {
   for (int64_t r = 0; r < a.rows; ++r)
     for (int64_t c = 0; c < a.cols; ++c) {
       const float v = a.data[r * a.stride + c];
-      if (std::isnan(v)) throw Error("sparsity_threshold: activation [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
+      if (std::isnan(v))
+        throw Error("sparsity_threshold: activation [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
       m.push_back(std::abs(v));
     }
   // The ⌈s·n⌉-th smallest magnitude: at least that fraction is ≤ it. s = 0 gives 0, which
@@ -35,7 +36,9 @@ float sparsity_threshold(ConstMatrixView a, double sparsity) {
 SparseDecode auto_sparse_decode(const BlockConfig& c, const MatrixTypes& types) {
   const Activation a = c.variant.activation;
   const bool zeros = a == Activation::relu || a == Activation::relu2 || a == Activation::relu6 || c.gate_sparsity > 0;
-  auto rows_readable = [](WeightType t) { return t == WeightType::f32 || t == WeightType::f16 || t == WeightType::bf16; };
+  auto rows_readable = [](WeightType t) {
+    return t == WeightType::f32 || t == WeightType::f16 || t == WeightType::bf16;
+  };
   return SparseDecode{.enabled = zeros && rows_readable(types.up) && rows_readable(types.down)};
 }
 

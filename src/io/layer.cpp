@@ -1,5 +1,6 @@
 // Layer (checkpoint.hpp): a loaded layer run and described the same way whether it is a
 // dense block or a mixture of experts.
+#include <cstdio>
 #include <string>
 #include <variant>
 
@@ -18,12 +19,23 @@ std::string stored_note(const MatrixTypes& in_file, const MatrixTypes& running, 
 // "Phi-3, Phi-3.5, Phi-4-mini (config.json model_type 'phi3'); " or "".
 std::string family_note(const LayerSource& s) { return s.family.empty() ? "" : s.family + "; "; }
 
+// "; sparse decode: exact zeros skipped (up and down held again as rows, +180.4 MB)" or "".
+std::string sparse_note(const InferenceBlock& b) {
+  const SparseDecode& sp = b.sparse();
+  if (!sp.enabled) return "";
+  char mb[32];
+  std::snprintf(mb, sizeof mb, "%.1f", double(b.sparse_layout_bytes()) / 1e6);
+  return std::string("; sparse decode: ") +
+         (sp.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(sp.threshold) + " dropped" : "exact zeros skipped") +
+         " (up and down held again as rows, +" + mb + " MB)";
+}
+
 std::string describe(const LayerSource& s, const InferenceBlock& b) {
   const BlockConfig& c = b.config();
   return variant_name(c.variant) + " (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
          s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
          (c.bias ? " bias" : "") + ", weights " + matrix_types_name(b.types(), c.variant.gated) +
-         stored_note(s.file_types, b.types(), c.variant.gated);
+         stored_note(s.file_types, b.types(), c.variant.gated) + sparse_note(b);
 }
 
 std::string describe(const LayerSource& s, const MoeBlock& b) {

@@ -13,6 +13,7 @@
 //     branch above max_tokens; bad options refused by name; sparsity_threshold's quantile.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -98,7 +99,7 @@ const Shape kShapes[] = {{7, 13, 1, true}, {64, 96, 3, true}, {33, 171, 4, false
 const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16};
 
 // ReLU-family blocks make exact zeros; SwiGLU almost none (then nothing is skipped).
-const Variant kExactVariants[] = {{true, Activation::relu},  {false, Activation::relu},  {false, Activation::relu2},
+const Variant kExactVariants[] = {{true, Activation::relu},  {false, Activation::relu}, {false, Activation::relu2},
                                   {true, Activation::relu6}, {true, Activation::swish}, {true, Activation::relu2}};
 
 TEST_P(SparseDecodeForward, ExactModeKeepsTheDenseContract) {
@@ -106,24 +107,28 @@ TEST_P(SparseDecodeForward, ExactModeKeepsTheDenseContract) {
   ThreadPool pool(2);
   for (WeightType type : kTypes)
     for (const Variant& v : kExactVariants)
-      for (const Shape& s : kShapes) {
-        Block block = Block::random({v, s.d, s.hidden, s.bias}, 3, &pool);
-        round_weights_to(block, type);
-        const InferenceBlock sparse(block, type, &pool, SparseDecode{.enabled = true});
-        const Matrix x = random_matrix(s.tokens, s.d, 21, 2.0f);
-        Matrix y(s.tokens, s.d);
-        sparse.forward(x.view(), y.view(), &pool);
-        EXPECT_LE(worst_bound_ratio(block, x, y, operand_rounding_of(type)), 1.0)
-            << weight_type_name(type) << " " << variant_name(v) << " d=" << s.d << " T=" << s.tokens;
-      }
+      for (const Shape& s : kShapes)
+        // Every token dense (after the gate), some of each, every token sparse.
+        for (double max_kept : {0.0, 0.5, 1.0}) {
+          Block block = Block::random({v, s.d, s.hidden, s.bias}, 3, &pool);
+          round_weights_to(block, type);
+          const InferenceBlock sparse(block, type, &pool,
+                                      SparseDecode{.enabled = true, .max_tokens = 4, .max_kept_share = max_kept});
+          const Matrix x = random_matrix(s.tokens, s.d, 21, 2.0f);
+          Matrix y(s.tokens, s.d);
+          sparse.forward(x.view(), y.view(), &pool);
+          EXPECT_LE(worst_bound_ratio(block, x, y, operand_rounding_of(type)), 1.0)
+              << weight_type_name(type) << " " << variant_name(v) << " d=" << s.d << " T=" << s.tokens
+              << " max_kept_share " << max_kept;
+        }
 }
 
 TEST_P(SparseDecodeForward, CalibratedThresholdRunsTheKeptChannelsOnly) {
   test::ScopedIsa isa(GetParam());
   ThreadPool pool(2);
   for (WeightType type : kTypes)
-    for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu},
-                             Variant{true, Activation::gelu_tanh}})
+    for (const Variant& v :
+         {Variant{true, Activation::swish}, Variant{false, Activation::gelu}, Variant{true, Activation::gelu_tanh}})
       for (const Shape& s : kShapes) {
         Block block = Block::random({v, s.d, s.hidden, s.bias}, 4, &pool);
         round_weights_to(block, type);
@@ -132,7 +137,9 @@ TEST_P(SparseDecodeForward, CalibratedThresholdRunsTheKeptChannelsOnly) {
         Matrix a(s.tokens, s.hidden);
         dense.hidden_activations(x.view(), a.view(), &pool);
         const float threshold = sparsity_threshold(a.view(), 0.5);
-        const InferenceBlock sparse(block, type, &pool, SparseDecode{.enabled = true, .threshold = threshold});
+        const InferenceBlock sparse(
+            block, type, &pool,
+            SparseDecode{.enabled = true, .threshold = threshold, .max_tokens = 4, .max_kept_share = 1.0});
         Matrix y(s.tokens, s.d);
         sparse.forward(x.view(), y.view(), &pool);
         int64_t dropped = 0;
@@ -155,7 +162,8 @@ TEST_P(SparseDecodeForward, GaussianTopKIsTheBlockOfTheChannelsAboveTheCutoff) {
       BlockConfig c{{true, Activation::gelu_tanh}, s.d, s.hidden, s.bias};
       c.gate_sparsity = 0.9;
       Block block = Block::random(c, 5, &pool);
-      const InferenceBlock b(block, WeightType::f32, &pool, SparseDecode{.enabled = sparse_on});
+      const InferenceBlock b(block, WeightType::f32, &pool, SparseDecode{.enabled = sparse_on, .max_tokens = 4});
+      // About 10 % of the channels kept: the sparse path when it is on.
       const Matrix x = random_matrix(s.tokens, s.d, 23, 2.0f);
       Matrix y(s.tokens, s.d);
       b.forward(x.view(), y.view(), &pool);
@@ -187,8 +195,20 @@ TEST_P(SparseDecodeForward, TokenBitsAreTheSameAloneInABatchAndOnAnyThreads) {
   for (WeightType type : kTypes)
     for (float threshold : {0.0f, 0.05f}) {
       const Block block = Block::random({{true, Activation::relu}, 64, 200, true}, 6, &two);
-      const InferenceBlock b(block, type, &two, SparseDecode{.enabled = true, .threshold = threshold});
       const Matrix x = random_matrix(4, 64, 24, 2.0f);
+      // A max_kept_share between the tokens' own kept shares: two tokens take the sparse
+      // path, two the dense.
+      Matrix a(4, 200);
+      InferenceBlock(block, type, &two).hidden_activations(x.view(), a.view(), &two);
+      std::vector<double> shares;
+      for (int64_t t = 0; t < 4; ++t) shares.push_back(double(kept_channels(a, t, threshold).size()) / 200);
+      std::sort(shares.begin(), shares.end());
+      ASSERT_LT(shares[1], shares[2]) << "the tokens' kept shares must differ to split them";
+      const InferenceBlock b(block, type, &two,
+                             SparseDecode{.enabled = true,
+                                          .threshold = threshold,
+                                          .max_tokens = 4,
+                                          .max_kept_share = 0.5 * (shares[1] + shares[2])});
       Matrix batch(4, 64), batch1(4, 64);
       b.forward(x.view(), batch.view(), &two);
       b.forward(x.view(), batch1.view(), &one);
@@ -211,7 +231,8 @@ TEST_P(SparseDecodeForward, HiddenActivationsAreTheSameFusedOrGateFirst) {
   test::ScopedIsa isa(GetParam());
   ThreadPool pool(2);
   const Block block = Block::random({{true, Activation::swish}, 40, 100, true}, 8, &pool);
-  const InferenceBlock fused(block, WeightType::f32, &pool), gate_first(block, WeightType::f32, &pool, {.enabled = true});
+  const InferenceBlock fused(block, WeightType::f32, &pool),
+      gate_first(block, WeightType::f32, &pool, {.enabled = true});
   const Matrix x = random_matrix(5, 40, 25, 2.0f);
   Matrix a(5, 100), b(5, 100);
   fused.hidden_activations(x.view(), a.view(), &pool);
@@ -237,6 +258,8 @@ TEST(SparseDecode, BadOptionsAreRefusedByName) {
                      {"threshold"});
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_tokens = 0}); },
                      {"max_tokens"});
+  test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_kept_share = 1.5}); },
+                     {"max_kept_share"});
   const InferenceBlock b(block, WeightType::f32);
   Matrix x(2, 64), a(2, 95);
   test::expect_error([&] { b.hidden_activations(x.view(), a.view()); }, {"[2, 95]", "[2, 96]"});

@@ -105,7 +105,8 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
     std::vector<std::optional<InferenceBlock>> sparse;
     for (double s : b.targets) {
       thresholds.push_back(s > 0 ? sparsity_threshold(a.view(), s) : 0.0f);
-      sparse.emplace_back(set.make(SparseDecode{.enabled = true, .threshold = thresholds.back(), .max_tokens = 1 << 30}));
+      sparse.emplace_back(
+          set.make(SparseDecode{.enabled = true, .threshold = thresholds.back(), .max_tokens = 1 << 30}));
     }
     // Bytes of each matrix in this type (gate and up share the first stage's type here).
     const MatrixTypes types = dense.types();
@@ -128,8 +129,8 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       for (size_t i = 0; i < sparse.size(); ++i) {
         const auto [dropped, read] = shares(dense, in, thresholds[i], pool);
         const double sparse_ms = median(ms[i + 1]);
-        const double limit = c.variant.gated ? (gate + read * (up + down)) / (gate + up + down)
-                                             : (up + read * down) / (up + down);
+        const double limit =
+            c.variant.gated ? (gate + read * (up + down)) / (gate + up + down) : (up + read * down) / (up + down);
         std::printf("%-6s %6lld %6s %8s %7s %10s %10s %8s %7s\n", set.dtype.c_str(), static_cast<long long>(T),
                     fixed(b.targets[i], 2).c_str(), fixed(dropped, 3).c_str(), fixed(read, 3).c_str(),
                     fixed(dense_ms, 3).c_str(), fixed(sparse_ms, 3).c_str(), fixed(sparse_ms / dense_ms, 3).c_str(),

@@ -1,6 +1,7 @@
 // ffn forward: y = layer(x) for a layer read from a checkpoint (dense or a mixture of
 // experts, Checkpoint::load_layer), x and y as .npy.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -9,10 +10,13 @@
 #include "commands.hpp"
 #include "ffn/checkpoint.hpp"
 #include "ffn/distributed.hpp"
+#include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
 #include "ffn/isa.hpp"
 #include "ffn/thread_pool.hpp"
 #include "forward_input.hpp"
 #include "io/npy.hpp"
+#include "sparsity_file.hpp"
 
 namespace ffn::cli {
 namespace {
@@ -26,11 +30,50 @@ struct ForwardOptions {
   std::string output;
   int threads = ThreadPool::default_threads();
   bool quiet = false;
+  std::string sparse = "auto";                // --sparse
+  std::optional<double> calibrate_sparsity;  // --calibrate-sparsity S
 };
+
+// --sparse as LoadOptions::sparse: auto (nullopt: the loader's default), off, exact, a
+// threshold, or calibrated (the layer's entry of ffn-sparsity.json beside the weights).
+std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
+  if (o.sparse == "auto") return std::nullopt;
+  if (o.sparse == "off") return SparseDecode{};
+  if (o.sparse == "exact") return SparseDecode{.enabled = true};
+  if (o.sparse == "calibrated")
+    return SparseDecode{.enabled = true, .threshold = read_sparsity_entry(o.weights, o.layer).threshold};
+  try {
+    size_t used = 0;
+    const float t = std::stof(o.sparse, &used);
+    if (used == o.sparse.size() && std::isfinite(t) && t >= 0) return SparseDecode{.enabled = true, .threshold = t};
+  } catch (const std::exception&) {
+  }
+  throw Error("--sparse '" + o.sparse + "': give auto, off, exact, calibrated or a threshold ≥ 0");
+}
+
+// --calibrate-sparsity S: the threshold that drops a share S of the layer's hidden channels
+// on the input tokens (sparsity_threshold over hidden_activations), written to
+// ffn-sparsity.json beside the weights; returns it.
+float calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixView x, ThreadPool& pool) {
+  const InferenceBlock& block = layer.dense();
+  Matrix a(x.rows, block.config().hidden);
+  block.hidden_activations(x, a.view(), &pool);
+  const float threshold = sparsity_threshold(a.view(), *o.calibrate_sparsity);
+  write_sparsity_entry(o.weights, o.layer, {threshold, *o.calibrate_sparsity, x.rows, o.input});
+  if (!o.quiet)
+    std::printf("layer %lld: threshold %.6g drops %.1f%% of hidden channels on %lld tokens → %s\n",
+                static_cast<long long>(o.layer), double(threshold), 100.0 * *o.calibrate_sparsity,
+                static_cast<long long>(x.rows), sparsity_file_for(o.weights).c_str());
+  return threshold;
+}
 
 void run_forward(const ForwardOptions& o) {
   if (launched_with_several_processes())  // under mpirun: the block split across the processes
+  {
+    if (o.sparse != "auto" || o.calibrate_sparsity)
+      throw Error("--sparse and --calibrate-sparsity run one process's block; not under mpirun");
     return run_forward_across_processes({o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
+  }
   // Each matrix runs in the type the file stores it in, laid once into the forward
   // kernels' panels; --dtype converts (a matrix already stored so is used as it is). A
   // token's output is the same whatever else is in the file of tokens.
@@ -38,10 +81,19 @@ void run_forward(const ForwardOptions& o) {
   load.layer = o.layer;
   if (!o.variant.empty()) load.variant = parse_variant(o.variant);
   if (!o.dtype.empty()) load.type = parse_weight_type(o.dtype);
+  if (o.calibrate_sparsity && o.sparse != "auto")
+    throw Error("--calibrate-sparsity sets the sparse decode it calibrates; leave out --sparse");
+  load.sparse = sparse_option(o);
   ThreadPool pool(o.threads);
-  const Layer layer = Checkpoint(o.weights).load_layer(load, &pool);  // dense or a mixture of experts
+  const Checkpoint checkpoint(o.weights);
+  Layer layer = checkpoint.load_layer(load, &pool);  // dense or a mixture of experts
   const int64_t D = layer.d_model();
   const auto [x, T] = read_tokens(o.input, D);
+  if (o.calibrate_sparsity) {
+    if (layer.is_moe()) throw Error("--calibrate-sparsity: layer " + std::to_string(o.layer) + " is a mixture of experts");
+    load.sparse = SparseDecode{.enabled = true, .threshold = calibrate(o, layer, {x.data.data(), T, D, D}, pool)};
+    layer = checkpoint.load_layer(load, &pool);
+  }
   AlignedFloats y(T * D);
   const auto start = std::chrono::steady_clock::now();
   layer.forward({x.data.data(), T, D, D}, {y.data(), T, D, D}, &pool);
@@ -85,6 +137,19 @@ void add_forward_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
+  cmd->add_option("--sparse", o->sparse,
+                  "activation-sparse decode of a dense layer (at up to 4 tokens a call, hidden channels whose "
+                  "activated gate is small skip their up row and down column): auto (on, exact, where the "
+                  "activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — and up and down "
+                  "are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json beside the "
+                  "weights), or a threshold on |act(gate)|. A threshold changes the output; up and down are "
+                  "held a second time, as rows")
+      ->capture_default_str();
+  cmd->add_option("--calibrate-sparsity", o->calibrate_sparsity,
+                  "the share S in [0, 1) of hidden channels to drop: the threshold that drops it on --input's "
+                  "tokens is written to ffn-sparsity.json beside the weights (the checkpoint is not changed), "
+                  "and the forward runs with it")
+      ->check(CLI::Range(0.0, 0.999999));
   cmd->footer(
       "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
       "layers.N.feed_forward.w1/w3/w2, GPT-2 h.N.mlp.c_fc/c_proj (Conv1D), GGUF blk.N.ffn_*.\n"
