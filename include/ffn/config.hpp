@@ -97,6 +97,10 @@ struct BlockConfig {
   int64_t d_model = 0;
   int64_t hidden = 0;
   bool bias = false;
+  // Gemma 3n's Gaussian top-k on the gate (transformers' Gemma3nTextMLP._gaussian_topk):
+  // the target fraction s of gate channels set to zero, per token g ← relu(g − (mean(g) +
+  // std(g)·Φ⁻¹(s))) over the H gate values (biased std) before the activation; 0: none.
+  double gate_sparsity = 0.0;
   int64_t matrices() const { return variant.gated ? 3 : 2; }
 };
 
@@ -110,7 +114,13 @@ int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double>
 // needs a gated block (clamped_swish) in a 2-matrix one, naming variant.gated.
 HiddenDerivation derive_hidden(const BlockSpec& spec);
 BlockConfig resolve(const BlockSpec& spec);
-// Checks an already resolved configuration (e.g. one read from a file).
+// Checks an already resolved configuration (e.g. one read from a file). Also refuses a
+// gate_sparsity outside [0, 1) or not finite, and one > 0 in a 2-matrix block (no gate),
+// naming gate_sparsity.
 void validate(const BlockConfig& config);
+
+// Φ⁻¹(s), the standard normal quantile, to double precision (for gate_sparsity's cutoff).
+// ffn::Error for s outside (0, 1) or not finite.
+double normal_quantile(double s);
 
 }  // namespace ffn
