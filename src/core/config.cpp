@@ -301,6 +301,7 @@ double normal_quantile(double p) {
   // Halley: e = Φ(x) − p, u = e/φ(x); x ← x − u/(1 + x·u/2).
   const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
   const double u = e * std::sqrt(2.0 * 3.14159265358979323846) * std::exp(0.5 * x * x);
+  if (!std::isfinite(u)) return x;  // p subnormal: exp(x²/2) overflows; Acklam's x stands
   return x - u / (1.0 + 0.5 * x * u);
 }
 

@@ -152,27 +152,28 @@ bool is_gemma3n(const FamilyMatch& m) {
 constexpr int64_t kGemma3nSparseLayers = 10;
 constexpr double kGemma3nSparsity = 0.95;
 
+// A GGUF's sparsity: llama.cpp's converter writes each layer's Φ⁻¹(s) (Normal(0, 1).icdf in
+// f32: ≈ 1.6448534 for 0.95, −inf for 0) as {arch}.activation_sparsity_scale; where the file
+// has it, s = Φ(that), the pattern the weights were trained with. llama.cpp's graph ignores
+// it and fixes 0.95 for layers 0–9, which a file without the key gets (for Gemma 3n's
+// released models, 30 and 35 layers with the first 10 sparse, the two agree).
 GateSparsityHint gguf_gate_sparsity(const TensorSource& source, const FamilyMatch& family, int64_t layer) {
   if (!is_gemma3n(family)) return {};
-  GateSparsityHint h;
-  h.sparsity = layer < kGemma3nSparseLayers ? kGemma3nSparsity : 0.0;
-  h.source = family.source + ": llama.cpp's graph's 0.95 for layers 0–9";
   const std::string key = *source.metadata_string("general.architecture") + ".activation_sparsity_scale";
   if (const auto scale = source.metadata_float_array(key)) {
     if (layer >= static_cast<int64_t>(scale->size()))
       throw Error(source.path() + ": metadata " + key + " has " + std::to_string(scale->size()) +
                   " entries, none for layer " + std::to_string(layer));
     const double m = (*scale)[static_cast<size_t>(layer)];
-    // The converter writes Φ⁻¹(s) in f32: ≈ 1.6448534 for 0.95, −inf for 0.
-    const bool agrees = h.sparsity > 0.0 ? std::fabs(m - normal_quantile(h.sparsity)) < 1e-5
-                                         : (std::isinf(m) && m < 0.0);
-    if (!agrees)
+    if (std::isinf(m) && m < 0.0) return {0.0, ""};  // Φ⁻¹(0)
+    const double s = std::isfinite(m) ? 0.5 * std::erfc(-m / std::sqrt(2.0)) : 1.0;
+    if (!(s < 1.0))
       throw Error(source.path() + ": metadata " + key + "[" + std::to_string(layer) + "] = " + std::to_string(m) +
-                  " is not Φ⁻¹ of the sparsity llama.cpp's gemma3n graph fixes for layer " + std::to_string(layer) +
-                  " (" + std::to_string(h.sparsity) + "); ffn runs what llama.cpp runs, and they disagree");
-    h.source += " (agrees with " + key + ")";
+                  " is not the normal quantile of a sparsity in [0, 1)");
+    return {s, "GGUF metadata " + key};
   }
-  return h;
+  if (layer >= kGemma3nSparseLayers) return {};
+  return {kGemma3nSparsity, family.source + ": llama.cpp's graph's 0.95 for layers 0–9 (the file has no " + key + ")"};
 }
 
 GateSparsityHint config_gate_sparsity(const TensorSource& source, const nlohmann::json& config,
