@@ -269,3 +269,29 @@ def test_gguf_twin(tmp_path, run_ffn, case):
     assert r.returncode != 0 and "gemma3n.activation_sparsity_scale[0] = nan" in r.stderr, r.stderr
     _, err0 = exact_and_bound(layers[0], x, 0.95)
     assert ratio(forward_or_skip(tmp_path, run_ffn, path, 0, x), module_output(layers[0], 0.95, x), err0) <= 1.0
+
+
+def test_torch_patch_leaves_a_sparse_gemma3n_mlp(ffn_module, case):
+    """ffn.torch.patch does not replace a Gemma3nTextMLP whose activation_sparsity > 0 (its
+    blocks have no top-k): it leaves it, saying why; a layer with sparsity 0 is replaced."""
+    import ffn.torch
+
+    class Gemma3nTextMLPModule(torch.nn.Module):  # Gemma3nTextMLP's children and attributes
+        def __init__(self, sparsity):
+            super().__init__()
+            self.gate_proj = torch.nn.Linear(D, H, bias=False)
+            self.up_proj = torch.nn.Linear(D, H, bias=False)
+            self.down_proj = torch.nn.Linear(H, D, bias=False)
+            self.act_fn = torch.nn.GELU(approximate="tanh")
+            self.activation_sparsity = sparsity
+
+        def forward(self, x):
+            m = Gemma3nTextMLP(self.gate_proj.weight, self.up_proj.weight, self.down_proj.weight,
+                               self.activation_sparsity)
+            return m(x)
+
+    model = torch.nn.ModuleDict({"mlp0": Gemma3nTextMLPModule(0.95), "mlp1": Gemma3nTextMLPModule(0.0)})
+    report = ffn.torch.patch(model)
+    assert [e.name for e in report.replaced] == ["mlp1"], str(report)
+    assert [e.name for e in report.left] == ["mlp0"], str(report)
+    assert "activation_sparsity=0.95" in report.left[0].reason, str(report)
