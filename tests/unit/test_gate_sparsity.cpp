@@ -11,11 +11,13 @@
 #include "block/reference.hpp"
 #include "expect_error.hpp"
 #include "ffn/backward.hpp"
+#include "ffn/checkpoint.hpp"
 #include "ffn/block.hpp"
 #include "ffn/config.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/moe.hpp"
 #include "ffn/save.hpp"
+#include "test_files.hpp"
 
 namespace ffn {
 namespace {
@@ -178,6 +180,34 @@ TEST(GateSparsity, TrainingSlicingExpertsAndSavingRefuseIt) {
   const auto path = std::filesystem::temp_directory_path() / "ffn_gate_sparsity_refused.gguf";
   expect_error([&] { save_gguf(path.string(), {LayerToSave{0, &b, {}}}); }, {"layer 0", "gate_sparsity"});
   EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// A Gemma 3n checkpoint (D = 8, H = 16, one layer, pattern [0.95]): the loader gives the
+// block its sparsity, says where it came from, and refuses to cut it into hidden slices.
+TEST(GateSparsity, CheckpointReadsThePatternAndRefusesSlices) {
+  const test::TempDir dir("gemma3n_checkpoint");
+  std::vector<float> gate(16 * 8, 0.1f), up(16 * 8, 0.2f), down(8 * 16, 0.3f);
+  const std::string p = "model.language_model.layers.0.mlp.";
+  test::write_bytes(dir.file("model.safetensors"),
+                    test::safetensors_bytes({{p + "gate_proj.weight", "F32", {16, 8}, test::f32_bytes(gate)},
+                                             {p + "up_proj.weight", "F32", {16, 8}, test::f32_bytes(up)},
+                                             {p + "down_proj.weight", "F32", {8, 16}, test::f32_bytes(down)}}));
+  test::write_text(dir.file("config.json"),
+                   R"({"model_type": "gemma3n", "text_config": {"model_type": "gemma3n_text",
+                       "hidden_activation": "gelu_pytorch_tanh", "activation_sparsity_pattern": [0.95]}})");
+  const Checkpoint ckpt(dir.str());
+  const LayerInfo info = ckpt.inspect();
+  EXPECT_EQ(std::get<BlockConfig>(info.config).gate_sparsity, 0.95);
+  EXPECT_EQ(info.gate_sparsity_source, "0.95 (config.json text_config.activation_sparsity_pattern)");
+  EXPECT_EQ(ckpt.load_trainable().block.config().gate_sparsity, 0.95);
+  expect_error([&] { ckpt.load_trainable({}, 0, 8); }, {"hidden units [0, 8)", "gate_sparsity = 0.95", "slice"});
+  expect_error([&] { ckpt.load_stored({}, 8, 16); }, {"hidden units [8, 16)", "gate_sparsity = 0.95"});
+  expect_error([&] {
+    LoadOptions o;
+    o.layer = 0;
+    test::write_text(dir.file("config.json"), R"({"model_type": "gemma3n", "activation_sparsity_pattern": []})");
+    Checkpoint(dir.str()).inspect(o);
+  }, {"config.json", "activation_sparsity_pattern has 0 entries, none for layer 0"});
 }
 
 }  // namespace
