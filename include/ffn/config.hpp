@@ -104,6 +104,10 @@ struct BlockConfig {
   int64_t matrices() const { return variant.gated ? 3 : 2; }
 };
 
+// Φ⁻¹(s), the standard normal quantile, to double precision (for gate_sparsity's cutoff).
+// ffn::Error for s outside (0, 1) or not finite.
+double normal_quantile(double s);
+
 // Llama's reference rule (llama/model.py, FeedForward.__init__):
 //   h = int(2·(4d)/3); if m: h = int(m·h); h = multiple_of·ceil(h / multiple_of).
 int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double> ffn_dim_multiplier);
@@ -118,9 +122,5 @@ BlockConfig resolve(const BlockSpec& spec);
 // gate_sparsity outside [0, 1) or not finite, and one > 0 in a 2-matrix block (no gate),
 // naming gate_sparsity.
 void validate(const BlockConfig& config);
-
-// Φ⁻¹(s), the standard normal quantile, to double precision (for gate_sparsity's cutoff).
-// ffn::Error for s outside (0, 1) or not finite.
-double normal_quantile(double s);
 
 }  // namespace ffn

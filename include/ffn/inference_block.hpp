@@ -64,24 +64,53 @@ struct StoredWeights {
   Matrix down_bias;   // [1][D]; empty without bias
 };
 
+// Activation-sparse decode: at few tokens, a hidden channel whose activated gate value a_j
+// (act(g_j) of a gated block — after Gemma 3n's Gaussian top-k where the config has one —
+// or act(u_j) of a 2-matrix block) is at most `threshold` in magnitude is skipped: its row of
+// up and its column of down are never read, and h_j is taken as 0. The rest is the dense
+// block's arithmetic, so decode reads the gate's bytes plus (1 − s) of up's and down's at
+// sparsity s. The block then also holds up's rows as stored and down transposed ([H][D], a
+// row per hidden channel): up's and down's bytes once more, beside the panels that prefill
+// keeps using (kernels for f32, f16 and bf16 up and down: a block type's value of a hidden
+// channel sits inside a block along H, so skipping it would save no bytes).
+//   threshold 0: only exact zeros are skipped (ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse
+//     layers) — y within the dense block's accuracy contract;
+//   threshold > 0: CATS (Lee et al. 2024) — channels with |a_j| ≤ threshold dropped, which
+//     changes y: calibrate it (sparsity_threshold) and measure the loss (`ffn compare`).
+// A token's y is the same bits whatever the thread count and whatever tokens share its call.
+struct SparseDecode {
+  bool enabled = false;
+  float threshold = 0.0f;
+  // The sparse path runs for T ≤ max_tokens; more tokens take the dense panels (the union
+  // of their active channels is no longer sparse: `ffn bench --sparsity` measures where).
+  int64_t max_tokens = 4;
+};
+
 class InferenceBlock {
  public:
   // An f32 block's weights with every matrix stored as `type` (or each as `types` says),
   // then laid into panels. The values are those of round_weights_to(copy of block, type).
   // ffn::Error when a matrix's row length is not a multiple of its type's block (q8_0 /
   // q4_0: D and H multiples of 32), naming the matrix.
-  InferenceBlock(const Block& block, WeightType type, ThreadPool* pool = nullptr);
-  InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool = nullptr);
+  InferenceBlock(const Block& block, WeightType type, ThreadPool* pool = nullptr, const SparseDecode& sparse = {});
+  InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool = nullptr,
+                 const SparseDecode& sparse = {});
   // Matrices already stored (a checkpoint's tensors, used as they are): each must have the
   // config's shape and its type's row layout, each bias its length or none; ffn::Error
-  // naming the matrix and the mismatch otherwise.
-  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool = nullptr);
+  // naming the matrix and the mismatch otherwise. `sparse` enabled: ffn::Error when up or
+  // down is not f32, f16 or bf16, or the threshold is negative or not finite.
+  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool = nullptr,
+                 const SparseDecode& sparse = {});
   ~InferenceBlock();
   InferenceBlock(InferenceBlock&&) noexcept;
   InferenceBlock& operator=(InferenceBlock&&) noexcept;
 
   const BlockConfig& config() const;
   const MatrixTypes& types() const;
+  const SparseDecode& sparse() const;
+  // Bytes of up's rows and down's transpose that sparse decode holds beside the panels
+  // (0 when it is off).
+  int64_t sparse_layout_bytes() const;
   // Bytes of the weights as their types store them, plus the f32 biases (what a decode
   // step reads; the panels hold these bytes plus padding to 64 rows).
   int64_t weight_bytes() const;
@@ -101,17 +130,30 @@ class InferenceBlock {
   // mismatch, or a non-finite activation where a stage quantises to q8_0.
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;
 
+  // a = the activated gate values that sparse decode compares with its threshold, [T][H]:
+  // act(g + b_g) of a gated block (after its Gaussian top-k, if any), act(u + b_u) of a
+  // 2-matrix one — for calibrating a threshold (sparsity_threshold) and for measuring the
+  // sparsity a model makes.
+  void hidden_activations(ConstMatrixView x, MatrixView a, ThreadPool* pool = nullptr) const;
+
   // The panels (internal: src/block/inference_panels.hpp).
   struct Panels;
 
  private:
   // As the StoredWeights constructor, checking the block scales only when `check_scales`: the
   // checkpoint loader has checked those of every tensor it read (src/block/loaded_weights.hpp).
-  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool, bool check_scales);
+  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool,
+                 const SparseDecode& sparse, bool check_scales);
   friend InferenceBlock inference_block_of_checked_weights(const BlockConfig& config, const StoredWeights& weights,
-                                                           ThreadPool* pool);
+                                                           ThreadPool* pool, const SparseDecode& sparse);
 
   std::unique_ptr<const Panels> panels_;
 };
+
+// The threshold at which a fraction `sparsity` (in [0, 1)) of the magnitudes |a| is at most
+// it — the ⌈s·n⌉-th smallest (0 for s = 0) — so that SparseDecode{true, threshold} skips that
+// fraction of these activations' channels. ffn::Error for s outside [0, 1), no values, or a
+// NaN among them.
+float sparsity_threshold(ConstMatrixView a, double sparsity);
 
 }  // namespace ffn

@@ -140,11 +140,6 @@ PYBIND11_MODULE(_core, m) {
           [](const ffn::Block& b, const std::string& gate, const std::string& up, const std::string& down) {
             const ffn::MatrixTypes t{ffn::parse_weight_type(gate), ffn::parse_weight_type(up),
                                      ffn::parse_weight_type(down)};
-            // Until InferenceBlock computes Gemma 3n's top-k (as Checkpoint::load_layer's guard).
-            if (b.config().gate_sparsity > 0.0)
-              throw ffn::Error("Block.for_inference: InferenceBlock does not compute gate_sparsity = " +
-                               std::to_string(b.config().gate_sparsity) +
-                               " (Gemma 3n's Gaussian top-k on the gate): not yet: its forward has no Gaussian top-k");
             py::gil_scoped_release release;
             return std::make_unique<ffn::InferenceBlock>(b, t);
           },

@@ -21,6 +21,7 @@
 
 #include "block/bias_rows.hpp"
 #include "block/inference_panels.hpp"
+#include "block/inference_stages.hpp"
 #include "block/view_checks.hpp"
 #include "core/activation_formats.hpp"
 #include "kernels/kernels.hpp"
@@ -28,60 +29,13 @@
 #include "parallel/scratch.hpp"
 
 namespace ffn {
-namespace {
 
-constexpr int64_t kW = kernels::kPanelWidth;
-constexpr int64_t kTokenBlock = kernels::kPanelTokenBlock;
-
-// A chunk holds at least this many bytes of panels, so that a thread's stream of small
-// panels (q4_0: 147 KB at K = 4096) is not cut into pieces the hardware prefetcher must
-// start again (docs/performance.md, the inference forward's chunks).
-constexpr int64_t kMinChunkBytes = int64_t(1) << 20;
-
-// Runs body(t0, n, p0, p1) on the pool's threads for every chunk of a stage: panels
-// [p0, p1) of `panels` (panel_bytes each) against the token block [t0, t0 + n) of T
-// tokens, every (token block, panel) pair once, claimed in guided chunks within a token
-// block. Tokens in blocks of the kernels' own token block, outermost: the threads sweep the
-// panels over one block of activations (x: 4 MB, h: 11 MB at 256 tokens of the 7B shape)
-// while it is still in cache, rather than streaming all T rows again for every panel.
-template <class Body>
-void sweep_panels(ThreadPool& p, int64_t T, int64_t panels, int64_t panel_bytes, Body body) {
-  const int64_t token_blocks = (T + kTokenBlock - 1) / kTokenBlock;
-  const int64_t min_chunk = std::max<int64_t>(1, kMinChunkBytes / std::max<int64_t>(panel_bytes, 1));
-  run_in_guided_chunks(p, token_blocks * panels, panels, min_chunk, [&](int64_t i0, int64_t i1) {
-    const int64_t t0 = i0 / panels * kTokenBlock, p0 = i0 % panels;
-    body(t0, std::min(kTokenBlock, T - t0), p0, p0 + (i1 - i0));
-  });
-}
-
-// One stage's input: the panel kernel of its weight type on this ISA and the activations in
-// the format that kernel takes.
-struct StageInput {
-  const kernels::PanelKernel* kernel = nullptr;
-  kernels::ActivationRows rows;
-};
-
-// Every row of a ([T][K]) into `rows`, the threads taking whole units (activation_block) of
-// every row.
-void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, ThreadPool& p) {
-  if (rows.format == WeightType::f32) return;
-  const int64_t block = activation_block(rows.format);
-  p.run([&](int ith, int nth) {
-    const auto [c0, c1] = split_range(a.cols, ith, nth, block);
-    quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
-  });
-}
-
-// The input of a stage whose weights are of type t, for activations a ([T][K]): f32 rows
-// as they are, any other format in the calling thread's scratch `slot` (filled by the caller).
-StageInput stage_input(const kernels::KernelTable& k, WeightType t, ConstMatrixView a, Scratch slot) {
-  const kernels::PanelKernel& kernel = k.panel(t);
-  const WeightType f = kernel.activations;
-  std::byte* buffer = f == WeightType::f32 ? nullptr : scratch_bytes(slot, activation_bytes(f, a.rows, a.cols));
-  return {&kernel, activation_rows(f, buffer, a.rows, a.cols, a.data, a.stride)};
-}
-
-}  // namespace
+using inference::StageInput;
+using inference::fill_rows;
+using inference::stage_input;
+using inference::sweep_panels;
+using inference::kTokenBlock;
+using inference::kW;
 
 void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
   const Panels& w = *panels_;
@@ -90,6 +44,7 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
   views::check_forward_views(x, y, D);
   if (T == 0) return;
   ThreadPool& p = pool ? *pool : default_thread_pool();
+  if (w.gate_first()) return inference::forward_gate_first(w, x, y, p);
   const auto& k = kernels::active_kernels();
   const Activation act = c.variant.activation;
   const bool gated = c.variant.gated, split = gated && !w.fused;
@@ -142,7 +97,13 @@ void InferenceBlock::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) 
   });
   if (!fill_in_stage_1) fill_rows(k, h_down.rows, h, p);
 
-  // Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel.
+  inference::down_stage(w, h_down, T, y, p);
+}
+
+void inference::down_stage(const InferenceBlock::Panels& w, const StageInput& h_down, int64_t T, MatrixView y,
+                           ThreadPool& p) {
+  const BlockConfig& c = w.config;
+  const int64_t H = c.hidden, D = c.d_model;
   const kernels::PanelGemm down_gemm = h_down.kernel->fn;
   sweep_panels(p, T, w.down.count, w.down.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {
     const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);

@@ -2,6 +2,9 @@
 // weight type (inference_panels.hpp), from stored bytes as they are or from f32 rows
 // encoded a panel's rows at a time (no whole encoded copy of a matrix is made).
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -96,13 +99,60 @@ void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
                 std::to_string(wanted ? n : 0));
 }
 
+void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, WeightType down) {
+  if (!s.enabled) return;
+  for (auto [name, t] : {std::pair{"up", up}, std::pair{"down", down}})
+    if (t != WeightType::f32 && t != WeightType::f16 && t != WeightType::bf16)
+      throw Error(std::string("sparse decode reads ") + name + " one hidden channel at a time, which f32, f16 and bf16 "
+                  "allow; " + name + " is " + std::string(weight_type_name(t)) + ", whose blocks run along the hidden "
+                  "channels (store " + name + " as bf16, or run the block dense)");
+  if (!std::isfinite(s.threshold) || s.threshold < 0)
+    throw Error("sparse decode threshold " + std::to_string(s.threshold) + ": must be finite and ≥ 0");
+  if (s.max_tokens < 1) throw Error("sparse decode max_tokens " + std::to_string(s.max_tokens) + ": must be ≥ 1");
+  if (c.hidden > std::numeric_limits<int32_t>::max())
+    throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
+}
+
+// Up's rows as they are stored ([H][D]).
+StoredMatrix stored_rows(const RowSource& src, int64_t rows) {
+  StoredMatrix m{src.type, rows, src.cols, {}};
+  m.bytes.resize(static_cast<size_t>(rows * src.row_bytes()));
+  std::vector<std::byte> buf;
+  std::memcpy(m.bytes.data(), src.rows(0, rows, buf), m.bytes.size());
+  return m;
+}
+
+// Down ([D][H], f32 / f16 / bf16) transposed to [H][D]: a bit copy of every value, 64 rows of
+// down at a time across the pool (each writes its own 64 columns of every output row).
+StoredMatrix transposed_rows(const RowSource& src, int64_t rows, ThreadPool& pool) {
+  const int64_t H = src.cols, elem = weight_type_info(src.type).row_bytes(1);
+  StoredMatrix m{src.type, H, rows, {}};
+  m.bytes.resize(static_cast<size_t>(H * rows * elem));
+  const int64_t blocks = (rows + kW - 1) / kW;
+  pool.run([&](int ith, int nth) {
+    std::vector<std::byte> buf;
+    const auto [b0, b1] = split_range(blocks, ith, nth);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t r0 = b * kW, n = std::min(kW, rows - r0), ld = src.row_bytes();
+      const std::byte* in = src.rows(r0, n, buf);
+      for (int64_t j = 0; j < H; ++j) {
+        std::byte* out = m.bytes.data() + (j * rows + r0) * elem;
+        for (int64_t r = 0; r < n; ++r) std::memcpy(out + r * elem, in + r * ld + j * elem, static_cast<size_t>(elem));
+      }
+    }
+  });
+  return m;
+}
+
 std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSource* gate, const RowSource& up,
-                                              const RowSource& down, ThreadPool& pool) {
+                                              const RowSource& down, ThreadPool& pool, const SparseDecode& sparse) {
   const int64_t D = c.d_model, H = c.hidden;
+  check_sparse(sparse, c, up.type, down.type);
   auto p = std::make_unique<InferenceBlock::Panels>();
   p->config = c;
+  p->sparse = sparse;
   p->types = {gate ? gate->type : up.type, up.type, down.type};
-  p->fused = gate && gate->type == up.type;
+  p->fused = gate && gate->type == up.type && !p->gate_first();
   p->units_per_panel = p->fused ? kW / 2 : kW;
   if (p->fused) {
     p->first = pack(up.type, D, H, kW / 2, {{gate, 0}, {&up, kW / 2}}, pool);
@@ -111,15 +161,20 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
     if (gate) p->gate = pack(gate->type, D, H, kW, {{gate, 0}}, pool);
   }
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
+  if (sparse.enabled) {
+    p->up_rows = stored_rows(up, H);
+    p->down_rows = transposed_rows(down, D, pool);
+  }
   return p;
 }
 
 }  // namespace
 
-InferenceBlock::InferenceBlock(const Block& block, WeightType type, ThreadPool* pool)
-    : InferenceBlock(block, MatrixTypes::all(type), pool) {}
+InferenceBlock::InferenceBlock(const Block& block, WeightType type, ThreadPool* pool, const SparseDecode& sparse)
+    : InferenceBlock(block, MatrixTypes::all(type), pool, sparse) {}
 
-InferenceBlock::InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool) {
+InferenceBlock::InferenceBlock(const Block& block, const MatrixTypes& types, ThreadPool* pool,
+                               const SparseDecode& sparse) {
   const BlockConfig& c = block.config();
   const auto& w = block.weights();
   const bool gated = c.variant.gated;
@@ -129,21 +184,24 @@ InferenceBlock::InferenceBlock(const Block& block, const MatrixTypes& types, Thr
   const RowSource gate{"gate", types.gate, c.d_model, nullptr, &w.gate};
   const RowSource up{"up", types.up, c.d_model, nullptr, &w.up};
   const RowSource down{"down", types.down, c.hidden, nullptr, &w.down};
-  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool());
+  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool(), sparse);
   p->gate_bias = w.gate_bias.clone();
   p->up_bias = w.up_bias.clone();
   p->down_bias = w.down_bias.clone();
   panels_ = std::move(p);
 }
 
-InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool)
-    : InferenceBlock(c, w, pool, true) {}
+InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool,
+                               const SparseDecode& sparse)
+    : InferenceBlock(c, w, pool, sparse, true) {}
 
-InferenceBlock inference_block_of_checked_weights(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool) {
-  return InferenceBlock(c, w, pool, false);
+InferenceBlock inference_block_of_checked_weights(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool,
+                                                  const SparseDecode& sparse) {
+  return InferenceBlock(c, w, pool, sparse, false);
 }
 
-InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool, bool check_scales) {
+InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, ThreadPool* pool,
+                               const SparseDecode& sparse, bool check_scales) {
   validate(c);
   const int64_t D = c.d_model, H = c.hidden;
   const bool gated = c.variant.gated;
@@ -159,7 +217,7 @@ InferenceBlock::InferenceBlock(const BlockConfig& c, const StoredWeights& w, Thr
   const RowSource gate{"gate", w.gate.type, D, &w.gate};
   const RowSource up{"up", w.up.type, D, &w.up};
   const RowSource down{"down", w.down.type, H, &w.down};
-  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool());
+  auto p = build(c, gated ? &gate : nullptr, up, down, pool ? *pool : default_thread_pool(), sparse);
   p->gate_bias = w.gate_bias.clone();
   p->up_bias = w.up_bias.clone();
   p->down_bias = w.down_bias.clone();
@@ -172,6 +230,10 @@ InferenceBlock& InferenceBlock::operator=(InferenceBlock&&) noexcept = default;
 
 const BlockConfig& InferenceBlock::config() const { return panels_->config; }
 const MatrixTypes& InferenceBlock::types() const { return panels_->types; }
+const SparseDecode& InferenceBlock::sparse() const { return panels_->sparse; }
+int64_t InferenceBlock::sparse_layout_bytes() const {
+  return int64_t(panels_->up_rows.bytes.size() + panels_->down_rows.bytes.size());
+}
 
 int64_t InferenceBlock::weight_bytes() const { return *ffn::weight_bytes(panels_->config, panels_->types); }
 
@@ -190,7 +252,15 @@ std::string InferenceBlock::describe() const {
     first = stage("gate+up", p.types.up) + ", gate and up in one panel, activation fused";
   else
     first = stage("gate", p.types.gate) + "; " + stage("up", p.types.up) + ", activation fused";
-  return first + "; " + stage("down", p.types.down);
+  std::string text = first + "; " + stage("down", p.types.down);
+  if (p.config.gate_sparsity > 0)
+    text += "; Gaussian top-k on the gate (s = " + std::to_string(p.config.gate_sparsity) + "), gate first";
+  if (p.sparse.enabled)
+    text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" +
+            (p.sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(p.sparse.threshold) + " dropped"
+                                    : std::string("exact zeros skipped")) +
+            "): " + k.rows_dot.name + ", " + k.rows_axpy.name + " on up's rows and down transposed";
+  return text;
 }
 
 int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {

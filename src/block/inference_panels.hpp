@@ -9,6 +9,7 @@
 //            halves of 32 hidden units;
 //          otherwise: up rows 64p … 64p+63 (and, gated, `gate` holds gate rows 64p … 64p+63
 //            in a panel set of its own type).
+//          (Never fused when the forward is gate-first: Panels::gate_first.)
 //   down:  panel p holds W_down rows 64p … 64p+63 (K = H).
 // Rows past the end of a matrix are zero in the last panel (their outputs are dropped).
 #pragma once
@@ -44,6 +45,16 @@ struct InferenceBlock::Panels {
   Matrix gate_bias;  // [1][H]; empty without bias or gate
   Matrix up_bias;    // [1][H]; empty without bias
   Matrix down_bias;  // [1][D]; empty without bias
+  // Activation-sparse decode (SparseDecode; sparse_decode.cpp), when enabled: up's rows as
+  // stored, [H][D] in up's type, and down transposed, [H][D] in down's type — a hidden
+  // channel's weights contiguous in each, so a skipped channel is bytes never read.
+  SparseDecode sparse;
+  StoredMatrix up_rows;
+  StoredMatrix down_rows;
+  // The forward computes every gate value of a token before any of its up values (the
+  // Gaussian top-k needs them all; sparse decode needs them to choose the channels): gate
+  // and up in panel sets of their own then, never fused.
+  bool gate_first() const { return sparse.enabled || config.gate_sparsity > 0; }
 };
 
 }  // namespace ffn

@@ -12,6 +12,6 @@ namespace ffn {
 // InferenceBlock(config, weights, pool) without the block-scale check; every other check
 // (shapes, row layouts, biases) as that constructor's.
 InferenceBlock inference_block_of_checked_weights(const BlockConfig& config, const StoredWeights& weights,
-                                                  ThreadPool* pool);
+                                                  ThreadPool* pool, const SparseDecode& sparse = {});
 
 }  // namespace ffn

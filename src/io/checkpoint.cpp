@@ -211,9 +211,6 @@ LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorS
 
 // The dense layer's InferenceBlock; errors of laying it out name the checkpoint.
 InferenceBlock inference_block(const std::string& path, const LoadedStoredWeights& s, ThreadPool& pool) {
-  // Until InferenceBlock computes the Gaussian top-k (the lead's part of issue 36): refused
-  // here, by name, rather than run as a plain GeGLU. Remove this when it does.
-  refuse_gate_sparsity(s.config, path + ": InferenceBlock", "not yet: its forward has no Gaussian top-k");
   try {
     return inference_block_of_checked_weights(s.config, s.weights, &pool);
   } catch (const Error& e) {

@@ -165,6 +165,23 @@ using RowsToPanel32 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
 using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, int64_t ld_bytes, uint16_t* panel,
                                int64_t j0);
 
+// rows_dot_<isa> (activation-sparse decode's up products): for t < T and i < n,
+//   out[t·ldo + i] = Σ_k x[t·ldx + k] · W[rows[i]][k],  k < K,
+// W's row r at W + r·row_bytes in `type`'s layout — f32, or f16 / bf16 widened exactly (no
+// other type). Each (t, i) is one fixed order of the K products for its ISA and K (lanes and
+// chains: sparse_rows.hpp), so a row's result is the same bits for any list it is in, any T
+// and any split of either; its rounding is within K·u of Σ|x·w| (u = 2⁻²⁴), as any order's.
+using RowsDot = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x,
+                         int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);
+// rows_axpy_<isa> (its down product, down held transposed: a row per hidden channel): for
+// t < T and c < N, y[t·ldy + c] ← fma(h[t·ldh + i], W[rows[i]][c], y[t·ldy + c]) for
+// i = 0 … n − 1 in order, each step rounded once — the bits of that chain whatever the ISA,
+// any column range a caller cuts N into, and whatever other tokens share the call. W points
+// at the first column (the caller offsets it by c0's bytes). A row with h = 0 adds an exact
+// zero to a finite sum that started at +0 (never −0 then), so listing it changes no bit.
+using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh,
+                          int64_t N, const std::byte* W, int64_t row_bytes, float* y, int64_t ldy);
+
 // Every op of a kernel table, X(type, field), in the table's order: the one list that
 // KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all
 // made from, so that no entry can be left out of the enumeration the tests iterate. (The
@@ -185,7 +202,9 @@ using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
   X(F32Erfc, f32_erfc)                                         \
   X(F32FmaRoof, f32_fma_roof)                                  \
   X(F32FmaRoof, bf16_dot_roof)                                 \
-  X(StreamRead, stream_read)
+  X(StreamRead, stream_read)                                   \
+  X(RowsDot, rows_dot)                                         \
+  X(RowsAxpy, rows_axpy)
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
 // table has every op except the bf16 dot product's (f32_to_bf16_rows, bf16_dot_roof), which

@@ -30,6 +30,8 @@ enum class Scratch : int {
   x_activations,       // x in the format of the up (first-stage) panels' kernel
   gate_activations,    // x in the format of the gate panels' kernel, where it is another
   hidden_activations,  // h in the format of the down panels' kernel
+  gate_values,    // [T][H] activated gate values of a gate-first forward
+  sparse_lists,   // sparse decode's channel list and its up and h values
   moe_logits,     // [T][E] router logits of a MoE forward
   moe_tokens,     // [n][D] one expert's tokens, gathered
   moe_outputs,    // [n][D] that expert's outputs

@@ -183,7 +183,20 @@ std::vector<ParameterRef> LanguageModel::parameters_with(ModelGradients& g) {
   return out;
 }
 
-double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads, ThreadPool* pool_arg) {
+double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads, ThreadPool* pool) {
+  return run(batch, grads, nullptr, pool);
+}
+
+double LanguageModel::loss_with(const Batch& batch, const BlockForward& block_forward, ThreadPool* pool) {
+  if (config_.moe())
+    throw Error("loss_with replaces dense blocks' forward: the model has " + std::to_string(config_.experts) +
+                " experts per layer");
+  if (!block_forward) throw Error("loss_with: no block forward given");
+  return run(batch, nullptr, &block_forward, pool);
+}
+
+double LanguageModel::run(const Batch& batch, ModelGradients* grads, const BlockForward* block_forward,
+                          ThreadPool* pool_arg) {
   const ModelConfig& c = config_;
   if (batch.window != c.window)
     throw Error("batch window = " + std::to_string(batch.window) + ": the model's is " + std::to_string(c.window));
@@ -206,6 +219,8 @@ double LanguageModel::forward_backward(const Batch& batch, ModelGradients* grads
     // The block writes y into h[l+1], then the residual is added.
     if (c.moe())
       w.balance_loss += forward_train(moe[l], w.n[l].view(), w.h[l + 1].view(), w.moe_cache[l], &pool) / double(L);
+    else if (block_forward)
+      (*block_forward)(l, blocks[l], w.n[l].view(), w.h[l + 1].view());
     else if (grads)
       forward_train(blocks[l], w.n[l].view(), w.h[l + 1].view(), w.cache[l], false, &pool);
     else

@@ -119,6 +119,15 @@ class LanguageModel {
   double forward_backward(const Batch& batch, ModelGradients* grads, ThreadPool* pool = nullptr);
   double loss(const Batch& batch, ThreadPool* pool = nullptr) { return forward_backward(batch, nullptr, pool); }
 
+  // The hook of an evaluation that changes the FFN and nothing else (activation-sparse
+  // evaluation, train/sparse_eval.hpp): called once per layer, in order, as
+  // block_forward(l, blocks[l], x, y) with x the block's normed input [T][D] and y [T][D]
+  // for it to write; the model adds the residual after, as it does to Block::forward's y.
+  using BlockForward = std::function<void(size_t layer, const Block& block, ConstMatrixView x, MatrixView y)>;
+  // Mean cross-entropy of the batch (as loss()) with every block's forward done by
+  // block_forward. Dense models only (ffn::Error for a model with experts); no gradients.
+  double loss_with(const Batch& batch, const BlockForward& block_forward, ThreadPool* pool = nullptr);
+
   // With experts: the mean over layers of loss_b in the last forward (k at perfect
   // balance; 0 for dense models).
   double last_balance_loss() const;
@@ -138,6 +147,9 @@ class LanguageModel {
 
  private:
   ModelConfig config_;
+  // forward_backward and loss_with: the forward (blocks by block_forward when given), then
+  // backward when grads is given.
+  double run(const Batch& batch, ModelGradients* grads, const BlockForward* block_forward, ThreadPool* pool);
   // Activations of the last forward, kept for backward; reused while T stays the same.
   // (shared_ptr only so that the type can stay incomplete here; the model is move-only.)
   struct Workspace;

@@ -126,3 +126,57 @@ def test_moe_against_swiglu_at_equal_active_parameters(run_ffn, tmp_path):
     assert "vs SwiGLU at the same active parameters" in table
     bad = run_ffn("compare", "--data", data, "--variants", "moe", "--experts", 4, "--top-k", 5, check=False)
     assert bad.returncode == 1 and "--top-k 5" in bad.stderr
+
+
+def test_activation_sparsity(run_ffn, tmp_path):
+    """--sparsity: at target 0 the sparse evaluation is the dense model (increase exactly 0,
+    the same losses bit for bit, only exact zeros dropped); thresholds are ≥ 0, one per layer
+    and seed; the CSV and the plot hold every run. Whether the loss rises with sparsity is
+    not asserted: a tiny model's loss could in principle fall."""
+    data = text(tmp_path / "t.txt", 20000)
+    csv_path, svg_path = tmp_path / "sparsity.csv", tmp_path / "sparsity.svg"
+    out = json.loads(run_ffn("compare", "--data", data, "--variants", "relu,swiglu", "--d", 16, "--layers", 2,
+                             "--steps", 20, "--batch", 16, "--seeds", 2, "--eval-tokens", 128, "--threads", 2,
+                             "--sparsity", "0,50", "--json", "--sparsity-csv", csv_path,
+                             "--sparsity-svg", svg_path).stdout)
+    for r in out["results"]:
+        rows = r["sparsity"]
+        assert [row["target"] for row in rows] == [0.0, 0.5]
+        dense, half = rows
+        assert dense["increase"] == 0.0 and dense["within_noise"] is True
+        assert dense["valid_losses"] == r["valid_losses"]
+        assert dense["achieved"] == dense["exact_zeros"]
+        assert all(t == 0.0 for seed in dense["thresholds"] for t in seed)
+        assert len(half["thresholds"]) == 2 and all(len(seed) == 2 and min(seed) >= 0 for seed in half["thresholds"])
+        assert 0.0 <= half["achieved"] <= 1.0
+        assert half["increase"] == pytest.approx(half["valid_loss_mean"] - r["valid_loss_mean"], abs=1e-12)
+        if r["variant"] == "relu":
+            assert dense["exact_zeros"] > 0  # ReLU's natural sparsity
+    table = list(csv.DictReader(csv_path.open()))
+    assert len(table) == 2 * 2 * 2  # variants × seeds × targets
+    # The statistics from the per-seed rows: the mean increase, its noise the standard error
+    # of the per-seed differences (sample sd / √seeds), "within noise" unless |mean| > 2 SE.
+    for r in out["results"]:
+        for row in r["sparsity"]:
+            diffs = [float(c["increase"]) for c in table
+                     if c["variant"] == r["variant"] and float(c["target"]) == row["target"]]
+            mean = sum(diffs) / 2
+            se = (sum((d - mean) ** 2 for d in diffs) / 1) ** 0.5 / 2 ** 0.5
+            assert row["increase"] == pytest.approx(mean, abs=1e-8)
+            assert row["increase_noise"] == pytest.approx(se, abs=1e-8)
+            assert row["within_noise"] == (not abs(row["increase"]) > 2 * row["increase_noise"])
+    for row in table:
+        if float(row["target"]) == 0:
+            assert float(row["increase"]) == 0 and row["valid_loss"] == row["dense_loss"]
+    assert svg_path.read_text().count("<polyline") == 2
+
+
+def test_activation_sparsity_errors(run_ffn, tmp_path):
+    data = text(tmp_path / "t.txt", 20000)
+    tiny = ["--data", data, "--d", 16, "--layers", 1, "--steps", 5, "--batch", 16, "--seeds", 1, "--eval-tokens", 64]
+    for bad_args, message in [(["--sparsity", "100"], "[0, 100)"), (["--sparsity", "50,50"], "named twice"),
+                              (["--sparsity-csv", tmp_path / "x.csv"], "need --sparsity"),
+                              (["--variants", "swiglu,moe", "--experts", 4, "--sparsity", "50"], "moe variant is not evaluated")]:
+        bad = run_ffn("compare", *tiny, *bad_args, check=False)
+        assert bad.returncode == 1 and message in bad.stderr, (bad_args, bad.stderr)
+        assert "validation loss" not in bad.stderr  # refused before training

@@ -9,11 +9,7 @@ Layer 0's gate goes through the Gaussian top-k (cutoff mean + std·Φ⁻¹(0.95)
 module takes Φ⁻¹(0.95) in f32 as transformers does (Normal(0, 1).icdf of an f32 tensor), which
 differs from the double quantile by ~3e-7 — inside the bound's allowance for it, so the module
 and the decomposition must agree to a quarter of the bound. The wrong twin (the same weights
-without the top-k) misses the module by more than a hundred times the bound.
-
-ffn's inference kernels do not compute the top-k yet (issue 36's second part): until they do,
-the tests that run layer 0 through `ffn forward` or ffn.load skip on the loader's "gate_sparsity
-… not yet" refusal; everything else runs now."""
+without the top-k) misses the module by more than a hundred times the bound."""
 import json
 import math
 
@@ -128,24 +124,12 @@ def write_gguf(path, layers, scale=None):
     return path
 
 
-def forward_or_skip(tmp_path, run_ffn, path, layer, x):
-    """`ffn forward` of one layer; skips while the inference path refuses gate_sparsity."""
+def run_forward(tmp_path, run_ffn, path, layer, x):
+    """`ffn forward` of one layer."""
     files.write_npy(tmp_path / "x.npy", x.numpy())
-    r = run_ffn("forward", "--weights", path, "--layer", layer, "--input", tmp_path / "x.npy", "--output",
-                tmp_path / "y.npy", "--quiet", check=False)
-    if r.returncode != 0 and "gate_sparsity" in r.stderr and "not yet" in r.stderr:
-        pytest.skip("InferenceBlock does not compute gate_sparsity yet: " + r.stderr.strip().splitlines()[-1])
-    assert r.returncode == 0, r.stderr
+    run_ffn("forward", "--weights", path, "--layer", layer, "--input", tmp_path / "x.npy", "--output",
+            tmp_path / "y.npy", "--quiet")
     return np.load(tmp_path / "y.npy")
-
-
-def load_or_skip(ffn_module, path, layer):
-    try:
-        return ffn_module.load(str(path), layer=layer)
-    except ffn_module.Error as e:
-        if "gate_sparsity" in str(e) and "not yet" in str(e):
-            pytest.skip("InferenceBlock does not compute gate_sparsity yet: " + str(e))
-        raise
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +200,7 @@ def test_layer_without_top_k_runs_as_the_module(tmp_path, run_ffn, ffn_module, c
     folder = write_checkpoint(tmp_path / "ckpt", layers, gemma3n_config())
     y_module = module_output(layers[1], 0.0, x)
     _, err = exact_and_bound(layers[1], x, 0.0)
-    assert ratio(forward_or_skip(tmp_path, run_ffn, folder, 1, x), y_module, err) <= 1.0
+    assert ratio(run_forward(tmp_path, run_ffn, folder, 1, x), y_module, err) <= 1.0
     assert ratio(ffn_module.load(str(folder), layer=1)(x.numpy()), y_module, err) <= 1.0
 
 
@@ -227,10 +211,10 @@ def test_sparse_layer_runs_as_the_module(tmp_path, run_ffn, ffn_module, case):
     y_module = module_output(layers[0], 0.95, x)
     _, err = exact_and_bound(layers[0], x, 0.95)
     twin = write_checkpoint(tmp_path / "twin", layers, gemma3n_config(pattern=[0.0, 0.0]))
-    assert ratio(forward_or_skip(tmp_path, run_ffn, twin, 0, x), y_module, err) > 100.0
+    assert ratio(run_forward(tmp_path, run_ffn, twin, 0, x), y_module, err) > 100.0
     folder = write_checkpoint(tmp_path / "ckpt", layers, gemma3n_config())
-    assert ratio(forward_or_skip(tmp_path, run_ffn, folder, 0, x), y_module, err) <= 1.0
-    assert ratio(load_or_skip(ffn_module, folder, 0)(x.numpy()), y_module, err) <= 1.0
+    assert ratio(run_forward(tmp_path, run_ffn, folder, 0, x), y_module, err) <= 1.0
+    assert ratio(ffn_module.load(str(folder), layer=0)(x.numpy()), y_module, err) <= 1.0
 
 
 def test_training_refuses_the_top_k(tmp_path, ffn_module, case):
@@ -246,8 +230,7 @@ def test_training_refuses_the_top_k(tmp_path, ffn_module, case):
 def test_gguf_twin(tmp_path, run_ffn, case):
     """The converter's GGUF: each layer's sparsity from its activation_sparsity_scale (Φ⁻¹(s) in
     f32, −inf for 0); a file without the key gets llama.cpp's graph's fixed 0.95 for layers 0–9.
-    Layer 1 runs as the plain module, layer 0 as the sparse one (once the inference path
-    computes it)."""
+    Layer 1 runs as the plain module, layer 0 as the sparse one."""
     layers, x = case
     path = write_gguf(tmp_path / "model.gguf", layers)
     info = run_ffn("info", "--weights", path).stdout
@@ -257,7 +240,7 @@ def test_gguf_twin(tmp_path, run_ffn, case):
     rows = json.loads(run_ffn("info", "--weights", path, "--json").stdout)["layers"]
     assert abs(rows[0]["gate_sparsity"] - 0.95) < 1e-7 and "gate_sparsity" not in rows[1]  # Φ of an f32 quantile
     _, err1 = exact_and_bound(layers[1], x, 0.0)
-    assert ratio(forward_or_skip(tmp_path, run_ffn, path, 1, x), module_output(layers[1], 0.0, x), err1) <= 1.0
+    assert ratio(run_forward(tmp_path, run_ffn, path, 1, x), module_output(layers[1], 0.0, x), err1) <= 1.0
     # Without the key: llama.cpp's graph's ten sparse layers, both of this file's.
     fixed = write_gguf(tmp_path / "fixed.gguf", layers, scale=[])
     info = run_ffn("info", "--weights", fixed).stdout
@@ -268,7 +251,7 @@ def test_gguf_twin(tmp_path, run_ffn, case):
     r = run_ffn("info", "--weights", bad, "--layer", 0, check=False)
     assert r.returncode != 0 and "gemma3n.activation_sparsity_scale[0] = nan" in r.stderr, r.stderr
     _, err0 = exact_and_bound(layers[0], x, 0.95)
-    assert ratio(forward_or_skip(tmp_path, run_ffn, path, 0, x), module_output(layers[0], 0.95, x), err0) <= 1.0
+    assert ratio(run_forward(tmp_path, run_ffn, path, 0, x), module_output(layers[0], 0.95, x), err0) <= 1.0
 
 
 def test_torch_patch_leaves_a_sparse_gemma3n_mlp(ffn_module, case):
@@ -299,15 +282,9 @@ def test_torch_patch_leaves_a_sparse_gemma3n_mlp(ffn_module, case):
 
 def test_trainable_block_for_inference_runs_the_top_k(tmp_path, ffn_module, case):
     """ffn.load_trainable(…).for_inference(): the f32 Block's weights laid out for inference keep
-    the layer's gate sparsity (skips while InferenceBlock does not compute it)."""
+    the layer's gate sparsity."""
     layers, x = case
     folder = write_checkpoint(tmp_path / "ckpt", layers, gemma3n_config())
-    block = ffn_module.load_trainable(str(folder), layer=0)
-    try:
-        inference = block.for_inference()
-    except ffn_module.Error as e:
-        if "gate_sparsity" in str(e) and "not yet" in str(e):
-            pytest.skip("InferenceBlock does not compute gate_sparsity yet: " + str(e))
-        raise
+    inference = ffn_module.load_trainable(str(folder), layer=0).for_inference()
     _, err = exact_and_bound(layers[0], x, 0.95)
     assert ratio(inference(x.numpy()), module_output(layers[0], 0.95, x), err) <= 1.0

@@ -5,6 +5,8 @@
 // The variant "moe" is a mixture of SwiGLU experts (Mixtral's router, the Switch
 // load-balancing loss) at the dense SwiGLU model's *active* parameter count: Switch
 // Transformer's question, whether more parameters at the same compute per byte pay.
+// With --sparsity, each trained model is also evaluated with its smallest hidden
+// activations dropped (compare_sparsity.hpp): what an activation-sparse decode would cost.
 #include <unistd.h>
 
 #include <chrono>
@@ -16,10 +18,12 @@
 
 #include "across_processes.hpp"
 #include "commands.hpp"
+#include "compare_sparsity.hpp"
 #include "ffn/error.hpp"
 #include "ffn/isa.hpp"
 #include "format.hpp"
 #include "io/atomic_file.hpp"
+#include "line_plot_svg.hpp"
 #include "shipped_files.hpp"
 #include "train/train.hpp"
 
@@ -57,6 +61,8 @@ struct CompareOptions {
   bool quick = false;
   bool json = false;
   std::string csv_path, svg_path, save_dir, resume_dir;
+  std::vector<double> sparsity;  // --sparsity: targets in percent; empty: no sparse evaluation
+  std::string sparsity_csv, sparsity_svg;
   int64_t save_every = 0;
   int threads = ThreadPool::default_threads();
 };
@@ -108,54 +114,34 @@ struct VariantResult {
   std::string name;
   ModelConfig model;
   int64_t parameters = 0;
-  std::vector<TrainResult> runs;  // one per seed, seed = 1 … K
+  std::vector<TrainResult> runs;                     // one per seed, seed = 1 … K
+  std::vector<std::vector<SparsityPoint>> sparsity;  // per seed, per target (with --sparsity)
 };
+
+VariantSparsity sparsity_of(const VariantResult& r) {
+  VariantSparsity v{r.name, {}, r.sparsity};
+  for (const auto& run : r.runs) v.dense_losses.push_back(run.valid_loss);
+  return v;
+}
 
 // The validation curves, mean over seeds per variant, as an SVG line plot: x = step,
 // y = nats per byte over the range of the plotted values, a legend in the variants' order.
 void write_svg(const std::string& path, const std::vector<VariantResult>& results, int64_t steps) {
-  constexpr double W = 720, H = 440, left = 70, right = 150, top = 40, bottom = 50;
-  const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-  std::vector<std::vector<std::pair<int64_t, double>>> lines;
-  double lo = 1e300, hi = -1e300;
+  LinePlot plot;
+  plot.title = "validation loss (nats/byte), mean over seeds";
+  plot.x_label = "step";
+  plot.x_hi = double(steps);
   for (const auto& r : results) {
-    std::vector<std::pair<int64_t, double>> line;
+    PlotSeries line;
     for (size_t i = 0; i < r.runs[0].curve.size(); ++i) {
       double sum = 0;
       for (const auto& run : r.runs) sum += run.curve[i].valid_loss;
-      line.emplace_back(r.runs[0].curve[i].step, sum / double(r.runs.size()));
-      lo = std::min(lo, line.back().second);
-      hi = std::max(hi, line.back().second);
+      line.points.emplace_back(double(r.runs[0].curve[i].step), sum / double(r.runs.size()));
     }
-    lines.push_back(std::move(line));
+    line.legend = r.name + "  " + fixed(line.points.back().second, 4);
+    plot.series.push_back(std::move(line));
   }
-  if (hi - lo < 1e-9) hi = lo + 1e-9;
-  auto x = [&](double step) { return left + (W - left - right) * step / double(steps); };
-  auto y = [&](double loss) { return top + (H - top - bottom) * (hi - loss) / (hi - lo); };
-  std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-      << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">validation loss (nats/byte), "
-      << "mean over seeds</text>\n<g stroke=\"#ccc\">\n";
-  for (int i = 0; i <= 4; ++i) {
-    const double v = lo + (hi - lo) * i / 4.0, sx = double(steps) * i / 4.0;
-    svg << "<line x1=\"" << left << "\" x2=\"" << W - right << "\" y1=\"" << y(v) << "\" y2=\"" << y(v) << "\"/>"
-        << "<line y1=\"" << top << "\" y2=\"" << H - bottom << "\" x1=\"" << x(sx) << "\" x2=\"" << x(sx) << "\"/>\n"
-        << "<text stroke=\"none\" x=\"" << left - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << fixed(v, 3)
-        << "</text><text stroke=\"none\" x=\"" << x(sx) << "\" y=\"" << H - bottom + 16 << "\" text-anchor=\"middle\">"
-        << static_cast<long long>(sx) << "</text>\n";
-  }
-  svg << "</g>\n<text x=\"" << (left + W - right) / 2 << "\" y=\"" << H - 12
-      << "\" text-anchor=\"middle\">step</text>\n";
-  for (size_t v = 0; v < lines.size(); ++v) {
-    const char* c = colours[v % (sizeof colours / sizeof colours[0])];
-    svg << "<polyline fill=\"none\" stroke-width=\"2\" stroke=\"" << c << "\" points=\"";
-    for (const auto& [step, loss] : lines[v]) svg << x(double(step)) << ',' << y(loss) << ' ';
-    svg << "\"/>\n<text x=\"" << W - right + 12 << "\" y=\"" << top + 18 * double(v) + 4 << "\" fill=\"" << c << "\">"
-        << results[v].name << "  " << fixed(lines[v].back().second, 4) << "</text>\n";
-  }
-  svg << "</svg>\n";
-  write_file_atomically(path, svg.str());
+  write_file_atomically(path, line_plot_svg(plot));
 }
 
 // What the steps of run_compare share: the sizes resolved from the options over the scale,
@@ -164,9 +150,10 @@ struct Plan {
   int64_t d = 0, layers = 0, seeds = 0;
   int64_t hidden2 = 0, hidden3 = 0;  // hidden of the 2-matrix blocks, and of the gated ones
   TrainOptions train;
-  int64_t p2 = 0, p3 = 0;  // model parameters with 2-matrix and with gated blocks
-  double mismatch = 0;     // |p3 − p2| / p2
-  std::string state_dir;   // where runs are saved and resumed; empty: neither
+  int64_t p2 = 0, p3 = 0;        // model parameters with 2-matrix and with gated blocks
+  double mismatch = 0;           // |p3 − p2| / p2
+  std::string state_dir;         // where runs are saved and resumed; empty: neither
+  std::vector<double> sparsity;  // activation-sparsity targets, fractions (empty: none)
 };
 
 // The data and the machinery every run trains with, set up once.
@@ -284,6 +271,10 @@ std::string prepare_files(const CompareOptions& o) {
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
   if (!o.csv_path.empty()) check_file_writable(o.csv_path, "--csv");
   if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
+  if (o.sparsity.empty() && (!o.sparsity_csv.empty() || !o.sparsity_svg.empty()))
+    throw Error("--sparsity-csv and --sparsity-svg need --sparsity (the targets to evaluate)");
+  if (!o.sparsity_csv.empty()) check_file_writable(o.sparsity_csv, "--sparsity-csv");
+  if (!o.sparsity_svg.empty()) check_file_writable(o.sparsity_svg, "--sparsity-svg");
   return state_dir;
 }
 
@@ -366,6 +357,8 @@ void train_all(std::vector<VariantResult>& results, const CompareOptions& o, con
         std::fflush(stderr);
       };
       r.runs.push_back(train(model, bench.data, t, &bench.pool, progress, ckpt, bench.data_parallel));
+      if (!plan.sparsity.empty())
+        r.sparsity.push_back(evaluate_sparsity(model, bench.data, plan.sparsity, t.eval_tokens, bench.pool));
       const TrainResult& last = r.runs.back();
       if (!tty)
         std::fprintf(stderr, "[%lld/%lld] %s seed %lld: validation loss %.4f, %.0f tokens/s, elapsed %s\n",
@@ -424,6 +417,7 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
     curves.push_back(c);
   }
   row["curves"] = curves;
+  if (!r.sparsity.empty()) row["sparsity"] = sparsity_json(sparsity_of(r));
   if (r.model.moe()) {
     row["experts"] = r.model.experts;
     row["top_k"] = r.model.top_k;
@@ -465,6 +459,15 @@ nlohmann::json report_results(const CompareOptions& o, const Plan& plan, const s
         "noise: standard error of the per-seed difference; total time %s\n",
         (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.valid().size()) - o.window),
         (long long)plan.seeds, plan.seeds == 1 ? "" : "s", clock_text(seconds_since(start)).c_str());
+  if (!o.json && !plan.sparsity.empty()) {
+    for (const auto& r : results) print_sparsity_table(stdout, sparsity_of(r));
+    std::printf(
+        "\nactivation sparsity: per layer, hidden channels with |act(gate)| (gated) or |act(up)| (2-matrix) below "
+        "a threshold are dropped; thresholds calibrated per layer on %lld windows of the TRAINING split (the target "
+        "fraction's quantile, ties kept); achieved: fraction dropped on validation, mean over layers, exact zeros "
+        "included; increase: over the variant's dense loss, noise the standard error of the per-seed difference\n",
+        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.train().size()) - o.window));
+  }
   return rows;
 }
 
@@ -500,7 +503,12 @@ void print_json(const CompareOptions& o, const Plan& plan, const std::string& da
 // Every option is checked, and every output path tried, before the minutes of training.
 void run_compare(const CompareOptions& o) {
   Plan plan = resolve_sizes(o);
+  plan.sparsity = sparsity_targets(o.sparsity);
   std::vector<VariantResult> results = build_variants(o, plan);
+  for (const auto& r : results)
+    if (r.model.moe() && !plan.sparsity.empty())
+      throw Error("--sparsity: the moe variant is not evaluated (its experts' channels would need a rule of their "
+                  "own); name dense variants only");
   check_equal_parameters(plan, results[0].model, results);
   plan.state_dir = prepare_files(o);
   const std::string path = resolve_data(o.data);
@@ -516,6 +524,10 @@ void run_compare(const CompareOptions& o) {
   const nlohmann::json rows = report_results(o, plan, results, bench.data, start);
   if (!o.csv_path.empty()) write_csv(o.csv_path, results);
   if (!o.svg_path.empty()) write_svg(o.svg_path, results, plan.train.steps);
+  std::vector<VariantSparsity> sparsity;
+  for (const auto& r : results) sparsity.push_back(sparsity_of(r));
+  if (!o.sparsity_csv.empty()) write_sparsity_csv(o.sparsity_csv, sparsity);
+  if (!o.sparsity_svg.empty()) write_sparsity_svg(o.sparsity_svg, sparsity);
   if (o.json) print_json(o, plan, path, rows);
 }
 
@@ -558,6 +570,18 @@ void add_compare_command(CLI::App& app) {
                   "continue from the states in DIR (finished runs are not retrained), bit-identical to an "
                   "uninterrupted run; keeps saving there")
       ->option_text("DIR");
+  cmd->add_option("--sparsity", o->sparsity,
+                  "after training, the validation loss with each layer's hidden channels of smallest |activation| "
+                  "dropped, at these targets (percent of channels, e.g. 0,25,50,90; thresholds calibrated on the "
+                  "training split)")
+      ->delimiter(',')
+      ->option_text("PERCENT,…");
+  cmd->add_option("--sparsity-csv", o->sparsity_csv,
+                  "write every run's sparse evaluation (variant,seed,target,achieved,exact_zeros,valid_loss,"
+                  "dense_loss,increase) here")
+      ->option_text("FILE");
+  cmd->add_option("--sparsity-svg", o->sparsity_svg, "plot the loss increase against the sparsity target here")
+      ->option_text("FILE");
   cmd->add_flag("--json", o->json, "print the results as JSON on stdout (progress and set-up on stderr)");
   cmd->add_option("--threads", o->threads, "worker threads")->check(CLI::Range(1, 4096))->capture_default_str();
   cmd->add_option("--d", o->d, "model width D (default 128; --quick 64)");

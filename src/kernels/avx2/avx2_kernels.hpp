@@ -33,4 +33,7 @@ extern const F32ActivationBackward f32_activation_backward_avx2;
 extern const F32GatedActivationBackward f32_gated_activation_backward_avx2;
 extern const F32Erfc f32_erfc_avx2;
 
+extern const RowsDot rows_dot_avx2;
+extern const RowsAxpy rows_axpy_avx2;
+
 }  // namespace ffn::kernels

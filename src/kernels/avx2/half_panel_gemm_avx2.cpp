@@ -5,26 +5,12 @@
 #include <cstring>
 
 #include "kernels/avx2/vec_avx2.hpp"
+#include "kernels/avx2/widen16_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
-
-__m128i load8(const uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
-
-// The K tail (1 … 7 weights) through a zeroed copy; zero weights add exact zeros.
-__m128i load8_tail(const uint16_t* p, int64_t count) {
-  alignas(16) uint16_t tmp[8] = {};
-  std::memcpy(tmp, p, static_cast<size_t>(count) * sizeof(uint16_t));
-  return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
-}
-
-struct LoadF16 {
-  using Elem = uint16_t;
-  static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(load8(p)); }
-  static __m256 load_tail(const uint16_t* p, int64_t count) { return _mm256_cvtph_ps(load8_tail(p, count)); }
-};
 
 // A bf16 panel's row k (pair layout, kernels.hpp), columns c … c + 7: one load holds rows
 // k and k ^ 1 of those columns, row k's values in the low halves when k is even.
@@ -93,9 +79,9 @@ void f16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A
                                    int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   if (T <= 4)
-    f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<LoadF16>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else
-    f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<LoadF16>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
 }
 
 void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,

@@ -25,6 +25,8 @@ KernelTable avx2_entries() {
       .f32_erfc = FFN_KERNEL(f32_erfc_avx2),
       .f32_fma_roof = FFN_KERNEL(f32_fma_roof_avx2),
       .stream_read = FFN_KERNEL(stream_read_avx2),
+      .rows_dot = FFN_KERNEL(rows_dot_avx2),
+      .rows_axpy = FFN_KERNEL(rows_axpy_avx2),
   };
   add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx2_2x64_3x32_6x16>,
                    "f32_panel_gemm_avx2_2x64_3x32_6x16", WeightType::f32, "f32 FMA");

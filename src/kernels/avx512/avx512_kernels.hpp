@@ -29,4 +29,7 @@ extern const F32ActivationBackward f32_activation_backward_avx512;
 extern const F32GatedActivationBackward f32_gated_activation_backward_avx512;
 extern const F32Erfc f32_erfc_avx512;
 
+extern const RowsDot rows_dot_avx512;
+extern const RowsAxpy rows_axpy_avx512;
+
 }  // namespace ffn::kernels

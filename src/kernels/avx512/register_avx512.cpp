@@ -24,6 +24,8 @@ KernelTable avx512_entries() {
       .f32_erfc = FFN_KERNEL(f32_erfc_avx512),
       .f32_fma_roof = FFN_KERNEL(f32_fma_roof_avx512),
       .stream_read = FFN_KERNEL(stream_read_avx512),
+      .rows_dot = FFN_KERNEL(rows_dot_avx512),
+      .rows_axpy = FFN_KERNEL(rows_axpy_avx512),
   };
   add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx512_8x64_6x64>,
                    "f32_panel_gemm_avx512_8x64_6x64", WeightType::f32, "f32 FMA");

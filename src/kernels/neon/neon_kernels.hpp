@@ -33,4 +33,7 @@ extern const F32ActivationBackward f32_activation_backward_neon;
 extern const F32GatedActivationBackward f32_gated_activation_backward_neon;
 extern const F32Erfc f32_erfc_neon;
 
+extern const RowsDot rows_dot_neon;
+extern const RowsAxpy rows_axpy_neon;
+
 }  // namespace ffn::kernels

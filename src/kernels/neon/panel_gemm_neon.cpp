@@ -12,6 +12,7 @@
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/neon/neon_kernels.hpp"
 #include "kernels/neon/vec_neon.hpp"
+#include "kernels/neon/widen16_neon.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -19,17 +20,6 @@ namespace {
 // The one-pass tile streams the panel's rows; the few FMAs per row leave nothing for a
 // software prefetch to hide behind, as on the x86 levels.
 constexpr int kOneTokenTile = 1;
-
-struct LoadF16 {
-  using Elem = uint16_t;
-  static float32x4_t load(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
-  // The K tail (1 … 3 weights) through a zeroed copy; zero weights add exact zeros.
-  static float32x4_t load_tail(const uint16_t* p, int64_t count) {
-    uint16_t tmp[4] = {};
-    std::memcpy(tmp, p, static_cast<size_t>(count) * sizeof(uint16_t));
-    return load(tmp);
-  }
-};
 
 // A bf16 panel's row k (pair layout, kernels.hpp), columns c … c + 3: one load holds rows k
 // and k ^ 1 of those columns, row k's values in the low halves when k is even.
@@ -59,7 +49,7 @@ void f32_panel_gemm_neon_1x64_6x16(int64_t T, int64_t K, const float* A, int64_t
 
 void f16_panel_gemm_neon_1x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
                                    int64_t ldc) {
-  panel_gemm<RowPanel<LoadF16>>(T, K, A.f32(), A.f32_stride(), reinterpret_cast<const uint16_t*>(P), C, ldc);
+  panel_gemm<RowPanel<F16x4>>(T, K, A.f32(), A.f32_stride(), reinterpret_cast<const uint16_t*>(P), C, ldc);
 }
 
 void bf16_panel_gemm_neon_1x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,

@@ -30,4 +30,7 @@ extern const F32ActivationBackward f32_activation_backward_scalar;
 extern const F32GatedActivationBackward f32_gated_activation_backward_scalar;
 extern const F32Erfc f32_erfc_scalar;
 
+extern const RowsDot rows_dot_scalar;
+extern const RowsAxpy rows_axpy_scalar;
+
 }  // namespace ffn::kernels

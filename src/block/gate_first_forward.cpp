@@ -1,0 +1,208 @@
+// The gate-first forward of an InferenceBlock (Panels::gate_first): every gate value of a
+// token before any of its up values, for the two things that need them all —
+//   Gemma 3n's Gaussian top-k (BlockConfig::gate_sparsity): per token, g ← relu(g − (mean(g)
+//     + std(g)·Φ⁻¹(s))) over its H gate values before the activation;
+//   activation-sparse decode (SparseDecode): a channel whose activated gate value a_j is at
+//     most the threshold in magnitude is skipped — its up row and down column never read.
+//
+//   1. a = act(gate products (+ b_g)) [T][H] (2-matrix blocks: act(up products (+ b_u)),
+//      which is h itself), the gate panels swept across the pool as in the fused forward.
+//   2. sparse (enabled, T ≤ max_tokens): the channels some token keeps, in ascending order;
+//      u of those channels by rows_dot over up's rows (split across the pool by channels),
+//      h = a ⊙ u where the token keeps the channel, else 0; y = Σ_j h_j·down_rows[j] by
+//      rows_axpy (split by output columns: every element is one chain over the channels in
+//      order, whatever the split).
+//      dense (otherwise): up's panels, h = a ⊙ u (0 where the threshold drops the channel),
+//      then the fused forward's down stage.
+// A token's y depends only on its own x: its kept channels are its own, another token's
+// channels in the list add exact zeros to it (h = 0: rows_axpy's contract), and every dot
+// and chain is fixed by the ISA and the shapes.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "block/bias_rows.hpp"
+#include "block/inference_stages.hpp"
+#include "block/view_checks.hpp"
+#include "ffn/error.hpp"
+
+namespace ffn::inference {
+namespace {
+
+// gpt-oss's gated activation multiplies by clamp(u, −7, 7) + 1 where the others take u
+// (config.hpp, clamped_swish); the same in the fused activation kernels.
+inline float up_factor(Activation act, float u) {
+  return act == Activation::clamped_swish ? std::min(std::max(u, -7.0f), 7.0f) + 1.0f : u;
+}
+
+// Whether a token keeps a channel: |a| > threshold, and NaN kept (it must reach y).
+inline bool kept(float a, float threshold) { return !(std::abs(a) <= threshold); }
+
+// Gemma 3n's Gaussian top-k on one token's gate values g[0 … H) in place: the cutoff
+// mean + std·z (z = Φ⁻¹(s), biased std) in double, then g ← max(g − cutoff, 0).
+void gaussian_top_k(float* g, int64_t H, double z) {
+  double sum = 0;
+  for (int64_t j = 0; j < H; ++j) sum += g[j];
+  const double mean = sum / double(H);
+  double squares = 0;
+  for (int64_t j = 0; j < H; ++j) squares += (g[j] - mean) * (g[j] - mean);
+  const float cutoff = float(mean + std::sqrt(squares / double(H)) * z);
+  for (int64_t j = 0; j < H; ++j) g[j] = std::max(g[j] - cutoff, 0.0f);
+}
+
+}  // namespace
+
+// Step 1: a = act(gate (+ b)) [T][H], Gaussian top-k first where the config has one.
+void activated_gate(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView a, ThreadPool& p) {
+  const BlockConfig& c = w.config;
+  const int64_t D = c.d_model, H = c.hidden, T = x.rows;
+  const auto& k = kernels::active_kernels();
+  const bool gated = c.variant.gated;
+  // Gate values a panel: 64 from the gate's (or a 2-matrix block's up) panels; 32 from a
+  // fused panel's first half (a block that is not gate-first, asked by hidden_activations).
+  const PanelSet& panels = gated && !w.fused ? w.gate : w.first;
+  const int64_t units = w.fused ? kW / 2 : kW;
+  const float* bias = c.bias ? (gated ? w.gate_bias.data() : w.up_bias.data()) : nullptr;
+  const StageInput in = stage_input(k, panels.type, x, Scratch::gate_activations);
+  fill_rows(k, in.rows, x, p);
+  sweep_panels(p, T, panels.count, panels.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {
+    const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);
+    for (int64_t panel = p0; panel < p1; ++panel) {
+      const int64_t j0 = panel * units, nj = std::min(units, H - j0);
+      in.kernel->fn(n, D, in.rows.from_token(t0), panels.panel(panel), tile.data, kW);
+      if (bias) add_bias_rows(tile.data, kW, n, bias + j0, nj);
+      for (int64_t t = 0; t < n; ++t) std::memcpy(a.row(t0 + t) + j0, tile.row(t), size_t(nj) * sizeof(float));
+    }
+  });
+  const double z = c.gate_sparsity > 0 ? normal_quantile(c.gate_sparsity) : 0.0;
+  p.run([&](int ith, int nth) {
+    if (c.gate_sparsity > 0) {
+      const auto [t0, t1] = split_range(T, ith, nth);
+      for (int64_t t = t0; t < t1; ++t) {
+        gaussian_top_k(a.row(t), H, z);
+        k.f32_activation_rows(c.variant.activation, 1, H, a.row(t), a.stride, a.row(t), a.stride);
+      }
+    } else {
+      const auto [j0, j1] = split_range(H, ith, nth, 16);
+      if (j1 > j0) k.f32_activation_rows(c.variant.activation, T, j1 - j0, a.data + j0, a.stride, a.data + j0, a.stride);
+    }
+  });
+}
+
+namespace {
+
+// Step 2, sparse: y from the kept channels' up rows and down rows.
+void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView y, ThreadPool& p) {
+  const BlockConfig& c = w.config;
+  const int64_t D = c.d_model, H = c.hidden, T = x.rows;
+  const auto& k = kernels::active_kernels();
+  const float threshold = w.sparse.threshold;
+  // The channels some token keeps, ascending; then u and h of those, [T][n] each.
+  auto* lists = reinterpret_cast<int32_t*>(scratch_bytes(Scratch::sparse_lists, (4 + 8 * T) * H + 64));
+  int64_t n = 0;
+  for (int64_t j = 0; j < H; ++j) {
+    bool any = false;
+    for (int64_t t = 0; t < T && !any; ++t) any = kept(a.row(t)[j], threshold);
+    if (any) lists[n++] = int32_t(j);
+  }
+  float* const u = reinterpret_cast<float*>(lists + H);
+  float* const h = u + T * H;
+  if (c.variant.gated) {
+    const int64_t row_bytes = w.up_rows.row_bytes();
+    const int64_t min_rows = std::max<int64_t>(1, (int64_t(1) << 18) / row_bytes);
+    run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
+      k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, w.up_rows.bytes.data(), row_bytes,
+                 u + i0, H);
+    });
+  }
+  const Activation act = c.variant.activation;
+  for (int64_t t = 0; t < T; ++t) {
+    const float* at = a.row(t);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t j = lists[i];
+      float v = 0.0f;
+      if (kept(at[j], threshold))
+        v = c.variant.gated ? at[j] * up_factor(act, c.bias ? u[t * H + i] + w.up_bias.data()[j] : u[t * H + i])
+                            : at[j];
+      h[t * H + i] = v;
+    }
+  }
+  // y = h·down_rows (+ b), output columns in chunks of at least 1024 across the pool.
+  const int64_t elem = weight_type_info(w.down_rows.type).row_bytes(1), row_bytes = w.down_rows.row_bytes();
+  constexpr int64_t kColumns = 64;
+  const int64_t units = (D + kColumns - 1) / kColumns;
+  run_in_guided_chunks(p, units, units, 16, [&](int64_t b0, int64_t b1) {
+    const int64_t c0 = b0 * kColumns, c1 = std::min(D, b1 * kColumns);
+    for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c1, 0.0f);
+    k.rows_axpy(w.down_rows.type, T, n, lists, h, H, c1 - c0, w.down_rows.bytes.data() + c0 * elem, row_bytes,
+                y.data + c0, y.stride);
+    if (c.bias)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t col = c0; col < c1; ++col) y.row(t)[col] += w.down_bias.data()[col];
+  });
+}
+
+// Step 2, dense: up's panels, h = a ⊙ u (0 for a channel the threshold drops), down stage.
+void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView y, ThreadPool& p) {
+  const BlockConfig& c = w.config;
+  const int64_t D = c.d_model, H = c.hidden, T = x.rows;
+  const auto& k = kernels::active_kernels();
+  const float threshold = w.sparse.enabled ? w.sparse.threshold : -1.0f;  // -1: keep every channel
+  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
+  if (c.variant.gated) {
+    const Activation act = c.variant.activation;
+    const StageInput in = stage_input(k, w.first.type, x, Scratch::x_activations);
+    fill_rows(k, in.rows, x, p);
+    sweep_panels(p, T, w.first.count, w.first.panel_bytes, [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) {
+      const MatrixView tile = scratch_matrix(Scratch::tile, std::min(T, kTokenBlock), kW);
+      for (int64_t panel = p0; panel < p1; ++panel) {
+        const int64_t j0 = panel * kW, nj = std::min(kW, H - j0);
+        in.kernel->fn(n, D, in.rows.from_token(t0), w.first.panel(panel), tile.data, kW);
+        if (c.bias) add_bias_rows(tile.data, kW, n, w.up_bias.data() + j0, nj);
+        for (int64_t t = t0; t < t0 + n; ++t) {
+          const float* at = a.row(t) + j0;
+          const float* ut = tile.row(t - t0);
+          float* ht = h.row(t) + j0;
+          for (int64_t i = 0; i < nj; ++i) ht[i] = kept(at[i], threshold) ? at[i] * up_factor(act, ut[i]) : 0.0f;
+        }
+      }
+    });
+  } else {
+    p.run([&](int ith, int nth) {
+      const auto [t0, t1] = split_range(T, ith, nth);
+      for (int64_t t = t0; t < t1; ++t)
+        for (int64_t j = 0; j < H; ++j) h.row(t)[j] = kept(a.row(t)[j], threshold) ? a.row(t)[j] : 0.0f;
+    });
+  }
+  const StageInput h_down = stage_input(k, w.down.type, h, Scratch::hidden_activations);
+  fill_rows(k, h_down.rows, h, p);
+  down_stage(w, h_down, T, y, p);
+}
+
+}  // namespace
+
+void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView y, ThreadPool& p) {
+  const MatrixView a = scratch_matrix(Scratch::gate_values, x.rows, w.config.hidden);
+  activated_gate(w, x, a, p);
+  if (w.sparse.enabled && x.rows <= w.sparse.max_tokens)
+    sparse_rest(w, x, a, y, p);
+  else
+    dense_rest(w, x, a, y, p);
+}
+
+}  // namespace ffn::inference
+
+namespace ffn {
+
+void InferenceBlock::hidden_activations(ConstMatrixView x, MatrixView a, ThreadPool* pool) const {
+  const int64_t H = panels_->config.hidden;
+  views::check_view("input x", x, panels_->config.d_model);
+  if (a.rows != x.rows || a.cols != H)
+    throw Error("hidden_activations: a is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
+                "]; it must be [T, H] = [" + std::to_string(x.rows) + ", " + std::to_string(H) + "]");
+  if (views::overlap(x, a)) throw Error("hidden_activations: a overlaps x");
+  if (x.rows == 0) return;
+  inference::activated_gate(*panels_, x, a, pool ? *pool : default_thread_pool());
+}
+
+}  // namespace ffn

@@ -1,0 +1,34 @@
+// sparsity_threshold (ffn/inference_block.hpp): the magnitude below which (inclusive) a
+// target fraction of sample activations falls — the CATS threshold for SparseDecode.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
+
+namespace ffn {
+
+float sparsity_threshold(ConstMatrixView a, double sparsity) {
+  if (!(sparsity >= 0.0 && sparsity < 1.0))
+    throw Error("sparsity " + std::to_string(sparsity) + ": must be in [0, 1) (the fraction of channels dropped)");
+  const int64_t n = a.rows * a.cols;
+  if (n == 0) throw Error("sparsity_threshold: no activations to calibrate on");
+  std::vector<float> m;
+  m.reserve(static_cast<size_t>(n));
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t c = 0; c < a.cols; ++c) {
+      const float v = a.data[r * a.stride + c];
+      if (std::isnan(v)) throw Error("sparsity_threshold: activation [" + std::to_string(r) + ", " + std::to_string(c) + "] is NaN");
+      m.push_back(std::abs(v));
+    }
+  // The ⌈s·n⌉-th smallest magnitude: at least that fraction is ≤ it. s = 0 gives 0, which
+  // drops only exact zeros.
+  const auto count = static_cast<int64_t>(std::ceil(sparsity * double(n)));
+  if (count == 0) return 0.0f;
+  std::nth_element(m.begin(), m.begin() + (count - 1), m.end());
+  return m[static_cast<size_t>(count - 1)];
+}
+
+}  // namespace ffn

@@ -1,0 +1,85 @@
+// Activation sparsity of the byte-level model at evaluation (issue 36): what the loss
+// becomes when the hidden channels whose activation is small are dropped, as an
+// activation-sparse decode would drop them (row j of W_up — and of W_gate — and column j
+// of W_down left unread).
+//
+// Which value decides (CATS' rule): a_j = act(g_j) for gated blocks (g = x·W_gateᵀ), the
+// gate being what a decode reads first; a_j = act(u_j) for 2-matrix blocks (u = x·W_upᵀ),
+// which is h_j itself. Channel j of token t in layer l is dropped — h_j set to 0 before
+// W_down — when |a_j| < t_l (strictly). Exact zeros (ReLU's and ReGLU's act(g) = 0) need no
+// threshold: h_j is 0 already, and they are counted as dropped at every threshold, t_l = 0
+// included, besides being counted on their own as the natural ("exact") sparsity.
+//
+// Calibration (calibrated_threshold): from the |a| of N calibration channels of a layer
+// (tokens × hidden, from the TRAINING split: the validation loss must not choose its own
+// thresholds), with k = ⌊s·N + ½⌋ the channels to drop at target s:
+//   k = 0: t = 0 (nothing is below it: s = 0 is the dense model, bit for bit);
+//   0 < k < N: t = the (k+1)-th smallest |a|, so exactly the k smallest fall below it —
+//     ties: every channel equal to the threshold value is KEPT, so when values tie at the
+//     boundary fewer than k are dropped (the achieved fraction on calibration is ≤ s; for
+//     ReLU, whose exact zeros tie at 0, t can be 0 and the exact zeros alone are dropped,
+//     achieving more than s);
+//   k = N: t = +∞ (every channel dropped; the FFN contributes nothing).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ffn/backward.hpp"
+#include "ffn/block.hpp"
+#include "ffn/tensor.hpp"
+#include "ffn/thread_pool.hpp"
+#include "train/train.hpp"
+
+namespace ffn {
+
+// The threshold t at target fraction s ∈ [0, 1] of `magnitudes` (values ≥ 0, taken by
+// value: reordered in the copy), by the rule above. ffn::Error for s outside [0, 1], an
+// empty list, or a negative or NaN magnitude.
+float calibrated_threshold(std::vector<float> magnitudes, double s);
+
+// Channels of one layer seen by a masked forward, over its T tokens × H hidden channels.
+struct LayerSparsity {
+  int64_t channels = 0;     // T·H
+  int64_t dropped = 0;      // |a| < t or a == 0: h_j = 0, W_up/W_down's row/column j unread
+  int64_t exact_zeros = 0;  // a == 0 (±0): dropped whatever t is
+  double dropped_fraction() const { return channels ? double(dropped) / double(channels) : 0.0; }
+  double exact_fraction() const { return channels ? double(exact_zeros) / double(channels) : 0.0; }
+};
+
+// Storage of masked_block_forward, reused across calls of the same shape.
+struct MaskedForwardWork {
+  ForwardCache cache;  // the pre-activations g and u ([T][H] each; u alone for 2-matrix blocks)
+  Matrix act;          // [T][H] a = act(g) gated, act(u) 2-matrix
+  Matrix hidden;       // [T][H] h = act(g) ⊙ u (or act(u)), then masked
+};
+
+// y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold) — threshold 0
+// keeps every channel, and y is then Block::forward's bit for bit (the same kernels: the
+// pre-activations by forward_train, h by the activation kernels, y by the forward GEMM).
+// Adds this call's channels to `counts`; appends every |a| (token-major) to `magnitudes`
+// when given (calibration). Blocks without bias only (ffn::Error otherwise: a bias on
+// W_down would survive the dropped channels and need its own rule).
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, MaskedForwardWork& work,
+                          LayerSparsity& counts, std::vector<float>* magnitudes, ThreadPool& pool);
+
+// Every layer's |a| over the batch, from the dense forward (per layer: T·H values,
+// token-major). Dense models only.
+std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Batch& batch, ThreadPool& pool);
+
+// One threshold per layer at target s, each by calibrated_threshold from its magnitudes.
+std::vector<float> calibrated_thresholds(const std::vector<std::vector<float>>& magnitudes, double s);
+
+struct SparseEvaluation {
+  double loss = 0;  // mean cross-entropy, nats per byte
+  std::vector<LayerSparsity> layers;
+  double dropped_fraction() const;  // mean over layers of each layer's dropped fraction
+  double exact_fraction() const;    // mean over layers of each layer's exact-zero fraction
+};
+
+// The model's loss on the batch with layer l's channels below thresholds[l] dropped, and
+// what was dropped. ffn::Error when thresholds does not hold one value per layer.
+SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std::vector<float>& thresholds,
+                             ThreadPool& pool);
+
+}  // namespace ffn

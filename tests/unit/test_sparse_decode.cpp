@@ -1,0 +1,264 @@
+// Activation-sparse decode (SparseDecode, gate_first_forward.cpp) on every ISA, f32 and the
+// 16-bit types:
+//   exact mode (threshold 0) — the dense block's contract: y within the double reference's
+//     rigorous f32 bound of the whole block (forward_checks.hpp), since a skipped channel is
+//     one whose activation is exactly zero;
+//   a calibrated threshold — y is the block restricted to the channels the token keeps:
+//     checked against the reference of a block made of only those channels (its gate, up
+//     rows and down columns), within that block's bound;
+//   Gemma 3n's Gaussian top-k — relu(g − c) keeps g − c on the channels above the cutoff c
+//     and zero elsewhere, so y is the restricted block of those channels with gate bias
+//     b − c (c from the reference's own double gate values);
+//   a token's y the same bits alone or beside others and for any thread count; the dense
+//     branch above max_tokens; bad options refused by name; sparsity_threshold's quantile.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/quant.hpp"
+#include "expect_error.hpp"
+#include "ffn/block.hpp"
+#include "ffn/error.hpp"
+#include "ffn/inference_block.hpp"
+#include "forward_checks.hpp"
+#include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "random_data.hpp"
+#include "same_bits.hpp"
+
+namespace ffn {
+namespace {
+
+using test::random_matrix;
+using test::worst_bound_ratio;
+
+class SparseDecodeForward : public testing::TestWithParam<Isa> {};
+
+// The block restricted to hidden channels `kept`, with every bias present (zero where the
+// block has none) and `gate_shift` subtracted from the gate's. Empty `kept`: nullopt.
+std::optional<Block> restricted(const Block& b, const std::vector<int64_t>& kept, double gate_shift = 0.0) {
+  if (kept.empty()) return std::nullopt;
+  const BlockConfig& c = b.config();
+  const int64_t D = c.d_model, n = int64_t(kept.size());
+  Block r({c.variant, D, n, true});
+  const auto& w = b.weights();
+  auto& o = r.weights();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = kept[size_t(i)];
+    for (int64_t k = 0; k < D; ++k) {
+      if (c.variant.gated) o.gate.row(i)[k] = w.gate.row(j)[k];
+      o.up.row(i)[k] = w.up.row(j)[k];
+      o.down.row(k)[i] = w.down.row(k)[j];
+    }
+    if (c.variant.gated) o.gate_bias.data()[i] = float((c.bias ? w.gate_bias.data()[j] : 0.0) - gate_shift);
+    o.up_bias.data()[i] = c.bias ? w.up_bias.data()[j] : 0.0f;
+  }
+  for (int64_t k = 0; k < D; ++k) o.down_bias.data()[k] = c.bias ? w.down_bias.data()[k] : 0.0f;
+  return r;
+}
+
+// Token t's y against the restricted block's reference (bound ratio; 0 when y is exactly
+// the down bias with no channel kept).
+double restricted_ratio(const Block& b, const std::vector<int64_t>& kept, const Matrix& x, const Matrix& y, int64_t t,
+                        double gate_shift = 0.0, double operand_rounding = 0.0) {
+  const int64_t D = b.config().d_model;
+  Matrix xt(1, D), yt(1, D);
+  for (int64_t k = 0; k < D; ++k) {
+    xt.row(0)[k] = x.row(t)[k];
+    yt.row(0)[k] = y.row(t)[k];
+  }
+  const auto r = restricted(b, kept, gate_shift);
+  if (!r) {
+    for (int64_t k = 0; k < D; ++k)
+      if (yt.row(0)[k] != (b.config().bias ? b.weights().down_bias.data()[k] : 0.0f)) return INFINITY;
+    return 0.0;
+  }
+  return worst_bound_ratio(*r, xt, yt, operand_rounding);
+}
+
+// The channels token t keeps: |a| > threshold.
+std::vector<int64_t> kept_channels(const Matrix& a, int64_t t, float threshold) {
+  std::vector<int64_t> kept;
+  for (int64_t j = 0; j < a.cols(); ++j)
+    if (!(std::abs(a.row(t)[j]) <= threshold)) kept.push_back(j);
+  return kept;
+}
+
+double operand_rounding_of(WeightType t) {
+  const bool bf16_dot = kernels::active_kernels().panel(WeightType::bf16).activations == WeightType::bf16;
+  return t == WeightType::bf16 && bf16_dot ? 0x1p-8 : 0.0;
+}
+
+struct Shape {
+  int64_t d, hidden, tokens;
+  bool bias;
+};
+const Shape kShapes[] = {{7, 13, 1, true}, {64, 96, 3, true}, {33, 171, 4, false}, {65, 130, 9, true}};
+const WeightType kTypes[] = {WeightType::f32, WeightType::bf16, WeightType::f16};
+
+// ReLU-family blocks make exact zeros; SwiGLU almost none (then nothing is skipped).
+const Variant kExactVariants[] = {{true, Activation::relu},  {false, Activation::relu},  {false, Activation::relu2},
+                                  {true, Activation::relu6}, {true, Activation::swish}, {true, Activation::relu2}};
+
+TEST_P(SparseDecodeForward, ExactModeKeepsTheDenseContract) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (WeightType type : kTypes)
+    for (const Variant& v : kExactVariants)
+      for (const Shape& s : kShapes) {
+        Block block = Block::random({v, s.d, s.hidden, s.bias}, 3, &pool);
+        round_weights_to(block, type);
+        const InferenceBlock sparse(block, type, &pool, SparseDecode{.enabled = true});
+        const Matrix x = random_matrix(s.tokens, s.d, 21, 2.0f);
+        Matrix y(s.tokens, s.d);
+        sparse.forward(x.view(), y.view(), &pool);
+        EXPECT_LE(worst_bound_ratio(block, x, y, operand_rounding_of(type)), 1.0)
+            << weight_type_name(type) << " " << variant_name(v) << " d=" << s.d << " T=" << s.tokens;
+      }
+}
+
+TEST_P(SparseDecodeForward, CalibratedThresholdRunsTheKeptChannelsOnly) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (WeightType type : kTypes)
+    for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu},
+                             Variant{true, Activation::gelu_tanh}})
+      for (const Shape& s : kShapes) {
+        Block block = Block::random({v, s.d, s.hidden, s.bias}, 4, &pool);
+        round_weights_to(block, type);
+        const InferenceBlock dense(block, type, &pool);
+        const Matrix x = random_matrix(s.tokens, s.d, 22, 2.0f);
+        Matrix a(s.tokens, s.hidden);
+        dense.hidden_activations(x.view(), a.view(), &pool);
+        const float threshold = sparsity_threshold(a.view(), 0.5);
+        const InferenceBlock sparse(block, type, &pool, SparseDecode{.enabled = true, .threshold = threshold});
+        Matrix y(s.tokens, s.d);
+        sparse.forward(x.view(), y.view(), &pool);
+        int64_t dropped = 0;
+        for (int64_t t = 0; t < s.tokens; ++t) {
+          const auto kept = kept_channels(a, t, threshold);
+          dropped += s.hidden - int64_t(kept.size());
+          EXPECT_LE(restricted_ratio(block, kept, x, y, t, 0.0, operand_rounding_of(type)), 1.0)
+              << weight_type_name(type) << " " << variant_name(v) << " d=" << s.d << " T=" << s.tokens << " t=" << t;
+        }
+        // The quantile drops at least half of these very activations (ties may add more).
+        EXPECT_GE(dropped * 2, s.tokens * s.hidden) << variant_name(v);
+      }
+}
+
+TEST_P(SparseDecodeForward, GaussianTopKIsTheBlockOfTheChannelsAboveTheCutoff) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (bool sparse_on : {false, true})
+    for (const Shape& s : {Shape{64, 256, 3, false}, Shape{33, 171, 9, true}}) {
+      BlockConfig c{{true, Activation::gelu_tanh}, s.d, s.hidden, s.bias, 0.0};
+      c.gate_sparsity = 0.9;
+      Block block = Block::random(c, 5, &pool);
+      const InferenceBlock b(block, WeightType::f32, &pool, SparseDecode{.enabled = sparse_on});
+      const Matrix x = random_matrix(s.tokens, s.d, 23, 2.0f);
+      Matrix y(s.tokens, s.d);
+      b.forward(x.view(), y.view(), &pool);
+      const auto& w = block.weights();
+      const double z = normal_quantile(0.9);
+      for (int64_t t = 0; t < s.tokens; ++t) {
+        std::vector<double> g(size_t(s.hidden));
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < s.hidden; ++j) {
+          double v = s.bias ? w.gate_bias.data()[j] : 0.0;
+          for (int64_t k = 0; k < s.d; ++k) v += double(w.gate.row(j)[k]) * x.row(t)[k];
+          g[size_t(j)] = v;
+          mean += v / double(s.hidden);
+        }
+        for (double v : g) var += (v - mean) * (v - mean) / double(s.hidden);
+        const double cutoff = mean + std::sqrt(var) * z;
+        std::vector<int64_t> kept;
+        for (int64_t j = 0; j < s.hidden; ++j)
+          if (g[size_t(j)] > cutoff) kept.push_back(j);
+        EXPECT_LE(restricted_ratio(block, kept, x, y, t, cutoff), 1.0) << "sparse " << sparse_on << " t=" << t;
+        EXPECT_LT(double(kept.size()), 0.3 * double(s.hidden));  // about 10 % of Gaussian gate values
+      }
+    }
+}
+
+TEST_P(SparseDecodeForward, TokenBitsAreTheSameAloneInABatchAndOnAnyThreads) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool one(1), two(2);
+  for (WeightType type : kTypes)
+    for (float threshold : {0.0f, 0.05f}) {
+      const Block block = Block::random({{true, Activation::relu}, 64, 200, true}, 6, &two);
+      const InferenceBlock b(block, type, &two, SparseDecode{.enabled = true, .threshold = threshold});
+      const Matrix x = random_matrix(4, 64, 24, 2.0f);
+      Matrix batch(4, 64), batch1(4, 64);
+      b.forward(x.view(), batch.view(), &two);
+      b.forward(x.view(), batch1.view(), &one);
+      EXPECT_TRUE(test::same_bits(batch, batch1)) << weight_type_name(type);
+      for (int64_t t = 0; t < 4; ++t) {
+        Matrix xt(1, 64), yt(1, 64), expected(1, 64);
+        for (int64_t k = 0; k < 64; ++k) {
+          xt.row(0)[k] = x.row(t)[k];
+          expected.row(0)[k] = batch.row(t)[k];
+        }
+        b.forward(xt.view(), yt.view(), &two);
+        EXPECT_TRUE(test::same_bits(yt, expected)) << weight_type_name(type) << " token " << t;
+      }
+    }
+}
+
+// hidden_activations of a fused block (gate and up in one panel) is the same as of the
+// gate-first layout: the same kernel chain per gate value.
+TEST_P(SparseDecodeForward, HiddenActivationsAreTheSameFusedOrGateFirst) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  const Block block = Block::random({{true, Activation::swish}, 40, 100, true}, 8, &pool);
+  const InferenceBlock fused(block, WeightType::f32, &pool), gate_first(block, WeightType::f32, &pool, {.enabled = true});
+  const Matrix x = random_matrix(5, 40, 25, 2.0f);
+  Matrix a(5, 100), b(5, 100);
+  fused.hidden_activations(x.view(), a.view(), &pool);
+  gate_first.hidden_activations(x.view(), b.view(), &pool);
+  EXPECT_TRUE(test::same_bits(a, b));
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(SparseDecodeForward);
+
+TEST(SparseDecode, BadOptionsAreRefusedByName) {
+  const Block block = Block::random({{true, Activation::relu}, 64, 96, false}, 9);
+  test::expect_error([&] { InferenceBlock(block, WeightType::q8_0, nullptr, {.enabled = true}); },
+                     {"sparse decode", "up is q8_0"});
+  MatrixTypes mixed = MatrixTypes::all(WeightType::bf16);
+  mixed.down = WeightType::q8_0;
+  test::expect_error([&] { InferenceBlock(block, mixed, nullptr, {.enabled = true}); }, {"down is q8_0"});
+  mixed.down = WeightType::bf16;
+  mixed.gate = WeightType::q8_0;  // the gate runs through its panels: any type
+  EXPECT_NO_THROW(InferenceBlock(block, mixed, nullptr, {.enabled = true}));
+  test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .threshold = -1}); },
+                     {"threshold", "≥ 0"});
+  test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .threshold = NAN}); },
+                     {"threshold"});
+  test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_tokens = 0}); },
+                     {"max_tokens"});
+  const InferenceBlock b(block, WeightType::f32);
+  Matrix x(2, 64), a(2, 95);
+  test::expect_error([&] { b.hidden_activations(x.view(), a.view()); }, {"[2, 95]", "[2, 96]"});
+}
+
+TEST(SparseDecode, ThresholdIsTheQuantileOfTheMagnitudes) {
+  Matrix a(1, 4);
+  const float v[] = {0.0f, -1.0f, 2.0f, 3.0f};
+  for (int i = 0; i < 4; ++i) a.data()[i] = v[i];
+  EXPECT_EQ(sparsity_threshold(a.view(), 0.0), 0.0f);
+  EXPECT_EQ(sparsity_threshold(a.view(), 0.25), 0.0f);
+  EXPECT_EQ(sparsity_threshold(a.view(), 0.5), 1.0f);
+  EXPECT_EQ(sparsity_threshold(a.view(), 0.6), 2.0f);  // ⌈2.4⌉ = 3rd smallest
+  EXPECT_EQ(sparsity_threshold(a.view(), 0.75), 2.0f);
+  test::expect_error([&] { sparsity_threshold(a.view(), 1.0); }, {"sparsity", "[0, 1)"});
+  test::expect_error([&] { sparsity_threshold(a.view(), -0.1); }, {"sparsity"});
+  a.data()[2] = NAN;
+  test::expect_error([&] { sparsity_threshold(a.view(), 0.5); }, {"NaN", "[0, 2]"});
+  EXPECT_NEAR(normal_quantile(0.95), 1.6448536269514722, 1e-12);
+  EXPECT_NEAR(normal_quantile(0.025), -1.959963984540054, 1e-12);
+  EXPECT_EQ(normal_quantile(0.5), 0.0);
+}
+
+}  // namespace
+}  // namespace ffn

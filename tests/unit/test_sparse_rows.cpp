@@ -1,0 +1,181 @@
+// The loops of activation-sparse decode (kernels.hpp: rows_dot, rows_axpy) registered on
+// every ISA, for each weight type they read (f32, and f16 / bf16 widened exactly):
+//   rows_dot  against a double-precision sum over a listed subset of rows, within the
+//             summation bound K·u·Σ|x·w| (u = 2⁻²⁴: any order of K f32 products and sums
+//             stays inside it, while one product dropped or doubled, or a wrong row, misses
+//             by far more at these random values); and the same bits for a row alone, in
+//             another list, or beside other tokens;
+//   rows_axpy bit for bit the chain its contract names — std::fma over the listed rows in
+//             order, computed here in plain C++ — at column counts around the vector widths
+//             and for any column range; a row with h = 0 changes no bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/quant.hpp"
+#include "isa_param.hpp"
+#include "kernels/kernels.hpp"
+#include "random_data.hpp"
+
+namespace ffn {
+namespace {
+
+using kernels::Op;
+
+class SparseRows : public testing::TestWithParam<Isa> {};
+
+const test::CheckedOps kDotOps = test::checks_ops({Op::rows_dot});
+const test::CheckedOps kAxpyOps = test::checks_ops({Op::rows_axpy});
+
+// A [rows][cols] matrix stored as `type` (f32, f16 or bf16), rows `row_bytes` apart with
+// `pad` bytes of garbage after each row (the kernels must read only their K / N values), and
+// the exact f32 values it holds.
+struct StoredRows {
+  WeightType type;
+  int64_t rows, cols, row_bytes;
+  std::vector<std::byte> bytes;
+  std::vector<float> values;
+};
+
+StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
+  const int64_t elem = type == WeightType::f32 ? 4 : 2, pad = 24;
+  StoredRows s{type, rows, cols, cols * elem + pad, {}, {}};
+  s.bytes.assign(size_t(rows * s.row_bytes), std::byte{0x7F});
+  s.values.resize(size_t(rows * cols));
+  const auto v = test::random_vector(size_t(rows * cols), seed);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      std::byte* dst = s.bytes.data() + r * s.row_bytes + c * elem;
+      float x = v[size_t(r * cols + c)];
+      if (type == WeightType::f16) {
+        const uint16_t h = f32_to_f16(x);
+        std::memcpy(dst, &h, 2);
+        x = f16_to_f32(h);
+      } else if (type == WeightType::bf16) {
+        const uint16_t h = f32_to_bf16(x);
+        std::memcpy(dst, &h, 2);
+        x = bf16_to_f32(h);
+      } else {
+        std::memcpy(dst, &x, 4);
+      }
+      s.values[size_t(r * cols + c)] = x;
+    }
+  return s;
+}
+
+const WeightType kTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16};
+
+TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
+  for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
+    for (WeightType type : kTypes)
+      for (int64_t K : {1, 3, 4, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 257, 1000}) {
+        const int64_t H = 23, T = 3;
+        const StoredRows W = stored_rows(type, H, K, uint32_t(K));
+        const auto x = test::random_vector(size_t(T * K), uint32_t(K + 1));
+        const std::vector<int32_t> rows = {0, 5, 6, 7, 13, 22, 2};
+        const int64_t n = int64_t(rows.size()), ldo = n + 2;
+        std::vector<float> out(size_t(T * ldo), NAN);
+        dot.fn(type, T, n, rows.data(), K, x.data(), K, W.bytes.data(), W.row_bytes, out.data(), ldo);
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t i = 0; i < n; ++i) {
+            double exact = 0, magnitude = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              const double p = double(x[size_t(t * K + k)]) * W.values[size_t(rows[size_t(i)] * K + k)];
+              exact += p;
+              magnitude += std::abs(p);
+            }
+            const double bound = double(K) * std::ldexp(1.0, -24) * magnitude * 1.01;
+            EXPECT_NEAR(out[size_t(t * ldo + i)], exact, bound)
+                << dot.name << " " << weight_type_name(type) << " K=" << K << " t=" << t << " row " << rows[size_t(i)];
+          }
+        for (int64_t t = 0; t < T; ++t)  // the padding of out is untouched
+          for (int64_t i = n; i < ldo; ++i) ASSERT_TRUE(std::isnan(out[size_t(t * ldo + i)])) << dot.name;
+      }
+}
+
+TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
+  for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
+    for (WeightType type : kTypes) {
+      const int64_t H = 9, K = 203, T = 4;
+      const StoredRows W = stored_rows(type, H, K, 7);
+      const auto x = test::random_vector(size_t(T * K), 8);
+      const std::vector<int32_t> all = {8, 1, 4, 0, 3};
+      std::vector<float> batch(size_t(T * all.size()));
+      dot.fn(type, T, int64_t(all.size()), all.data(), K, x.data(), K, W.bytes.data(), W.row_bytes, batch.data(),
+             int64_t(all.size()));
+      for (int64_t t = 0; t < T; ++t)
+        for (size_t i = 0; i < all.size(); ++i) {
+          float alone = NAN;
+          dot.fn(type, 1, 1, &all[i], K, x.data() + t * K, K, W.bytes.data(), W.row_bytes, &alone, 1);
+          ASSERT_EQ(alone, batch[size_t(t) * all.size() + i]) << dot.name << " " << weight_type_name(type);
+        }
+    }
+}
+
+// y after the contract's chain, in plain C++.
+std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& rows, const std::vector<float>& h,
+                              int64_t T, std::vector<float> y, int64_t N) {
+  for (int64_t t = 0; t < T; ++t)
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (int64_t c = 0; c < N; ++c) {
+        float& acc = y[size_t(t * N + c)];
+        acc = std::fma(h[size_t(t) * rows.size() + i], W.values[size_t(rows[i] * W.cols + c)], acc);
+      }
+  return y;
+}
+
+TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
+  for (const auto& axpy : test::registered_entries<kernels::RowsAxpy>(GetParam(), kAxpyOps))
+    for (WeightType type : kTypes)
+      for (int64_t N : {1, 3, 4, 5, 8, 9, 15, 16, 17, 33, 64, 100, 130}) {
+        const int64_t H = 31, T = 3;
+        const StoredRows W = stored_rows(type, H, N, uint32_t(N + 100));
+        // 1 … 11 rows: groups of four and every remainder.
+        for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(5), size_t(8), size_t(11)}) {
+          std::vector<int32_t> rows;
+          for (size_t i = 0; i < n; ++i) rows.push_back(int32_t((i * 7 + 3) % size_t(H)));
+          auto h = test::random_vector(size_t(T) * n, uint32_t(N + n));
+          h[0] = 0.0f;  // a listed row whose value is zero
+          const auto y0 = test::random_vector(size_t(T * N), uint32_t(N + n + 1));
+          const auto expected = axpy_chain(W, rows, h, T, y0, N);
+          auto y = y0;
+          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N, W.bytes.data(), W.row_bytes, y.data(), N);
+          for (size_t e = 0; e < y.size(); ++e)
+            ASSERT_EQ(y[e], expected[e]) << axpy.name << " " << weight_type_name(type) << " N=" << N << " n=" << n;
+          // Any column range gives the same bits: columns [0, c) then [c, N).
+          const int64_t elem = type == WeightType::f32 ? 4 : 2, cut = N / 3;
+          auto pieces = y0;
+          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), cut, W.bytes.data(), W.row_bytes,
+                  pieces.data(), N);
+          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N - cut, W.bytes.data() + cut * elem,
+                  W.row_bytes, pieces.data() + cut, N);
+          for (size_t e = 0; e < y.size(); ++e) ASSERT_EQ(pieces[e], expected[e]) << axpy.name << " split at " << cut;
+        }
+      }
+}
+
+TEST_P(SparseRows, AxpyRowWithZeroValueChangesNoBit) {
+  for (const auto& axpy : test::registered_entries<kernels::RowsAxpy>(GetParam(), kAxpyOps))
+    for (WeightType type : kTypes) {
+      const int64_t H = 12, N = 37;
+      const StoredRows W = stored_rows(type, H, N, 5);
+      const std::vector<int32_t> own = {1, 4, 9}, listed = {1, 2, 4, 7, 9};
+      const std::vector<float> h_own = {0.5f, -1.25f, 2.0f}, h_listed = {0.5f, 0.0f, -1.25f, 0.0f, 2.0f};
+      std::vector<float> a(size_t(N), 0.0f), b(size_t(N), 0.0f);
+      axpy.fn(type, 1, 3, own.data(), h_own.data(), 3, N, W.bytes.data(), W.row_bytes, a.data(), N);
+      axpy.fn(type, 1, 5, listed.data(), h_listed.data(), 5, N, W.bytes.data(), W.row_bytes, b.data(), N);
+      for (int64_t c = 0; c < N; ++c) {
+        uint32_t ba, bb;
+        std::memcpy(&ba, &a[size_t(c)], 4);
+        std::memcpy(&bb, &b[size_t(c)], 4);
+        ASSERT_EQ(ba, bb) << axpy.name << " column " << c;
+      }
+    }
+}
+
+FFN_INSTANTIATE_FOR_EVERY_ISA(SparseRows);
+
+}  // namespace
+}  // namespace ffn
