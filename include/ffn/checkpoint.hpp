@@ -53,6 +53,10 @@ struct LoadOptions {
   // q8_0, 256 for q4_K). Empty: each matrix runs in the type the file stores it in (a GGUF
   // q8_0 tensor as q8_0, a BF16 safetensors tensor as bf16), its bytes used as they are.
   std::optional<WeightType> type = std::nullopt;
+  // A dense layer's activation-sparse decode (ffn/inference_block.hpp). nullopt:
+  // auto_sparse_decode — on, exact, where the block's own function makes zeros and its up
+  // and down are f32, f16 or bf16; off otherwise.
+  std::optional<SparseDecode> sparse = std::nullopt;
 };
 
 // Where a loaded layer came from, for messages: what each load and inspect() say beside

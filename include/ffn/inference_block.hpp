@@ -86,6 +86,12 @@ struct SparseDecode {
   int64_t max_tokens = 4;
 };
 
+// The sparse decode a block gets unless asked otherwise (the checkpoint loader's default):
+// exact (threshold 0) where its activation makes exact zeros — relu, relu2 and relu6, gated
+// or not, and Gemma 3n's Gaussian top-k (gate_sparsity > 0) — and up and down are of a type
+// sparse decode reads (f32, f16, bf16); off otherwise.
+SparseDecode auto_sparse_decode(const BlockConfig& config, const MatrixTypes& types);
+
 class InferenceBlock {
  public:
   // An f32 block's weights with every matrix stored as `type` (or each as `types` says),

@@ -127,11 +127,12 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       h[t * H + i] = v;
     }
   }
-  // y = h·down_rows (+ b), output columns in chunks of at least 1024 across the pool.
+  // y = h·down_rows (+ b), output columns in chunks across the pool, each at least 4 KiB of
+  // every listed row: shorter runs of many rows stream far below the memory roof.
   const int64_t elem = weight_type_info(w.down_rows.type).row_bytes(1), row_bytes = w.down_rows.row_bytes();
-  constexpr int64_t kColumns = 64;
+  constexpr int64_t kColumns = 64, kMinRunBytes = 4096;
   const int64_t units = (D + kColumns - 1) / kColumns;
-  run_in_guided_chunks(p, units, units, 16, [&](int64_t b0, int64_t b1) {
+  run_in_guided_chunks(p, units, units, kMinRunBytes / (kColumns * elem), [&](int64_t b0, int64_t b1) {
     const int64_t c0 = b0 * kColumns, c1 = std::min(D, b1 * kColumns);
     for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c1, 0.0f);
     k.rows_axpy(w.down_rows.type, T, n, lists, h, H, c1 - c0, w.down_rows.bytes.data() + c0 * elem, row_bytes,

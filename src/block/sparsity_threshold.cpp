@@ -1,5 +1,6 @@
 // sparsity_threshold (ffn/inference_block.hpp): the magnitude below which (inclusive) a
-// target fraction of sample activations falls — the CATS threshold for SparseDecode.
+// target fraction of sample activations falls — the CATS threshold for SparseDecode; and
+// auto_sparse_decode, the loader's default.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -29,6 +30,13 @@ float sparsity_threshold(ConstMatrixView a, double sparsity) {
   if (count == 0) return 0.0f;
   std::nth_element(m.begin(), m.begin() + (count - 1), m.end());
   return m[static_cast<size_t>(count - 1)];
+}
+
+SparseDecode auto_sparse_decode(const BlockConfig& c, const MatrixTypes& types) {
+  const Activation a = c.variant.activation;
+  const bool zeros = a == Activation::relu || a == Activation::relu2 || a == Activation::relu6 || c.gate_sparsity > 0;
+  auto rows_readable = [](WeightType t) { return t == WeightType::f32 || t == WeightType::f16 || t == WeightType::bf16; };
+  return SparseDecode{.enabled = zeros && rows_readable(types.up) && rows_readable(types.down)};
 }
 
 }  // namespace ffn

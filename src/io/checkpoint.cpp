@@ -210,9 +210,13 @@ LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorS
 }
 
 // The dense layer's InferenceBlock; errors of laying it out name the checkpoint.
-InferenceBlock inference_block(const std::string& path, const LoadedStoredWeights& s, ThreadPool& pool) {
+InferenceBlock inference_block(const std::string& path, const LoadedStoredWeights& s, ThreadPool& pool,
+                               const std::optional<SparseDecode>& sparse) {
   try {
-    return inference_block_of_checked_weights(s.config, s.weights, &pool);
+    const MatrixTypes types{s.config.variant.gated ? s.weights.gate.type : s.weights.up.type, s.weights.up.type,
+                            s.weights.down.type};
+    return inference_block_of_checked_weights(s.config, s.weights, &pool,
+                                              sparse ? *sparse : auto_sparse_decode(s.config, types));
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
@@ -245,7 +249,7 @@ Layer Checkpoint::load_layer(const LoadOptions& o, ThreadPool* pool) const {
     }
   }
   LoadedStoredWeights s = read_stored_block(path_, source_.get(), o, 0, 0, p);
-  InferenceBlock block = inference_block(path_, s, p);
+  InferenceBlock block = inference_block(path_, s, p, o.sparse);
   return {std::move(s), std::move(block)};
 }
 

@@ -168,8 +168,8 @@ using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
 // rows_dot_<isa> (activation-sparse decode's up products): for t < T and i < n,
 //   out[t·ldo + i] = Σ_k x[t·ldx + k] · W[rows[i]][k],  k < K,
 // W's row r at W + r·row_bytes in `type`'s layout — f32, or f16 / bf16 widened exactly (no
-// other type). Each (t, i) is one fixed order of the K products for its ISA and K (lanes and
-// chains: sparse_rows.hpp), so a row's result is the same bits for any list it is in, any T
+// other type). Each (t, i) is one fixed order of the K products for its ISA and K (one chain
+// of the ISA's lanes: sparse_rows.hpp), so a row's result is the same bits for any list it is in, any T
 // and any split of either; its rounding is within K·u of Σ|x·w| (u = 2⁻²⁴), as any order's.
 using RowsDot = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x,
                          int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);

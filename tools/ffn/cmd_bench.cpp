@@ -21,6 +21,7 @@
 #include "bench_moe.hpp"
 #include "bench_peers.hpp"
 #include "bench_rows.hpp"
+#include "bench_sparsity.hpp"
 #include "commands.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/backward.hpp"
@@ -59,6 +60,7 @@ struct BenchOptions {
   std::string json_path;
   std::string svg_path;
   bool tp = false;
+  std::string sparsity;  // --sparsity: targets, sparse decode against dense instead of the usual rows
 };
 
 // Resident memory now (Linux /proc/self/statm: resident pages in the second field).
@@ -113,11 +115,12 @@ struct BenchPlan {
   BlockConfig config;
   std::string label;
   std::vector<int64_t> token_counts;
-  // Each row set: its name, and how its block is made (random weights, or the checkpoint's).
+  // Each row set: its name, and how its block is made (random weights, or the checkpoint's),
+  // dense or with a sparse decode.
   struct Rows {
     std::string dtype;
     MatrixTypes types;
-    std::function<InferenceBlock()> make;
+    std::function<InferenceBlock(const SparseDecode&)> make;
   };
   std::vector<Rows> rows;
 };
@@ -159,9 +162,10 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
     plan.label = o.weights + " layer " + std::to_string(o.layer);
     const bool gated = plan.config.variant.gated;
     auto from_file = [checkpoint, load, &pool](std::optional<WeightType> t) {
-      return [checkpoint, load, t, &pool] {
+      return [checkpoint, load, t, &pool](const SparseDecode& sparse) {
         LoadOptions in_type = load;
         in_type.type = t;
+        in_type.sparse = sparse;
         Layer layer = checkpoint->load_layer(in_type, &pool);
         return std::get<InferenceBlock>(std::move(layer.block));
       };
@@ -183,7 +187,9 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
   for (WeightType t : types) {
     const BlockConfig c = plan.config;
     plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t),
-                         [c, t, &pool] { return InferenceBlock(Block::random(c, 1, &pool), t, &pool); }});
+                         [c, t, &pool](const SparseDecode& sparse) {
+                           return InferenceBlock(Block::random(c, 1, &pool), t, &pool, sparse);
+                         }});
   }
   return plan;
 }
@@ -295,10 +301,26 @@ void write_bench_json(const BenchOptions& o, const nlohmann::json& roofs, const 
   write_file_atomically(o.json_path, out.dump(2) + "\n");
 }
 
+// --sparsity: the roofs, then sparse decode against dense (bench_sparsity.cpp).
+void run_sparsity_bench(const BenchOptions& o, const BenchPlan& plan, const MachineDescription& machine,
+                        ThreadPool& pool) {
+  if (o.peers || o.backward || !o.svg_path.empty())
+    throw Error("bench: --sparsity times sparse decode against dense; not with --peers, --backward or --svg");
+  SparsityBench b{plan.config, {}, parse_sparsity_targets(o.sparsity), plan.token_counts, o.reps};
+  for (const auto& spec : plan.rows) b.sets.push_back({spec.dtype, spec.make});
+  const MeasuredRoofs start = measure_roofs(pool, false);
+  print_run_header(plan, o, machine, start);
+  nlohmann::json rows = nlohmann::json::array();
+  bench_sparsity(b, pool, start.memory, rows);
+  const MeasuredRoofs end = report_end_roofs(start, pool);
+  if (!o.json_path.empty()) write_bench_json(o, roofs_json(start, end), machine, rows);
+}
+
 void run_bench(const BenchOptions& o) {
   if (const MoePreset* moe = find_moe_preset(o.preset)) {
-    if (o.peers || o.backward || o.tp || !o.svg_path.empty())
-      throw Error("bench: --peers, --backward, --tp and --svg are not available for mixture-of-experts presets yet");
+    if (o.peers || o.backward || o.tp || !o.svg_path.empty() || !o.sparsity.empty())
+      throw Error(
+          "bench: --peers, --backward, --tp, --svg and --sparsity are not available for mixture-of-experts presets yet");
     return run_moe_bench(*moe, {split_list(o.dtypes), parse_token_counts(o.tokens), o.threads, o.reps, o.json_path});
   }
   ThreadPool pool(o.threads);
@@ -307,9 +329,11 @@ void run_bench(const BenchOptions& o) {
   if (!o.json_path.empty()) check_file_writable(o.json_path, "--json");
   if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
   if (o.tp && !o.svg_path.empty()) throw Error("bench: --svg draws the rows of one process; not with --tp");
+  if (o.tp && !o.sparsity.empty()) throw Error("bench: --sparsity times one process's block; not with --tp");
   if (o.tp)
     return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
   const MachineDescription machine = describe_machine();
+  if (!o.sparsity.empty()) return run_sparsity_bench(o, plan, machine, pool);
   const bool bf16_rows = std::any_of(plan.rows.begin(), plan.rows.end(), [](const BenchPlan::Rows& r) {
     return r.types == MatrixTypes::all(WeightType::bf16);
   });
@@ -332,7 +356,7 @@ void run_bench(const BenchOptions& o) {
                   static_cast<long long>(plan.config.d_model), static_cast<long long>(plan.config.hidden));
       continue;
     }
-    const InferenceBlock block = spec.make();
+    const InferenceBlock block = spec.make(SparseDecode{});
     workspace += (workspace.empty() ? "" : "; ") + spec.dtype + " " +
                  fixed(double(block.workspace_bytes(t_max, o.threads)) / 1e6, 1) + " MB";
     for (int64_t T : plan.token_counts) {
@@ -432,6 +456,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--svg", o->svg_path,
                   "also draw the run as a roofline (log-log: FLOP/byte against GFLOP/s, the run's compute and "
                   "memory roofs, a point per row and per peer) into this SVG file");
+  cmd->add_option("--sparsity", o->sparsity,
+                  "instead of the usual rows: activation-sparse decode against the dense block, per target share "
+                  "of hidden channels dropped (e.g. 0,0.5,0.7,0.95; a threshold calibrated to each on other tokens); "
+                  "sparse decode reads f32, f16 and bf16 up and down (--dtype)");
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o, dtype, variant] {
