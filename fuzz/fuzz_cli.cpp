@@ -43,7 +43,7 @@ const std::map<std::string, std::string>& fixture() {
   static const std::map<std::string, std::string> files = [] {
     const fs::path stage = fs::temp_directory_path() / ("ffn-fuzz-cli-stage-" + std::to_string(::getpid()));
     fs::create_directories(stage);
-    const ffn::BlockConfig c{{true, ffn::Activation::swish}, 32, 64, false};
+    const ffn::BlockConfig c{{true, ffn::Activation::swish}, 32, 64, false, 0.0};
     const ffn::Block b = ffn::Block::random(c, 1);
     const auto& w = b.weights();
     ffn::write_safetensors((stage / "w.safetensors").string(),

@@ -74,6 +74,9 @@ struct LayerSource {
   // The model family and how it was told: "Phi-3, Phi-3.5, Phi-4-mini (config.json
   // model_type 'phi3')"; empty when the checkpoint names none (`ffn info --families`).
   std::string family;
+  // A dense block's gate_sparsity (Gemma 3n) and where it came from, "config.json
+  // text_config.activation_sparsity_pattern"; empty when the block has none.
+  std::string gate_sparsity_source;
 };
 
 // What a layer is, from its tensors' names and shapes and the checkpoint's metadata alone.

@@ -105,6 +105,7 @@ struct BlockConfig {
 };
 
 // Φ⁻¹(s), the standard normal quantile, to double precision (for gate_sparsity's cutoff).
+// ffn::Error for s outside (0, 1) or not finite.
 double normal_quantile(double s);
 
 // Llama's reference rule (llama/model.py, FeedForward.__init__):
@@ -117,7 +118,9 @@ int64_t llama_hidden(int64_t d_model, int64_t multiple_of, std::optional<double>
 // needs a gated block (clamped_swish) in a 2-matrix one, naming variant.gated.
 HiddenDerivation derive_hidden(const BlockSpec& spec);
 BlockConfig resolve(const BlockSpec& spec);
-// Checks an already resolved configuration (e.g. one read from a file).
+// Checks an already resolved configuration (e.g. one read from a file). Also refuses a
+// gate_sparsity outside [0, 1) or not finite, and one > 0 in a 2-matrix block (no gate),
+// naming gate_sparsity.
 void validate(const BlockConfig& config);
 
 }  // namespace ffn

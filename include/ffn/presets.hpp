@@ -37,7 +37,7 @@ struct Preset {
   int64_t n_layers = 0;
   std::string note;  // e.g. which half of an encoder-decoder block is counted
 
-  BlockConfig config() const { return BlockConfig{variant, d_model, hidden, bias}; }
+  BlockConfig config() const { return BlockConfig{variant, d_model, hidden, bias, 0.0}; }
 };
 
 const std::vector<Preset>& presets();

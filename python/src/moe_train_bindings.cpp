@@ -113,7 +113,7 @@ void bind_moe_train(py::module_& m) {
                        int64_t top_groups, bool router_bias, bool choice_bias, int64_t shared_hidden,
                        bool shared_gate, bool bias, uint64_t seed) {
              ffn::MoeConfig c;
-             c.expert = ffn::BlockConfig{ffn::parse_variant(variant), d_model, hidden, bias};
+             c.expert = ffn::BlockConfig{ffn::parse_variant(variant), d_model, hidden, bias, 0.0};
              c.experts = experts;
              c.top_k = top_k;
              c.scoring = ffn::parse_router_scoring(scoring);

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "block/bias_rows.hpp"
+#include "block/gate_sparsity_checks.hpp"
 #include "block/panels.hpp"
 #include "block/view_checks.hpp"
 #include "ffn/backward.hpp"
@@ -101,6 +102,7 @@ void backward(const Block& block, ConstMatrixView x, const ForwardCache& cache, 
               BlockGradients& grads, ThreadPool* pool) {
   const auto& c = block.config();
   const auto& w = block.weights();
+  refuse_gate_sparsity(c, "backward", "training runs the plain gated block only (forward_train, backward and Block::forward have no top-k)");
   const int64_t D = c.d_model, H = c.hidden;
   views::check_view("input x", x, D);
   views::check_view("gradient dy", dy, D);

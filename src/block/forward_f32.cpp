@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "block/bias_rows.hpp"
+#include "block/gate_sparsity_checks.hpp"
 #include "block/view_checks.hpp"
 #include "ffn/backward.hpp"
 #include "ffn/block.hpp"
@@ -71,6 +72,7 @@ void run_forward(const Block& block, ConstMatrixView x, MatrixView y, ForwardCac
 }  // namespace
 
 void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
+  refuse_gate_sparsity(config_, "Block::forward", "use an InferenceBlock, or reference_forward for the double oracle");
   views::check_forward_views(x, y, config_.d_model);
   if (x.rows == 0) return;
   run_forward(*this, x, y, nullptr, pool ? *pool : default_thread_pool());
@@ -79,6 +81,7 @@ void Block::forward(ConstMatrixView x, MatrixView y, ThreadPool* pool) const {
 void forward_train(const Block& block, ConstMatrixView x, MatrixView y, ForwardCache& cache, bool recompute,
                    ThreadPool* pool) {
   const auto& c = block.config();
+  refuse_gate_sparsity(c, "forward_train", "training runs the plain gated block only (forward_train, backward and Block::forward have no top-k)");
   const int64_t H = c.hidden, T = x.rows;
   views::check_forward_views(x, y, c.d_model);
   cache.recompute = recompute;

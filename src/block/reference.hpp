@@ -25,6 +25,12 @@ namespace ffn {
 void reference_forward_token(const Block& block, const float* x, double* y_out, double* error_bound_out = nullptr,
                              double operand_rounding = 0.0);
 
+// Gemma 3n's Gaussian top-k (BlockConfig::gate_sparsity) on one token's gate
+// pre-activations g [H], in double: g ← relu(g − (mean(g) + std(g)·Φ⁻¹(sparsity))), std
+// biased. e_g [H] holds each value's f32 error bound on entry and that of the result on
+// return (the cutoff's error added; derivation in reference.cpp). sparsity in (0, 1).
+void apply_gaussian_top_k(double sparsity, std::vector<double>& g, std::vector<double>& e_g);
+
 // Reference forward of every row of x, rounded to f32.
 void reference_forward(const Block& block, ConstMatrixView x, MatrixView y);
 

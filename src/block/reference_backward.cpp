@@ -38,6 +38,7 @@
 #include <cmath>
 #include <vector>
 
+#include "block/gate_sparsity_checks.hpp"
 #include "block/reference.hpp"
 #include "block/reference_math.hpp"
 #include "ffn/backward.hpp"
@@ -94,6 +95,7 @@ void reference_backward_token(const Block& block, const float* x, const float* d
                               ReferenceGradients& grads, double* dx_bound_out) {
   const auto& c = block.config();
   const auto& w = block.weights();
+  refuse_gate_sparsity(c, "reference_backward_token", "the backward oracle has no top-k, as training has none");
   const int64_t D = c.d_model, H = c.hidden;
   const bool gated = c.variant.gated;
   const Activation act = c.variant.activation;

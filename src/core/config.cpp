@@ -245,7 +245,7 @@ HiddenDerivation derive_hidden(const BlockSpec& spec) {
 }
 
 BlockConfig resolve(const BlockSpec& spec) {
-  BlockConfig c{spec.variant, spec.d_model, derive_hidden(spec).hidden, spec.bias};
+  BlockConfig c{spec.variant, spec.d_model, derive_hidden(spec).hidden, spec.bias, 0.0};
   validate(c);
   return c;
 }
@@ -262,43 +262,47 @@ void validate(const BlockConfig& c) {
     throw Error(
         "variant.gated = false: activation clamped_swish (swiglu_oai) clamps and shifts the up "
         "projection, so it needs a gated block");
+  if (!std::isfinite(c.gate_sparsity) || c.gate_sparsity < 0.0 || c.gate_sparsity >= 1.0)
+    throw Error("gate_sparsity = " + fmt_double(c.gate_sparsity) +
+                ": must be a fraction of the gate channels in [0, 1)");
+  if (c.gate_sparsity > 0.0 && !c.variant.gated)
+    throw Error("gate_sparsity = " + fmt_double(c.gate_sparsity) +
+                ": a 2-matrix block has no gate to make sparse (variant.gated = false)");
   check_parameter_overflow(c);
 }
 
-}  // namespace ffn
-
-namespace ffn {
-
-// Acklam's rational approximation (relative error 1.15e-9), then one Halley step on
-// Φ(x) − s with Φ through erfc, which brings it to double precision.
-double normal_quantile(double s) {
-  if (!(s > 0.0 && s < 1.0)) throw Error("normal_quantile(" + std::to_string(s) + "): s must be in (0, 1)");
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-                             1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
-  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
-  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-                             -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
-  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
-                             3.754408661907416e+00};
-  const double low = 0.02425;
+// Acklam's rational approximation of Φ⁻¹ (relative error < 1.15e-9), then one step of
+// Halley's method on Φ(x) − p, Φ(x) = erfc(−x/√2)/2, which brings it to double precision.
+// The upper half is computed as −Φ⁻¹(1 − p) (1 − p is exact for p ≥ 1/2), so that Φ(x) − p
+// is always formed in the lower tail, where erfc keeps its relative accuracy.
+double normal_quantile(double p) {
+  if (!std::isfinite(p) || p <= 0.0 || p >= 1.0)
+    throw Error("normal_quantile(" + fmt_double(p) + "): the probability must lie in (0, 1)");
+  if (p > 0.5) return -normal_quantile(1.0 - p);
+  static constexpr double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                                 1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
+  static constexpr double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                                 6.680131188771972e+01,  -1.328068155288572e+01};
+  static constexpr double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                                 -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
+  static constexpr double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                                 3.754408661907416e+00};
+  constexpr double p_low = 0.02425;
   double x;
-  if (s < low) {
-    const double q = std::sqrt(-2 * std::log(s));
+  if (p < p_low) {  // lower tail
+    const double q = std::sqrt(-2.0 * std::log(p));
     x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
-  } else if (s <= 1 - low) {
-    const double q = s - 0.5, r = q * q;
+        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+  } else {  // central region, p in [p_low, 1/2]
+    const double q = p - 0.5, r = q * q;
     x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
-  } else {
-    const double q = std::sqrt(-2 * std::log(1 - s));
-    x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
-        ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
   }
-  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - s;
-  const double u = e * std::sqrt(2 * 3.14159265358979323846) * std::exp(x * x / 2);
-  return x - u / (1 + x * u / 2);
+  // Halley: e = Φ(x) − p, u = e/φ(x); x ← x − u/(1 + x·u/2).
+  const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+  const double u = e * std::sqrt(2.0 * 3.14159265358979323846) * std::exp(0.5 * x * x);
+  if (!std::isfinite(u)) return x;  // p subnormal: exp(x²/2) overflows; Acklam's x stands
+  return x - u / (1.0 + 0.5 * x * u);
 }
 
 }  // namespace ffn

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "block/gate_sparsity_checks.hpp"
 #include "distributed/launch.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
@@ -39,6 +40,7 @@ HiddenSlice hidden_slice(int64_t hidden, int rank, int ranks, int64_t granule) {
 
 Block slice_block(const Block& full, HiddenSlice s, bool keep_down_bias) {
   const BlockConfig& c = full.config();
+  refuse_gate_sparsity(c, "slice_block", "a slice of the hidden units would take the mean and std of only its own gate values");
   if (s.begin < 0 || s.end > c.hidden || s.size() < 1)
     throw Error("slice [" + std::to_string(s.begin) + ", " + std::to_string(s.end) + ") is not within hidden " +
                 std::to_string(c.hidden));

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <string>
 
+#include "block/gate_sparsity_checks.hpp"
 #include "ffn/distributed.hpp"
 #include "ffn/error.hpp"
 
@@ -22,6 +23,9 @@ void require_dense(const MatrixView& m, const char* what) {
 
 // The local slice's configuration is the whole block's but for its hidden width.
 void check_slice_config(const BlockConfig& c, const BlockConfig& full_config, HiddenSlice slice) {
+  for (const BlockConfig* k : {&full_config, &c})
+    refuse_gate_sparsity(*k, "a tensor-parallel block",
+                         "each rank would take the mean and std of only its slice of the gate values");
   if (c.variant != full_config.variant || c.d_model != full_config.d_model || c.bias != full_config.bias ||
       c.hidden != slice.size() || slice.begin < 0 || slice.end > full_config.hidden)
     throw Error("tensor-parallel block: the local slice (d_model " + std::to_string(c.d_model) + ", hidden " +

@@ -1,5 +1,6 @@
 #include "io/activation_hint.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -130,6 +131,93 @@ Activation choose_activation(const std::string& path, const TensorSource& src, c
                 std::string(gated ? "swiglu, geglu" : "gelu, relu"));
   source_out = hint.source;
   return *hint.activation;
+}
+
+namespace {
+
+bool has_listed_word(std::string_view list, std::string_view word) {
+  for (const std::string_view w : list_words(list))
+    if (w == word) return true;
+  return false;
+}
+
+bool is_gemma3n(const FamilyMatch& m) {
+  return m.family && (has_listed_word(m.family->model_types, "gemma3n") ||
+                      has_listed_word(m.family->gguf_architectures, "gemma3n"));
+}
+
+// llama.cpp's gemma3n graph applies the top-k to layers [0, 10) with Φ⁻¹(0.95)
+// (llama_model_gemma3n: n_layer_sparsity, f_sparsity_std_mul); Gemma3nTextConfig's default
+// is the same ten layers.
+constexpr int64_t kGemma3nSparseLayers = 10;
+constexpr double kGemma3nSparsity = 0.95;
+
+// A GGUF's sparsity: llama.cpp's converter writes each layer's Φ⁻¹(s) (Normal(0, 1).icdf in
+// f32: ≈ 1.6448534 for 0.95, −inf for 0) as {arch}.activation_sparsity_scale; where the file
+// has it, s = Φ(that), the pattern the weights were trained with. llama.cpp's graph ignores
+// it and fixes 0.95 for layers 0–9, which a file without the key gets (for Gemma 3n's
+// released models, 30 and 35 layers with the first 10 sparse, the two agree).
+GateSparsityHint gguf_gate_sparsity(const TensorSource& source, const FamilyMatch& family, int64_t layer) {
+  if (!is_gemma3n(family)) return {};
+  const std::string key = *source.metadata_string("general.architecture") + ".activation_sparsity_scale";
+  if (const auto scale = source.metadata_float_array(key)) {
+    if (layer >= static_cast<int64_t>(scale->size()))
+      throw Error(source.path() + ": metadata " + key + " has " + std::to_string(scale->size()) +
+                  " entries, none for layer " + std::to_string(layer));
+    const double m = (*scale)[static_cast<size_t>(layer)];
+    if (std::isinf(m) && m < 0.0) return {0.0, ""};  // Φ⁻¹(0)
+    const double s = std::isfinite(m) ? 0.5 * std::erfc(-m / std::sqrt(2.0)) : 1.0;
+    if (!(s < 1.0))
+      throw Error(source.path() + ": metadata " + key + "[" + std::to_string(layer) + "] = " + std::to_string(m) +
+                  " is not the normal quantile of a sparsity in [0, 1)");
+    return {s, "GGUF metadata " + key};
+  }
+  if (layer >= kGemma3nSparseLayers) return {};
+  return {kGemma3nSparsity, family.source + ": llama.cpp's graph's 0.95 for layers 0–9 (the file has no " + key + ")"};
+}
+
+GateSparsityHint config_gate_sparsity(const TensorSource& source, const nlohmann::json& config,
+                                      const FamilyMatch& family, int64_t layer) {
+  const std::string& file = source.config_json_path();
+  const std::string filename = std::filesystem::path(file).filename().string();
+  const char* key = "activation_sparsity_pattern";
+  std::vector<std::pair<const nlohmann::json*, std::string>> places{{&config, ""}};
+  if (config.contains("text_config") && config["text_config"].is_object())
+    places.emplace_back(&config["text_config"], "text_config.");
+  for (const auto& [json, prefix] : places) {
+    if (!json->contains(key) || (*json)[key].is_null()) continue;
+    const nlohmann::json& pattern = (*json)[key];
+    const std::string where = prefix + key;
+    if (!pattern.is_array()) throw Error(file + ": " + where + " is not a list (one sparsity per layer)");
+    if (layer >= static_cast<int64_t>(pattern.size()))
+      throw Error(file + ": " + where + " has " + std::to_string(pattern.size()) + " entries, none for layer " +
+                  std::to_string(layer));
+    const nlohmann::json& v = pattern[static_cast<size_t>(layer)];
+    if (!v.is_number()) throw Error(file + ": " + where + "[" + std::to_string(layer) + "] is not a number");
+    const double s = v.get<double>();
+    if (!std::isfinite(s) || s < 0.0 || s >= 1.0)
+      throw Error(file + ": " + where + "[" + std::to_string(layer) + "] = " + v.dump() +
+                  " is not a sparsity in [0, 1)");
+    return {s, filename + " " + where};
+  }
+  if (!is_gemma3n(family)) return {};
+  // Gemma3nTextConfig.__post_init__: [0.95] × 10 + [0] × (n − 10) when n > 10, else all 0.
+  int64_t layers = 35;  // Gemma3nTextConfig's num_hidden_layers
+  for (const auto& [json, prefix] : places)
+    if (json->contains("num_hidden_layers") && (*json)["num_hidden_layers"].is_number_integer())
+      layers = (*json)["num_hidden_layers"].get<int64_t>();
+  const double s = layers > kGemma3nSparseLayers && layer < kGemma3nSparseLayers ? kGemma3nSparsity : 0.0;
+  return {s, "Gemma3nTextConfig's default activation_sparsity_pattern (none in " + filename + ")"};
+}
+
+}  // namespace
+
+GateSparsityHint find_gate_sparsity(const TensorSource& source, int64_t layer) {
+  if (source.metadata_string("ffn.variant")) return {};  // written by ffn quantize: a plain block
+  const FamilyMatch family = find_family(source, false);
+  if (source.metadata_string("general.architecture")) return gguf_gate_sparsity(source, family, layer);
+  if (const nlohmann::json* config = source.config_json()) return config_gate_sparsity(source, *config, family, layer);
+  return {};
 }
 
 }  // namespace ffn::io

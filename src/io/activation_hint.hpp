@@ -34,4 +34,21 @@ ActivationHint find_activation_hint(const TensorSource& source, bool gated);
 Activation choose_activation(const std::string& path, const TensorSource& src, const std::optional<Variant>& variant,
                              bool gated, std::string& source_out);
 
+// Gemma 3n's Gaussian top-k on the gate of one layer (BlockConfig::gate_sparsity).
+struct GateSparsityHint {
+  double sparsity = 0.0;
+  std::string source;  // e.g. "config.json text_config.activation_sparsity_pattern"; empty when 0 by default
+};
+// The layer's target sparsity:
+//   config.json: activation_sparsity_pattern[layer] (at the top or in text_config), whatever
+//     the family; absent or null in a Gemma 3n config, the default of Gemma3nTextConfig:
+//     0.95 for the first 10 layers when num_hidden_layers (default 35) exceeds 10, else 0;
+//   GGUF of architecture gemma3n: Φ(gemma3n.activation_sparsity_scale[layer]) where the file
+//     has the key (llama.cpp's converter writes Φ⁻¹ of each layer's sparsity, −inf for 0);
+//     else 0.95 for layers 0–9 and 0 after, as llama.cpp's graph fixes it (n_layer_sparsity);
+//   otherwise 0.
+// ffn::Error naming the file and key when the pattern is not a list of numbers in [0, 1), is
+// shorter than layer + 1, or a GGUF's scale is shorter or NaN or +inf.
+GateSparsityHint find_gate_sparsity(const TensorSource& source, int64_t layer);
+
 }  // namespace ffn::io

@@ -4,11 +4,13 @@
 #include "ffn/checkpoint.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 #include <vector>
 
-#include "ffn/error.hpp"
+#include "block/gate_sparsity_checks.hpp"
 #include "block/loaded_weights.hpp"
+#include "ffn/error.hpp"
 #include "io/activation_hint.hpp"
 #include "io/block_names.hpp"
 #include "io/families.hpp"
@@ -38,9 +40,18 @@ void require_shape(const io::TensorSource& src, const std::string& name, const s
 
 // GGUF files declare the model's widths ({arch}.embedding_length, {arch}.feed_forward_length);
 // a file whose tensors disagree with them is inconsistent, not something to guess around.
-void check_declared_widths(const io::TensorSource& src, int64_t D, int64_t H) {
+void check_declared_widths(const io::TensorSource& src, int64_t layer, int64_t D, int64_t H) {
   const auto arch = src.metadata_string("general.architecture");
   if (!arch) return;
+  // Gemma 3n's converter writes feed_forward_length per layer (its intermediate_size list).
+  if (const auto per_layer = src.metadata_int_array(*arch + ".feed_forward_length")) {
+    if (layer >= static_cast<int64_t>(per_layer->size()) || (*per_layer)[static_cast<size_t>(layer)] != H)
+      throw Error(src.path() + ": metadata " + *arch + ".feed_forward_length " +
+                  (layer < static_cast<int64_t>(per_layer->size())
+                       ? "[" + std::to_string(layer) + "] = " + std::to_string((*per_layer)[static_cast<size_t>(layer)])
+                       : "has no entry for layer " + std::to_string(layer)) +
+                  " but the feed-forward tensors say " + std::to_string(H));
+  }
   for (const auto& [key, actual] :
        {std::pair{*arch + ".embedding_length", D}, std::pair{*arch + ".feed_forward_length", H}}) {
     const auto declared = src.metadata_int(key);
@@ -88,7 +99,7 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
   const io::BlockNames n = io::find_block_names(*src, o.layer);
   const bool gated = !n.gate.empty();
   LayerSource source{o.layer, n.scheme, {}, {}, file_types(*src, n, gated),
-                     io::family_description(io::find_family(*src, false))};
+                     io::family_description(io::find_family(*src, false)), {}};
   const Activation act = io::choose_activation(path, *src, o.variant, gated, source.activation_source);
 
   const auto& up = src->tensors().at(n.up).shape;
@@ -102,7 +113,7 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
                 std::to_string(up[0]) + ")");
   if (gated && !n.fused) require_shape(*src, n.gate, {H, D});
   require_shape(*src, n.down, n.conv1d ? std::vector<int64_t>{H, D} : std::vector<int64_t>{D, H});
-  check_declared_widths(*src, D, H);
+  check_declared_widths(*src, o.layer, D, H);
 
   std::vector<std::string> biases{n.up_bias, n.down_bias};
   if (gated) biases.push_back(n.gate_bias);
@@ -121,7 +132,16 @@ Resolved resolve(const std::string& path, const io::TensorSource* src, const Loa
     if (gated && !n.fused) require_shape(*src, n.gate_bias, {H});
   }
 
-  const BlockConfig config{{gated, act}, D, H, bias};
+  const io::GateSparsityHint sparsity = io::find_gate_sparsity(*src, o.layer);
+  if (sparsity.sparsity > 0.0) {
+    if (!gated)
+      throw Error(src->path() + ": " + sparsity.source + " gives layer " + std::to_string(o.layer) +
+                  " a gate sparsity, but its block has no gate projection");
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", sparsity.sparsity);
+    source.gate_sparsity_source = std::string(value) + " (" + sparsity.source + ")";
+  }
+  const BlockConfig config{{gated, act}, D, H, bias, sparsity.sparsity};
   try {
     validate(config);
   } catch (const Error& e) {
@@ -147,6 +167,10 @@ Window window(const std::string& path, const io::TensorSource* src, const LoadOp
   if (h0 < 0 || h0 >= h1 || h1 > r.config.hidden)
     throw Error(path + ": hidden units [" + std::to_string(h0) + ", " + std::to_string(h1) +
                 ") are not a slice of the block's " + std::to_string(r.config.hidden));
+  if (h1 - h0 != r.config.hidden)
+    refuse_gate_sparsity(r.config, path + ": layer " + std::to_string(o.layer) + "'s hidden units [" +
+                                       std::to_string(h0) + ", " + std::to_string(h1) + ")",
+                         "a slice would take the mean and std of only its own gate values (tensor parallelism)");
   return {std::move(r), h0, h1};
 }
 
@@ -172,7 +196,7 @@ LoadedStoredWeights read_stored_block(const std::string& path, const io::TensorS
   h0 = win.h0;
   h1 = win.h1;
   const int64_t D = whole.d_model;
-  LoadedStoredWeights out{source, {whole.variant, D, h1 - h0, whole.bias}, {}};
+  LoadedStoredWeights out{source, {whole.variant, D, h1 - h0, whole.bias, whole.gate_sparsity}, {}};
   StoredWeights& w = out.weights;
   // A fused gate and up is read as two windows of its rows: no copy beyond the one every
   // matrix gets on loading.
@@ -233,7 +257,7 @@ LoadedBlock Checkpoint::load_trainable(const LoadOptions& o, int64_t hidden_begi
   const Window win = window(path_, source_.get(), o, hidden_begin, hidden_end);
   const auto& [n, whole, source] = win.resolved;
   const int64_t h0 = win.h0, h1 = win.h1;
-  LoadedBlock out{source, Block({whole.variant, whole.d_model, h1 - h0, whole.bias})};
+  LoadedBlock out{source, Block({whole.variant, whole.d_model, h1 - h0, whole.bias, whole.gate_sparsity})};
   auto& w = out.block.weights();
   read_weight(*source_, n.up, n.conv1d, w.up, n.up_row0(whole.hidden) + h0, 0);
   read_weight(*source_, n.down, n.conv1d, w.down, 0, h0);

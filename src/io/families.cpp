@@ -31,11 +31,15 @@ const std::vector<ModelFamily> kFamilies = {
      "language_model.model.layers.{N}.… or model.language_model.layers.{N}.…",
      "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh,
      "multimodal: the activation from text_config", ""},
-    {"Gemma 3n", "gemma3n gemma3n_text", "gemma3n", false, "model.language_model.layers.{N}.mlp.{gate,up,down}_proj",
-     "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh, "",
-     "its first layers' gate keeps only the channels above a Gaussian quantile of the gate's values "
-     "(activation_sparsity_pattern), which ffn's dense block does not compute; running them as plain GeGLU "
-     "would be a different function"},
+    // Gemma3nTextMLP: the gate of the layers whose activation_sparsity_pattern entry s > 0
+    // goes through a Gaussian top-k (BlockConfig::gate_sparsity; activation_hint.cpp reads it).
+    {"Gemma 3n", "gemma3n gemma3n_text", "gemma3n", false,
+     "model.language_model.layers.{N}.mlp.{gate,up,down}_proj; Gemma3nForCausalLM's model.layers.{N}.…",
+     "blk.{N}.ffn_{gate,up,down}", "hidden_activation", A::gelu_tanh, A::gelu_tanh,
+     "multimodal: from text_config; gate sparsity from activation_sparsity_pattern (else Gemma3nTextConfig's "
+     "0.95 for layers 0–9); a GGUF's from activation_sparsity_scale, else 0.95 for layers 0–9 as llama.cpp's graph "
+     "fixes it (its std is unbiased, transformers' biased: ffn computes transformers'); inference only",
+     ""},
     {"StableLM 2", "stablelm", "stablelm", false, "model.layers.{N}.mlp.{gate,up,down}_proj",
      "blk.{N}.ffn_{gate,up,down}", "hidden_act", A::swish, A::swish, "", ""},
     {"Phi-2", "phi", "phi2", false, "model.layers.{N}.mlp.fc1, fc2 (with biases)", "blk.{N}.ffn_up, ffn_down (biases)",

@@ -34,8 +34,10 @@ std::string describe(const LayerSource& s, const InferenceBlock& b) {
   const BlockConfig& c = b.config();
   return variant_name(c.variant) + " (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
          s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
-         (c.bias ? " bias" : "") + ", weights " + matrix_types_name(b.types(), c.variant.gated) +
-         stored_note(s.file_types, b.types(), c.variant.gated) + sparse_note(b);
+         (c.bias ? " bias" : "") +
+         (s.gate_sparsity_source.empty() ? "" : ", gate sparsity " + s.gate_sparsity_source) + ", weights " +
+         matrix_types_name(b.types(), c.variant.gated) + stored_note(s.file_types, b.types(), c.variant.gated) +
+         sparse_note(b);
 }
 
 std::string describe(const LayerSource& s, const MoeBlock& b) {

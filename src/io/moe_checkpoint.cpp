@@ -193,7 +193,7 @@ MoeLayout layout(const std::string& path, const TensorSource& src, const LoadOpt
   } else {
     act = choose_activation(path, src, o.variant, true, l.activation_source);
   }
-  c.expert = BlockConfig{{true, act}, D, H, expert_biases(src, n, E, H, D)};
+  c.expert = BlockConfig{{true, act}, D, H, expert_biases(src, n, E, H, D), 0.0};
   c.experts = E;
   c.top_k = *h.top_k;
   c.scoring = h.scoring.value_or(RouterScoring::softmax);
@@ -349,7 +349,7 @@ Matrix read_row_vector(const TensorSource& src, const std::string& name, int64_t
 
 LayerSource layer_source(const TensorSource& src, const LoadOptions& o, const MoeLayout& l) {
   return {o.layer, l.names.scheme, l.activation_source, l.hints.source, expert_file_types(src, l.names, l.config),
-          {}};  // the family: Checkpoint's loads add it
+          {}, {}};  // the family: Checkpoint's loads add it; no gate sparsity
 }
 
 // Expert e's matrices, in their stored types or `type`. Their block scales are checked: the
@@ -416,7 +416,7 @@ LoadedMoeExperts read_moe_experts(const std::string& path, const TensorSource& s
         w.up = read_stored(src, n.shared_up, false, 0, S, 0, D, o.type, pool);
       }
       w.down = read_stored(src, n.shared_down, false, 0, D, 0, S, o.type, pool);
-      out.shared.emplace(inference_block_of_checked_weights(BlockConfig{c.expert.variant, D, S, false}, w, &pool));
+      out.shared.emplace(inference_block_of_checked_weights(BlockConfig{c.expert.variant, D, S, false, 0.0}, w, &pool));
     }
   } catch (const Error& e) {
     const std::string what = e.what();

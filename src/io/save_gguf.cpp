@@ -2,6 +2,7 @@
 // (ffn/save.hpp).
 #include "ffn/save.hpp"
 
+#include "block/gate_sparsity_checks.hpp"
 #include "ffn/error.hpp"
 #include "io/gguf.hpp"
 
@@ -36,6 +37,8 @@ void save_gguf(const std::string& path, const std::vector<LayerToSave>& layers, 
   const BlockConfig& first = layers.front().block->config();
   GgufWriter writer;
   for (const LayerToSave& l : layers) {
+    refuse_gate_sparsity(l.block->config(), where + ": layer " + std::to_string(l.layer),
+                         "the file's metadata (ffn.variant) has no place for it, and it would be lost");
     const Variant v = l.block->config().variant;
     if (!(v == first.variant))
       throw Error(where + ": layer " + std::to_string(l.layer) + " is " + variant_name(v) + " but layer " +

@@ -201,6 +201,12 @@ std::optional<double> TensorSource::metadata_float(const std::string& key) const
 std::optional<bool> TensorSource::metadata_bool(const std::string& key) const {
   return gguf_ ? gguf_->metadata_bool(key) : std::nullopt;
 }
+std::optional<std::vector<int64_t>> TensorSource::metadata_int_array(const std::string& key) const {
+  return gguf_ ? gguf_->metadata_int_array(key) : std::nullopt;
+}
+std::optional<std::vector<double>> TensorSource::metadata_float_array(const std::string& key) const {
+  return gguf_ ? gguf_->metadata_float_array(key) : std::nullopt;
+}
 
 const nlohmann::json* TensorSource::config_json() const {
   const std::lock_guard lock(mutex_);

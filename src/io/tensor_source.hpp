@@ -57,6 +57,10 @@ class TensorSource {
   std::optional<int64_t> metadata_int(const std::string& key) const;
   std::optional<double> metadata_float(const std::string& key) const;
   std::optional<bool> metadata_bool(const std::string& key) const;
+  // GGUF metadata arrays (Gemma 3n's per-layer gemma3n.feed_forward_length and
+  // gemma3n.activation_sparsity_scale); nullopt as above.
+  std::optional<std::vector<int64_t>> metadata_int_array(const std::string& key) const;
+  std::optional<std::vector<double>> metadata_float_array(const std::string& key) const;
   // Hugging Face's config.json in the checkpoint's folder, parsed at its first use and kept;
   // nullptr when there is none. ffn::Error naming the file when it is not a JSON object.
   const nlohmann::json* config_json() const;

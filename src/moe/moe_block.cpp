@@ -44,7 +44,7 @@ void require_config(const BlockConfig& have, const BlockConfig& want, const std:
 }
 
 BlockConfig shared_config(const MoeConfig& c) {
-  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias};
+  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0};
 }
 
 }  // namespace

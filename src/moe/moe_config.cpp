@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "block/gate_sparsity_checks.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
 #include "ffn/moe.hpp"
@@ -51,6 +52,7 @@ void validate(const MoeConfig& c) {
   if (c.shared_gate && c.shared_hidden == 0)
     throw Error("shared_gate: a shared-expert gate without shared experts (shared_hidden = 0)");
   validate(c.expert);
+  refuse_gate_sparsity(c.expert, "a mixture of experts", "its experts run the plain gated block (no family has sparse experts)");
 }
 
 MoeAccounting account(const MoeConfig& c) {
@@ -60,11 +62,11 @@ MoeAccounting account(const MoeConfig& c) {
   a.router_parameters = E * D + (c.router_bias ? E : 0) + (c.choice_bias ? E : 0) + (c.shared_gate ? D : 0);
   a.expert_parameters = account(c.expert).parameters;
   if (c.shared_hidden > 0)
-    a.shared_parameters = account(BlockConfig{c.expert.variant, D, c.shared_hidden, c.expert.bias}).parameters;
+    a.shared_parameters = account(BlockConfig{c.expert.variant, D, c.shared_hidden, c.expert.bias, 0.0}).parameters;
   a.total_parameters = a.router_parameters + E * a.expert_parameters + a.shared_parameters;
   a.active_parameters = a.router_parameters + c.top_k * a.expert_parameters + a.shared_parameters;
   const int64_t shared_matmul =
-      c.shared_hidden > 0 ? account(BlockConfig{c.expert.variant, D, c.shared_hidden, false}).matmul_flops_forward : 0;
+      c.shared_hidden > 0 ? account(BlockConfig{c.expert.variant, D, c.shared_hidden, false, 0.0}).matmul_flops_forward : 0;
   a.active_matmul_flops = 2 * E * D + c.top_k * account(c.expert).matmul_flops_forward + shared_matmul;
   return a;
 }
@@ -80,7 +82,7 @@ std::optional<double> moe_batch_weight_bytes(const MoeConfig& c, const MatrixTyp
   if (!expert) return std::nullopt;
   double bytes = 4.0 * static_cast<double>(account(c).router_parameters);
   if (c.shared_hidden > 0) {
-    const auto shared = weight_bytes(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias}, types);
+    const auto shared = weight_bytes(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0}, types);
     if (!shared) return std::nullopt;
     bytes += static_cast<double>(*shared);
   }
@@ -91,7 +93,7 @@ namespace {
 
 MoeConfig swiglu_moe(int64_t d, int64_t expert_hidden, int64_t experts, int64_t k) {
   MoeConfig c;
-  c.expert = BlockConfig{{true, Activation::swish}, d, expert_hidden, false};
+  c.expert = BlockConfig{{true, Activation::swish}, d, expert_hidden, false, 0.0};
   c.experts = experts;
   c.top_k = k;
   return c;

@@ -57,7 +57,7 @@ MoeCache::Work& work_of(MoeCache& cache) {
 constexpr int64_t kTokensPerExpertForSharing = 256;
 
 BlockConfig shared_config(const MoeConfig& c) {
-  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias};
+  return BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0};
 }
 
 // m as rows × cols, reallocated (zeroed) only when its shape changes.

@@ -61,11 +61,45 @@ def _linear(x, w, b):
     return y, a
 
 
-def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
+def normal_quantile(s):
+    """Φ⁻¹(s) to double precision: bisection on Φ(x) = erfc(−x/√2)/2 (slow, plainly right)."""
+    lo, hi = -40.0, 40.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if 0.5 * math.erfc(-mid / math.sqrt(2.0)) < s:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def gaussian_top_k(pre, e_pre, sparsity):
+    """Gemma 3n's top-k on the gate (Gemma3nTextMLP._gaussian_topk) per row of pre [T, H]:
+    relu(g − (mean + std·Φ⁻¹(s))), std biased; with e_pre's bound grown by the cutoff's error
+    (the terms of src/block/reference.cpp's derivation)."""
+    n = pre.shape[1]
+    m = normal_quantile(sparsity)
+    mean = pre.mean(axis=1, keepdims=True)
+    sigma = np.sqrt(((pre - mean) ** 2).mean(axis=1, keepdims=True))
+    cutoff = mean + sigma * m
+    e_mean = e_pre.mean(axis=1, keepdims=True) + (n + 1) * U * np.abs(pre).mean(axis=1, keepdims=True)
+    e_var = 4.0 * (n + 3) * U * (pre**2).mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        e_sqrt = np.where(sigma > 0, np.minimum(e_var / np.where(sigma > 0, sigma, 1.0), np.sqrt(e_var)), np.sqrt(e_var))
+    e_sigma = np.sqrt((e_pre**2).mean(axis=1, keepdims=True)) + e_sqrt + U * sigma
+    density = math.exp(-0.5 * m * m) / math.sqrt(2.0 * math.pi)
+    e_m = 2.0 * U / density + 8.0 * U * abs(m)
+    e_cut = e_mean + abs(m) * e_sigma + sigma * e_m + 2.0 * U * (np.abs(mean) + np.abs(sigma * m))
+    shifted = pre - cutoff
+    return np.maximum(shifted, 0.0), e_pre + e_cut + U * np.abs(shifted)
+
+
+def forward_and_bound(state, x, activation, gated, operand_rounding=0.0, gate_sparsity=0.0):
     """state: name -> float64 array (gate/up/down .weight/.bias); x: [T, d] float64.
     operand_rounding: relative rounding of the products' activation operands (x, and h
     before the down projection) — 2**-8 for packed bf16 blocks on avx512_bf16, whose dot
     products take bf16 activations (reference.cpp derives the terms).
+    gate_sparsity: Gemma 3n's Gaussian top-k on the gate (BlockConfig::gate_sparsity); 0: none.
     Returns (y_exact, bound), both [T, d]."""
     d = x.shape[1]
     hidden = state["up.weight"].shape[0]
@@ -74,9 +108,11 @@ def forward_and_bound(state, x, activation, gated, operand_rounding=0.0):
         pre, pre_abs = _linear(x, state["gate.weight"], state.get("gate.bias"))
     else:
         pre, pre_abs = up, up_abs
-    a = ACTIVATIONS[activation](pre)
     per_term = (d + 1) * U + operand_rounding  # of the sum of |terms|
     e_pre = per_term * pre_abs
+    if gate_sparsity > 0.0:
+        pre, e_pre = gaussian_top_k(pre, e_pre, gate_sparsity)
+    a = ACTIVATIONS[activation](pre)
     e_a = lipschitz(activation, pre, e_pre) * e_pre + 8 * U * (np.abs(a) + np.abs(pre))
     if gated:
         # clamped_swish: v = clip(up) + 1 is 1-Lipschitz in up and its + 1 rounds once.

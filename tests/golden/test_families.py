@@ -275,7 +275,8 @@ def run_forward(tmp_path, run_ffn, path, x, layer=1, *extra):
 
 def test_every_dense_family_has_a_case(run_ffn):
     rows = json.loads(run_ffn("info", "--families", "--json").stdout)
-    dense = {r["family"] for r in rows if not r["moe"] and r["supported"]}
+    # Gemma 3n's gate sparsity has its own file (test_gemma3n.py), its restated module there.
+    dense = {r["family"] for r in rows if not r["moe"] and r["supported"]} - {"Gemma 3n"}
     assert dense == set(CASES), (dense ^ set(CASES))
 
 
@@ -367,12 +368,7 @@ def test_config_errors_tell_the_truth(tmp_path, run_ffn):
     (folder / "config.json").unlink()
     r = run_ffn("info", "--weights", folder, check=False)
     assert "no config.json beside it" in r.stderr, r.stderr
-    # A family ffn refuses says so by name, with the reason, whatever its tensors.
-    folder = write_checkpoint(tmp_path / "gemma3n", case, layers,
-                              config={"model_type": "gemma3n", "text_config": {"hidden_activation": "gelu_pytorch_tanh"}})
-    r = run_ffn("info", "--weights", folder, check=False)
-    assert r.returncode != 0
-    assert "Gemma 3n (config.json model_type 'gemma3n') is not supported: its first layers' gate" in r.stderr, r.stderr
+    # Gemma 3n, once refused, runs (test_gemma3n.py); its config's errors are tested there.
     # T5's feed_forward_proj says whether the block is gated; a file that disagrees is refused.
     t5 = CASES["T5 v1.1, Flan-T5, mT5, UMT5 (encoder)"]
     folder = write_checkpoint(tmp_path / "t5", t5, [block_weights(t5, s) for s in (1, 2)],

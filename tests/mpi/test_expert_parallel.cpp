@@ -38,7 +38,7 @@ struct Layer {
 // non-negative features never choose.
 Layer random_layer(int64_t E, int64_t k, bool shared, std::optional<int64_t> avoided = std::nullopt) {
   Layer l;
-  l.config.expert = BlockConfig{{true, Activation::swish}, 64, 96, false};
+  l.config.expert = BlockConfig{{true, Activation::swish}, 64, 96, false, 0.0};
   l.config.experts = E;
   l.config.top_k = k;
   if (shared) {
@@ -50,7 +50,7 @@ Layer random_layer(int64_t E, int64_t k, bool shared, std::optional<int64_t> avo
   if (avoided)
     for (int64_t d = 0; d < 64; ++d) l.router.weight.row(*avoided)[d] = -1.0f;
   for (int64_t e = 0; e < E; ++e) l.experts.push_back(Block::random(l.config.expert, uint32_t(100 + e)));
-  if (shared) l.shared = Block::random(BlockConfig{l.config.expert.variant, 64, 64, false}, 99);
+  if (shared) l.shared = Block::random(BlockConfig{l.config.expert.variant, 64, 64, false, 0.0}, 99);
   return l;
 }
 

@@ -280,7 +280,7 @@ INSTANTIATE_TEST_SUITE_P(Backward, Backward, testing::ValuesIn(supported_isas())
 // The bound is tight enough to catch real bugs: each deliberate mistake below puts some
 // gradient far outside it.
 TEST(BackwardBound, CatchesWrongDerivativeLostTokenAndSwappedOperands) {
-  const BlockConfig geglu{{true, Activation::gelu}, 33, 171, true};
+  const BlockConfig geglu{{true, Activation::gelu}, 33, 171, true, 0.0};
   const Block block = Block::random(geglu, 1);
   const Matrix x = random_matrix(9, 33, 4, 2.0f), dy = random_matrix(9, 33, 5, 1.0f);
   const Reference ref = reference(block, x, dy);

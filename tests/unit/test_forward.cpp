@@ -168,7 +168,7 @@ TEST(ReferenceBound, CatchesAMissingClampOrShiftOfSwigluOai) {
 // The bound is tight enough to catch real bugs: each of these deliberate mistakes must
 // put some output outside it.
 TEST(ReferenceBound, CatchesWrongActivationOperandAndTail) {
-  const BlockConfig swiglu{{true, Activation::swish}, 33, 171, false};
+  const BlockConfig swiglu{{true, Activation::swish}, 33, 171, false, 0.0};
   const Block block = Block::random(swiglu, 1);
   const Matrix x = random_matrix(3, 33, 4, 2.0f);
   Matrix y(3, 33);
@@ -193,7 +193,7 @@ TEST(ReferenceBound, CatchesWrongActivationOperandAndTail) {
   EXPECT_GT(worst_bound_ratio(block, x, y), 10.0);
 
   // A down-projection bias forgotten.
-  const BlockConfig with_bias{{true, Activation::swish}, 33, 171, true};
+  const BlockConfig with_bias{{true, Activation::swish}, 33, 171, true, 0.0};
   const Block biased = Block::random(with_bias, 1);
   Block unbiased = Block::random(with_bias, 1);
   unbiased.weights().down_bias = Matrix(1, 33);
@@ -224,7 +224,7 @@ TEST(Forward, NanAndInfPropagate) {
 }
 
 TEST(Block, RandomInitIsDeterministicAndBounded) {
-  const BlockConfig c{{true, Activation::swish}, 64, 96, true};
+  const BlockConfig c{{true, Activation::swish}, 64, 96, true, 0.0};
   ThreadPool one(1), three(3);
   const Block a = Block::random(c, 42, &one), b = Block::random(c, 42, &three), other = Block::random(c, 43, &one);
   const auto& wa = a.weights();

@@ -43,7 +43,7 @@ TEST(HostileSizes, ABlockOfAQuadrillionWeightsIsAnErrorNotAnAbort) {
   // 3 · 10^7 · 33,333,334 ≈ 10^15 parameters: the counts fit int64, so validate() accepts
   // the configuration (ffn info may describe such a block), but building it must fail
   // cleanly before the first matrix is allocated.
-  const BlockConfig c{{true, Activation::swish}, 10'000'000, 33'333'334, false};
+  const BlockConfig c{{true, Activation::swish}, 10'000'000, 33'333'334, false, 0.0};
   EXPECT_NO_THROW(validate(c));
   expect_error([&] { Block b(c); }, {"exceeds this machine's memory"});
   expect_error([&] { Block::random(c, 1); }, {"exceeds this machine's memory"});

@@ -284,7 +284,7 @@ TEST_P(InferenceTypes, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
   ThreadPool one(1);  // the calling thread runs the forward: its scratch is the one poisoned
   for (const WeightType t : {WeightType::bf16, WeightType::f16}) {
     const int64_t T = 67;
-    const BlockConfig c{{true, Activation::swish}, 33, 171, true};
+    const BlockConfig c{{true, Activation::swish}, 33, 171, true, 0.0};
     const Block f32 = Block::random(c, 9);
     const InferenceBlock fast(f32, t, &one);
     const Block rounded = rounded_copy(f32, MatrixTypes::all(t));
@@ -345,7 +345,7 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(InferenceTypes);
 // The q8_0 / q4_0 contract is tight enough to see real mistakes: the output of a correct
 // forward, judged against the reference of wrongly decoded weights, must fall outside it.
 TEST(InferenceTypes, QuantisedBoundCatchesNibbleOrderAndScale) {
-  const BlockConfig c{{true, Activation::swish}, 64, 96, false};
+  const BlockConfig c{{true, Activation::swish}, 64, 96, false, 0.0};
   const Block f32 = Block::random(c, 1);
   const Matrix x = random_matrix(3, 64, 4, 2.0f);
   Matrix y(3, 64);

@@ -26,7 +26,7 @@ namespace {
 
 MoeConfig small_config(int64_t E, int64_t k, int64_t D = 64, int64_t H = 96) {
   MoeConfig c;
-  c.expert = BlockConfig{{true, Activation::swish}, D, H, false};
+  c.expert = BlockConfig{{true, Activation::swish}, D, H, false, 0.0};
   c.experts = E;
   c.top_k = k;
   return c;
@@ -57,7 +57,7 @@ MoeBlock random_moe(const MoeConfig& c, uint32_t seed, const MatrixTypes& types 
   for (int64_t e = 0; e < c.experts; ++e) experts.push_back(Block::random(c.expert, seed + 10 + e));
   std::optional<Block> shared;
   if (c.shared_hidden > 0)
-    shared = Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias}, seed + 7);
+    shared = Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0}, seed + 7);
   return MoeBlock::from_blocks(c, random_router(c, seed), experts, shared, types);
 }
 
@@ -311,7 +311,7 @@ TEST(MoeConfigCheck, RouterAndExpertsMustFitTheConfig) {
   for (int e = 0; e < 3; ++e) three.push_back(Block::random(c.expert, 20 + e));
   test::expect_error([&] { (void)MoeBlock::from_blocks(c, random_router(c, 13), three, std::nullopt, {}); },
                      {"3 experts", "4"});
-  experts[2] = Block::random(BlockConfig{c.expert.variant, 64, 128, false}, 30);
+  experts[2] = Block::random(BlockConfig{c.expert.variant, 64, 128, false, 0.0}, 30);
   test::expect_error([&] { (void)MoeBlock::from_blocks(c, random_router(c, 13), experts, std::nullopt, {}); },
                      {"expert 2", "hidden 128", "hidden 96"});
 }

@@ -33,7 +33,7 @@ constexpr int64_t kD = 16, kH = 24, kT = 12;
 
 MoeConfig base(int64_t E, int64_t k, bool bias = false) {
   MoeConfig c;
-  c.expert = BlockConfig{{true, Activation::swish}, kD, kH, bias};
+  c.expert = BlockConfig{{true, Activation::swish}, kD, kH, bias, 0.0};
   c.experts = E;
   c.top_k = k;
   return c;

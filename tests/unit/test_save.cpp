@@ -28,7 +28,7 @@ bool same_forward(const InferenceBlock& a, const InferenceBlock& b, const Matrix
 // Two layers in their own types load back as stored: the same forward, bit for bit, as the
 // InferenceBlock of the f32 weights in those types; the f32 biases and the variant survive.
 TEST(Save, LayersLoadBackInTheirTypes) {
-  const BlockConfig c{{true, Activation::gelu_tanh}, 256, 512, true};
+  const BlockConfig c{{true, Activation::gelu_tanh}, 256, 512, true, 0.0};
   const Block b3 = Block::random(c, 3), b7 = Block::random(c, 7);
   const MatrixTypes t3{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K};
   const MatrixTypes t7 = MatrixTypes::all(WeightType::q8_0);

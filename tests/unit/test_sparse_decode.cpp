@@ -159,7 +159,7 @@ TEST_P(SparseDecodeForward, GaussianTopKIsTheBlockOfTheChannelsAboveTheCutoff) {
   ThreadPool pool(2);
   for (bool sparse_on : {false, true})
     for (const Shape& s : {Shape{64, 256, 3, false}, Shape{33, 171, 9, true}}) {
-      BlockConfig c{{true, Activation::gelu_tanh}, s.d, s.hidden, s.bias};
+      BlockConfig c{{true, Activation::gelu_tanh}, s.d, s.hidden, s.bias, 0.0};
       c.gate_sparsity = 0.9;
       Block block = Block::random(c, 5, &pool);
       const InferenceBlock b(block, WeightType::f32, &pool, SparseDecode{.enabled = sparse_on, .max_tokens = 4});

@@ -61,7 +61,7 @@ bool same_forward(const InferenceBlock& a, const InferenceBlock& b, const Matrix
   return std::memcmp(ya.data(), yb.data(), sizeof(float) * size_t(x.size())) == 0;
 }
 
-const BlockConfig kConfig{{true, Activation::swish}, 64, 96, true};
+const BlockConfig kConfig{{true, Activation::swish}, 64, 96, true, 0.0};
 
 TEST(StoredGguf, RunsInTheStoredTypesWithoutRequantising) {
   const Block f32 = Block::random(kConfig, 5);
@@ -129,7 +129,7 @@ TEST(StoredGguf, InferenceBlockChecksStoredShapesAndSizes) {
 TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
   // D = 256: a row of the up projection is one iq2_xxs super-block (ggml type 16: 256
   // weights in 66 bytes; the bytes' values do not matter here).
-  const BlockConfig c{{true, Activation::swish}, 256, 64, false};
+  const BlockConfig c{{true, Activation::swish}, 256, 64, false, 0.0};
   const Block f32 = Block::random(c, 5);
   const auto& w = f32.weights();
   const int64_t D = c.d_model, H = c.hidden;
@@ -160,7 +160,7 @@ TEST(StoredGguf, TensorsOfUnreadTypesMatterOnlyWhenTheBlockNeedsThem) {
 // llama.cpp's Q4_K_M mix as a file stores it (gate and up q4_K, down q6_K): it loads as
 // stored, bit for bit the InferenceBlock of the f32 weights in those types.
 TEST(StoredGguf, KQuantMixRunsAsStored) {
-  const BlockConfig c{{true, Activation::swish}, 256, 512, true};
+  const BlockConfig c{{true, Activation::swish}, 256, 512, true, 0.0};
   const Block f32 = Block::random(c, 6);
   const MatrixTypes q4_k_m{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K};
   test::TempDir dir("kquant_mix");
@@ -174,7 +174,7 @@ TEST(StoredGguf, KQuantMixRunsAsStored) {
 // format's NaN) is refused at load, naming the file, the tensor, the row and the block — not
 // run into NaN outputs.
 TEST(StoredGguf, NonFiniteBlockScalesAreAnErrorNamingTheTensor) {
-  const BlockConfig c{{true, Activation::swish}, 256, 256, false};
+  const BlockConfig c{{true, Activation::swish}, 256, 256, false, 0.0};
   const Block f32 = Block::random(c, 7);
   const auto& w = f32.weights();
   test::TempDir dir("bad_scales");

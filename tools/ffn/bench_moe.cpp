@@ -41,7 +41,7 @@ Matrix moe_input(int64_t T, int64_t D) {
 MoeBlock make_layer(const MoeConfig& c, WeightType t, ThreadPool& pool) {
   MoeRouter router;
   // A router of nn.Linear's scale, so that the routing spreads over the experts.
-  router.weight = Block::random(BlockConfig{{false, Activation::relu}, c.d_model(), c.experts, false}, 7, &pool)
+  router.weight = Block::random(BlockConfig{{false, Activation::relu}, c.d_model(), c.experts, false, 0.0}, 7, &pool)
                       .weights()
                       .up.clone();
   if (c.router_bias) router.bias = Matrix(1, c.experts);
@@ -59,7 +59,7 @@ MoeBlock make_layer(const MoeConfig& c, WeightType t, ThreadPool& pool) {
   std::fprintf(stderr, terminal ? "\n" : " … done\n");
   std::optional<InferenceBlock> shared;
   if (c.shared_hidden > 0)
-    shared.emplace(Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias}, 99, &pool),
+    shared.emplace(Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0}, 99, &pool),
                    t, &pool);
   return MoeBlock(c, std::move(router), std::move(experts), std::move(shared));
 }

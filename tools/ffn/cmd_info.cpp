@@ -109,6 +109,7 @@ void print_checkpoint(const InfoOptions& o) {
                      {"d_model", c.d_model},
                      {"hidden", c.hidden},
                      {"types", matrix_types_name(t, c.variant.gated)}};
+    if (c.gate_sparsity > 0.0) j["gate_sparsity"] = c.gate_sparsity;
     int64_t bytes = 0;
     std::string cells[3];
     for (int m = c.variant.gated ? 0 : 1; m < 3; ++m) {
@@ -125,6 +126,8 @@ void print_checkpoint(const InfoOptions& o) {
                   variant_name(c.variant).c_str(), static_cast<long long>(c.d_model), static_cast<long long>(c.hidden),
                   c.variant.gated ? cells[0].c_str() : "-", cells[1].c_str(), cells[2].c_str(),
                   megabytes(bytes).c_str());
+    if (!o.json && !info.gate_sparsity_source.empty())
+      std::printf("%-6s gate sparsity %s\n", "", info.gate_sparsity_source.c_str());
   }
   if (o.json) {
     std::printf("%s\n", nlohmann::json{{"path", o.weights}, {"family", family}, {"layers", out}, {"weight_bytes", total}}.dump(2).c_str());
@@ -190,7 +193,7 @@ void print_block(const BlockConfig& c, const HiddenDerivation& der) {
       "not to the number of matrices. Batching T tokens divides the weight bytes per token by T.\n",
       grouped(a.matmul_flops_forward).c_str());
   if (c.variant.gated) {
-    const BlockConfig two{{false, Activation::gelu}, c.d_model, 4 * c.d_model, c.bias};
+    const BlockConfig two{{false, Activation::gelu}, c.d_model, 4 * c.d_model, c.bias, 0.0};
     std::printf(
         "Against a GELU MLP at this d (hidden 4·d = %lld, %s parameters): parameters, FLOPs and\n"
         "decode bytes ×%s; the gated block does its work in 3 matrices of width %lld instead of 2 of %lld.\n",

@@ -65,6 +65,12 @@ class PatchReport:
 def _activation(module, gated, scheme):
     """ffn's activation of the MLP module, or None with a reason."""
     cls = type(module).__name__
+    # transformers' Gemma3nTextMLP applies a Gaussian top-k to the gate of its first layers
+    # (activation_sparsity > 0), which the blocks patch() makes do not compute.
+    sparsity = getattr(module, "activation_sparsity", 0.0)
+    if isinstance(sparsity, (int, float)) and sparsity > 0.0:
+        return None, (f"its gate's Gaussian top-k (activation_sparsity={sparsity}, Gemma 3n) is not computed by "
+                      "ffn.torch's blocks")
     if scheme == "seeds":
         variant = _ffn.SEEDS_CLASSES.get(cls)
         if variant is None:
