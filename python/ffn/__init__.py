@@ -29,7 +29,7 @@ SEEDS_CLASSES = {"SwiGLU": "swiglu", "GLU": "glu", "Bilinear": "bilinear", "ReGL
 
 __all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", *SEEDS_CLASSES, "load", "load_trainable", "from_torch",
            "active_isa", "supported_isas", "ISAS", "dequantize", "quantize", "QUANT_TYPES", "VARIANTS", "SEEDS_CLASSES",
-           "Error"]
+           "Error", "sparsity_threshold"]
 
 
 def __getattr__(name):
@@ -177,6 +177,16 @@ class InferenceBlock(_BlockShape):
         """The kernels the forward runs on the active ISA, one line."""
         return self._core.describe()
 
+    sparse = property(lambda self: self._core.sparse,
+                      doc="activation-sparse decode's settings (threshold, max_tokens, max_kept_share, "
+                          "layout_bytes: the memory it adds), or None when it is off")
+
+    def hidden_activations(self, x, threads=None):
+        """a = act(gate) (a 2-matrix block: act(up)) of tokens x [T, d], float32 [T, hidden]:
+        what sparse decode compares with its threshold — calibrate one with
+        ffn.sparsity_threshold(a, share)."""
+        return self._core.hidden_activations(_to_numpy(x), threads)
+
 
     def __repr__(self):
         types = ", ".join(f"{k}={v}" for k, v in self.types.items())
@@ -271,7 +281,14 @@ def _as_class_of_its_variant(core):
     return _CLASS_OF_VARIANT.get(core.variant, Block)._wrap(core)
 
 
-def load(path, layer=0, variant=None, dtype=None):
+def sparsity_threshold(a, sparsity):
+    """The threshold on |a| that drops a share `sparsity` in [0, 1) of these activations
+    (InferenceBlock.hidden_activations): the ⌈s·n⌉-th smallest magnitude (0 for s = 0).
+    Pass it to ffn.load(..., sparse=threshold)."""
+    return _core.sparsity_threshold(_to_numpy(a), float(sparsity))
+
+
+def load(path, layer=0, variant=None, dtype=None, sparse=None):
     """The MLP of `layer` from a checkpoint, for inference (an InferenceBlock): safetensors
     (one file, or sharded through model.safetensors.index.json), GGUF, or a folder holding
     one, in the names of any family of `ffn info --families` (Llama, Gemma, Phi-3's fused
@@ -282,8 +299,13 @@ def load(path, layer=0, variant=None, dtype=None):
     re-quantised. To train the layer, use load_trainable.
     A mixture-of-experts layer (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2/V3, GLM-4.5, DBRX,
     Granite-MoE, Llama 4, gpt-oss names) loads as a MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
-    runs them as mxfp4 (repacked, not dequantised). The file is opened once."""
-    core = _core.load(str(path), layer, variant, dtype)
+    runs them as mxfp4 (repacked, not dequantised). The file is opened once.
+    `sparse` (a dense layer's activation-sparse decode: one token a call skips the up rows
+    and down columns of hidden channels whose activated gate is small): None — on, exact,
+    where the activation makes zeros (ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers)
+    and up and down are f32/f16/bf16; "off"; "exact"; or a threshold on |act(gate)|, which
+    changes the output (see sparsity_threshold). It holds up and down a second time."""
+    core = _core.load(str(path), layer, variant, dtype, sparse)
     return _BLOCK_OF_CORE[type(core)]._wrap(core)
 
 

@@ -1,6 +1,7 @@
 // ffn._core: the C++ block for Python. Thin: argument conversion, NumPy views of the
 // weights (they share memory with the block, as torch parameters do), and forward without
 // the GIL. The seeds'-shaped classes live in ffn/__init__.py.
+#include <cmath>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -30,13 +31,30 @@ using ffn::python::like;
 using ffn::python::pool_for;
 using ffn::python::tokens_of;
 
+// `sparse=` of ffn.load as LoadOptions::sparse: None (auto), "off", "exact", or a threshold
+// on |act(gate)| (a float ≥ 0), as the CLI's --sparse.
+std::optional<ffn::SparseDecode> sparse_decode_of(const py::object& sparse) {
+  if (sparse.is_none()) return std::nullopt;
+  if (py::isinstance<py::str>(sparse)) {
+    const std::string s = sparse.cast<std::string>();
+    if (s == "auto") return std::nullopt;
+    if (s == "off") return ffn::SparseDecode{};
+    if (s == "exact") return ffn::SparseDecode{.enabled = true};
+    throw ffn::Error("sparse='" + s + "': give None or 'auto', 'off', 'exact', or a threshold ≥ 0");
+  }
+  const double t = sparse.cast<double>();
+  if (!std::isfinite(t) || t < 0) throw ffn::Error("sparse=" + std::to_string(t) + ": a threshold must be finite and ≥ 0");
+  return ffn::SparseDecode{.enabled = true, .threshold = float(t)};
+}
+
 // The options of a load from Python's arguments (names as the CLI takes them).
 ffn::LoadOptions load_options(int64_t layer, const std::optional<std::string>& variant,
-                              const std::optional<std::string>& dtype) {
+                              const std::optional<std::string>& dtype, const py::object& sparse = py::none()) {
   ffn::LoadOptions o;
   o.layer = layer;
   if (variant) o.variant = ffn::parse_variant(*variant);
   if (dtype) o.type = ffn::parse_weight_type(*dtype);
+  o.sparse = sparse_decode_of(sparse);
   return o;
 }
 
@@ -171,14 +189,44 @@ PYBIND11_MODULE(_core, m) {
                              })
       .def_property_readonly("weight_bytes", &ffn::InferenceBlock::weight_bytes)
       .def("describe", &ffn::InferenceBlock::describe)
+      .def_property_readonly("sparse",
+                             [](const ffn::InferenceBlock& b) -> py::object {
+                               const ffn::SparseDecode& s = b.sparse();
+                               if (!s.enabled) return py::none();
+                               return py::dict(py::arg("threshold") = s.threshold, py::arg("max_tokens") = s.max_tokens,
+                                               py::arg("max_kept_share") = s.max_kept_share,
+                                               py::arg("layout_bytes") = b.sparse_layout_bytes());
+                             })
+      .def(
+          "hidden_activations",
+          [](const ffn::InferenceBlock& b, const FloatArray& x, std::optional<int> threads) {
+            const int64_t D = b.config().d_model, H = b.config().hidden, T = tokens_of(x, D, "x");
+            py::array_t<float> a({T, H});
+            const float* xp = x.data();
+            float* ap = a.mutable_data();
+            {
+              py::gil_scoped_release release;
+              b.hidden_activations({xp, T, D, D}, {ap, T, H, H}, pool_for(threads));
+            }
+            return a;
+          },
+          py::arg("x"), py::arg("threads") = py::none())
       .def("forward", &forward<ffn::InferenceBlock>, py::arg("x"), py::arg("threads") = py::none());
+  m.def(
+      "sparsity_threshold",
+      [](const FloatArray& a, double sparsity) {
+        if (a.ndim() != 2) throw ffn::Error("sparsity_threshold: a must be [T, H]");
+        return ffn::sparsity_threshold({a.data(), a.shape(0), a.shape(1), a.shape(1)}, sparsity);
+      },
+      py::arg("a"), py::arg("sparsity"));
 
   // The layer as its block: an InferenceBlock or a MoeBlock, as the layer is (ffn.load wraps
   // it by its class). The checkpoint is opened once and loaded without the GIL.
   m.def(
       "load",
-      [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype) {
-        const ffn::LoadOptions o = load_options(layer, variant, dtype);
+      [](const std::string& path, int64_t layer, std::optional<std::string> variant, std::optional<std::string> dtype,
+         const py::object& sparse) {
+        const ffn::LoadOptions o = load_options(layer, variant, dtype, sparse);
         std::optional<ffn::Layer> loaded;
         {
           py::gil_scoped_release release;
@@ -191,7 +239,8 @@ PYBIND11_MODULE(_core, m) {
             },
             loaded->block);
       },
-      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none());
+      py::arg("path"), py::arg("layer") = 0, py::arg("variant") = py::none(), py::arg("dtype") = py::none(),
+      py::arg("sparse") = py::none());
   m.def(
       "load_trainable",
       [](const std::string& path, int64_t layer, std::optional<std::string> variant) {

@@ -1,0 +1,172 @@
+"""Activation-sparse decode through the CLI and Python, on checkpoints written here:
+
+- a ReGLU block (Hugging Face names, hidden_act relu): the loader turns exact sparse decode on
+  by itself, says so, and one token at a time matches torch's ReGLU module within the f32
+  bound (bound.py); `--sparse off` too;
+- Gemma 3n's sparse layer one token at a time (the sparse path) and in a batch (the dense
+  path after the gate), against its module restated from transformers (test_gemma3n.py);
+- `ffn forward --calibrate-sparsity S` on a SwiGLU block writes ffn-sparsity.json beside the
+  checkpoint with the threshold torch's own activations give (the ⌈S·n⌉-th smallest |silu(g)|),
+  and `--sparse calibrated` then equals torch's module with exactly the channels below it
+  dropped, within the bound of the block of the kept channels; ffn.load(sparse=threshold)
+  agrees bit for bit with the CLI;
+- bad values refused by name; `ffn bench --sparsity` writes its rows.
+Tolerances: bound.py's rigorous f32 bound (about 2·(d + hidden)·u of the magnitude).
+"""
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import bound
+import files
+from test_gemma3n import D as GD, exact_and_bound, gemma3n_config, layer_weights, module_output, write_checkpoint
+
+D, H = 64, 192
+
+
+def weights(seed, gated=True):
+    g = torch.Generator().manual_seed(seed)
+    w = {"up_proj.weight": torch.randn(H, D, generator=g) / D**0.5,
+         "down_proj.weight": torch.randn(D, H, generator=g) / H**0.5}
+    if gated:
+        w["gate_proj.weight"] = torch.randn(H, D, generator=g) / D**0.5
+    return w
+
+
+def write_llama(folder, w, act):
+    folder.mkdir(parents=True, exist_ok=True)
+    files.write_safetensors(folder / "model.safetensors",
+                            {f"model.layers.0.mlp.{k}": v for k, v in w.items()})
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_act": act}))
+    return folder
+
+
+def state_of(w):
+    return {k.replace("_proj", ""): v.double().numpy() for k, v in w.items()}
+
+
+def forward_cli(tmp_path, run_ffn, folder, x, *extra):
+    files.write_npy(tmp_path / "x.npy", x)
+    out = run_ffn("forward", "--weights", folder, "--layer", 0, "--input", tmp_path / "x.npy", "--output",
+                  tmp_path / "y.npy", *extra)
+    return np.load(tmp_path / "y.npy"), out.stdout
+
+
+def ratio(y, y_ref, err):
+    return float(np.max(np.abs(np.asarray(y, np.float64) - y_ref) / err))
+
+
+def test_relu_blocks_decode_sparse_by_themselves(tmp_path, run_ffn, ffn_module):
+    w = weights(1)
+    folder = write_llama(tmp_path / "reglu", w, "relu")
+    x = np.random.default_rng(2).standard_normal((5, D)).astype(np.float32)
+    y_ref, err = bound.forward_and_bound(state_of(w), x.astype(np.float64), "relu", True)
+    with torch.no_grad():  # torch's ReGLU, as a second opinion of the reference
+        t = F.linear(torch.relu(F.linear(torch.tensor(x), w["gate_proj.weight"])) *
+                     F.linear(torch.tensor(x), w["up_proj.weight"]), w["down_proj.weight"]).double().numpy()
+    assert ratio(t, y_ref, err) <= 1.0
+    for t_ in range(5):  # one token a call: the sparse path
+        y, out = forward_cli(tmp_path, run_ffn, folder, x[t_:t_ + 1])
+        assert "sparse decode: exact zeros skipped" in out
+        assert ratio(y, y_ref[t_:t_ + 1], err[t_:t_ + 1]) <= 1.0
+    y, out = forward_cli(tmp_path, run_ffn, folder, x[:1], "--sparse", "off")
+    assert "sparse decode" not in out
+    assert ratio(y, y_ref[:1], err[:1]) <= 1.0
+    block = ffn_module.load(str(folder))
+    assert block.sparse is not None and block.sparse["threshold"] == 0.0
+    assert block.sparse["layout_bytes"] == 2 * H * D * 4  # up and down again, f32
+    assert ffn_module.load(str(folder), sparse="off").sparse is None
+    # SwiGLU makes no exact zeros: auto leaves it off.
+    assert ffn_module.load(str(write_llama(tmp_path / "swiglu", weights(3), "silu"))).sparse is None
+
+
+def test_gemma3n_sparse_layer_token_by_token_and_batched(tmp_path, run_ffn, ffn_module):
+    layers = [layer_weights(seed) for seed in (1, 2)]
+    folder = write_checkpoint(tmp_path / "g3n", layers, gemma3n_config())
+    x = torch.randn(4, GD, generator=torch.Generator().manual_seed(9))
+    y_module = module_output(layers[0], 0.95, x)
+    _, err = exact_and_bound(layers[0], x, 0.95)
+    block = ffn_module.load(str(folder), layer=0)
+    assert block.sparse is not None  # Gemma 3n's sparse layer: on by itself
+    for t in range(4):
+        assert ratio(block(x[t:t + 1].numpy()), y_module[t:t + 1], err[t:t + 1]) <= 1.0
+    assert ratio(block(x.numpy()), y_module, err) <= 1.0
+    y, out = forward_cli(tmp_path, run_ffn, folder, x[:1].numpy())
+    assert "sparse decode: exact zeros skipped" in out and "gate sparsity 0.95" in out
+    assert ratio(y, y_module[:1], err[:1]) <= 1.0
+
+
+def test_calibrated_threshold_is_written_beside_and_drops_those_channels(tmp_path, run_ffn, ffn_module):
+    w = weights(4)
+    folder = write_llama(tmp_path / "swiglu", w, "silu")
+    rng = np.random.default_rng(5)
+    calibration = rng.standard_normal((64, D)).astype(np.float32)
+    _, out = forward_cli(tmp_path, run_ffn, folder, calibration, "--calibrate-sparsity", "0.6")
+    entry = json.loads((folder / "ffn-sparsity.json").read_text())
+    assert entry["format"] == "ffn-sparsity/1"
+    layer = entry["layers"]["0"]
+    assert layer["target"] == pytest.approx(0.6) and layer["calibration_tokens"] == 64
+    # torch's |silu(g)| on the same tokens: the ⌈0.6·n⌉-th smallest (f32 sums differ by ulps).
+    with torch.no_grad():
+        a = F.silu(F.linear(torch.tensor(calibration), w["gate_proj.weight"])).abs().flatten().sort().values
+    k = int(np.ceil(0.6 * a.numel())) - 1
+    assert layer["threshold"] == pytest.approx(float(a[k]), rel=1e-5)
+    assert "drops 60.0% of hidden channels" in out
+
+    # One token, --sparse calibrated: the block of the channels whose |silu(g)| is above the
+    # threshold (decided in float64 here; a channel within 1e-5 of it could go either way, and
+    # none does at these values).
+    x = rng.standard_normal((1, D)).astype(np.float32)
+    y, out = forward_cli(tmp_path, run_ffn, folder, x, "--sparse", "calibrated")
+    assert "dropped" in out
+    g = x.astype(np.float64) @ w["gate_proj.weight"].double().numpy().T
+    act = np.abs(g / (1 + np.exp(-g)))[0]
+    assert np.min(np.abs(act - layer["threshold"])) > 1e-5 * layer["threshold"]
+    kept = act > layer["threshold"]
+    assert 0.2 < kept.mean() < 0.6
+    state = state_of(w)
+    restricted = {"gate.weight": state["gate.weight"][kept], "up.weight": state["up.weight"][kept],
+                  "down.weight": state["down.weight"][:, kept]}
+    y_ref, err = bound.forward_and_bound(restricted, x.astype(np.float64), "swish", True)
+    assert ratio(y, y_ref, err) <= 1.0
+    y_full, _ = bound.forward_and_bound(state, x.astype(np.float64), "swish", True)
+    assert ratio(y_full, y_ref, err) > 100.0  # dropping them is visible: the test can fail
+    assert np.array_equal(ffn_module.load(str(folder), sparse=layer["threshold"])(x), y)
+    # Python's calibration agrees with the CLI's.
+    dense = ffn_module.load(str(folder), sparse="off")
+    assert ffn_module.sparsity_threshold(dense.hidden_activations(calibration), 0.6) == np.float32(layer["threshold"])
+
+
+def test_bad_values_are_refused_by_name(tmp_path, run_ffn, ffn_module):
+    folder = write_llama(tmp_path / "m", weights(6), "silu")
+    files.write_npy(tmp_path / "x.npy", np.zeros((1, D), np.float32))
+    common = ("forward", "--weights", folder, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    r = run_ffn(*common, "--sparse", "calibrated", check=False)
+    assert r.returncode != 0 and "ffn-sparsity.json does not exist" in r.stderr
+    r = run_ffn(*common, "--sparse", "-1", check=False)
+    assert r.returncode != 0 and "--sparse '-1'" in r.stderr
+    (folder / "ffn-sparsity.json").write_text('{"format": "other"}')
+    r = run_ffn(*common, "--sparse", "calibrated", check=False)
+    assert r.returncode != 0 and "not a file of ffn's sparse-decode thresholds" in r.stderr
+    with pytest.raises(ffn_module.Error, match="threshold must be finite"):
+        ffn_module.load(str(folder), sparse=float("nan"))
+    with pytest.raises(ffn_module.Error, match="sparse='sometimes'"):
+        ffn_module.load(str(folder), sparse="sometimes")
+    r = run_ffn(*common, "--dtype", "q8_0", "--sparse", "exact", check=False)
+    assert r.returncode != 0 and "sparse decode reads up one hidden channel at a time" in r.stderr
+
+
+def test_bench_sparsity_writes_its_rows(tmp_path, run_ffn):
+    out = run_ffn("bench", "--d", 64, "--variant", "swiglu", "--dtype", "bf16", "--tokens", 1, "--reps", 1,
+                  "--sparsity", "0,50", "--json", tmp_path / "b.json")
+    rows = json.loads((tmp_path / "b.json").read_text())["rows"]
+    assert [r["target_sparsity"] for r in rows] == [0.0, 0.5]
+    assert rows[0]["dropped"] == 0.0 and rows[0]["threshold"] == 0.0
+    assert 0.45 < rows[1]["dropped"] < 0.55  # calibrated on other tokens: near, not exactly, the target
+    assert all(r["sparse_ms"] > 0 and r["dense_ms"] > 0 for r in rows)
+    assert "sparse decode (--sparsity)" in out.stdout
+    r = run_ffn("bench", "--d", 64, "--tokens", 1, "--sparsity", "0,150", check=False)
+    assert r.returncode != 0 and "--sparsity" in r.stderr
