@@ -3,11 +3,20 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <random>
 #include <utility>
 
 #include "format.hpp"
 
 namespace ffn::cli {
+
+Matrix bench_tokens(int64_t T, int64_t D, uint32_t seed) {
+  Matrix x(T, D);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
+  return x;
+}
 
 void print_bench_header() {
   std::printf("%-6s %-20s %6s %10s %9s %9s %12s %10s %7s %7s  %s\n", "dtype", "pass", "T", "ms", "GFLOP/s", "GB/s(w)",

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ffn/config.hpp"
+#include "ffn/tensor.hpp"
 
 namespace ffn::cli {
 
@@ -30,6 +31,10 @@ struct BenchRow {
   double moved_bytes = 0;   // bytes the roofline charges: weights (times they are read), gradients, activations
   std::string path;         // which kernels ran
 };
+
+// The tokens a row runs on: T × D uniform in [-1, 1), the same for every type and run of a
+// seed (the usual rows take seed 7).
+Matrix bench_tokens(int64_t T, int64_t D, uint32_t seed = 7);
 
 void print_bench_header();
 nlohmann::json print_bench_row(const BenchRow& row, const Roofs& roofs, const BlockConfig& config, int threads,

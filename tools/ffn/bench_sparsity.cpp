@@ -16,10 +16,10 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <random>
 
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
+#include "bench_rows.hpp"
 #include "format.hpp"
 #include "timing.hpp"
 
@@ -28,14 +28,6 @@ namespace {
 
 constexpr int64_t kCalibrationTokens = 256;
 constexpr int kInputs = 16;
-
-Matrix uniform_input(int64_t T, int64_t D, uint32_t seed) {
-  Matrix x(T, D);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  return x;
-}
 
 struct Inputs {
   std::vector<Matrix> x;
@@ -98,7 +90,7 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
               "sparse ms", "ratio", "limit");
   for (const SparsityRowSet& set : b.sets) {
     const InferenceBlock dense = set.make(SparseDecode{});
-    const Matrix calibration = uniform_input(kCalibrationTokens, D, 99);
+    const Matrix calibration = bench_tokens(kCalibrationTokens, D, 99);
     Matrix a(kCalibrationTokens, c.hidden);
     dense.hidden_activations(calibration.view(), a.view(), &pool);
     std::vector<float> thresholds;
@@ -117,7 +109,7 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
     const double up = bytes(types.up, c.hidden, D), down = bytes(types.down, D, c.hidden);
     for (int64_t T : b.token_counts) {
       Inputs in;
-      for (int i = 0; i < kInputs; ++i) in.x.push_back(uniform_input(T, D, uint32_t(1000 + i)));
+      for (int i = 0; i < kInputs; ++i) in.x.push_back(bench_tokens(T, D, uint32_t(1000 + i)));
       Matrix y(T, D);
       std::vector<std::vector<double>> ms(b.targets.size() + 1);
       for (int r = 0; r < b.rounds; ++r) {

@@ -14,7 +14,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <random>
 
 #include "across_processes.hpp"
 #include "bench_backward.hpp"
@@ -101,14 +100,6 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
 // run's bf16 roof once read 581 GFLOP/s at its start against 900 at its end.
 constexpr int kBesideReps = 3;
 
-// The input of every row at T tokens: uniform in [-1, 1), the same for every type and run.
-Matrix bench_input(int64_t T, int64_t D) {
-  Matrix x(T, D);
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  for (int64_t i = 0; i < x.size(); ++i) x.data()[i] = dist(rng);
-  return x;
-}
 
 // What a run measures: the block's shape, and one entry per set of weight types.
 struct BenchPlan {
@@ -232,7 +223,7 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
 nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec, const InferenceBlock& block,
                            int64_t T, const BenchOptions& o, RunRoofs& roofs, ThreadPool& pool) {
   const BlockConfig& config = plan.config;
-  const Matrix x = bench_input(T, config.d_model);
+  const Matrix x = bench_tokens(T, config.d_model);
   Matrix y(T, config.d_model);
   const double ms = median_ms([&] { block.forward(x.view(), y.view(), &pool); }, o.reps);
   // bf16 blocks on AVX512_BF16 run bf16 dot products: judged against that instruction's
@@ -377,7 +368,7 @@ void run_bench(const BenchOptions& o) {
         block = InferenceBlock(Block::random(plan.config, 1, &pool), parse_weight_type(dtype), &pool);
         block_type = dtype;
       }
-      const Matrix x = bench_input(T, plan.config.d_model);
+      const Matrix x = bench_tokens(T, plan.config.d_model);
       Matrix y(T, plan.config.d_model);
       return median_ms([&] { block->forward(x.view(), y.view(), &pool); }, o.reps);
     });
