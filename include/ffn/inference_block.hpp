@@ -69,8 +69,8 @@ struct StoredWeights {
 // or act(u_j) of a 2-matrix block) is at most `threshold` in magnitude is skipped: its row of
 // up and its column of down are never read, and h_j is taken as 0. The rest is the dense
 // block's arithmetic, so decode reads the gate's bytes plus (1 − s) of up's and down's at
-// sparsity s. The block then also holds up's rows as stored and down transposed ([H][D], a
-// row per hidden channel): up's and down's bytes once more, beside the panels that prefill
+// sparsity s. The block then also holds up's rows as stored (gated blocks) and down
+// transposed ([H][D], a row per hidden channel): their bytes once more, beside the panels that prefill
 // keeps using (kernels for f32, f16 and bf16 up and down: a block type's value of a hidden
 // channel sits inside a block along H, so skipping it would save no bytes).
 //   threshold 0: only exact zeros are skipped (ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse

@@ -101,7 +101,8 @@ void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
 
 void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, WeightType down) {
   if (!s.enabled) return;
-  for (auto [name, t] : {std::pair{"up", up}, std::pair{"down", down}})
+  // A 2-matrix block's up values are all computed (they are its gate), through its panels.
+  for (auto [name, t] : {std::pair{"up", c.variant.gated ? up : WeightType::f32}, std::pair{"down", down}})
     if (t != WeightType::f32 && t != WeightType::f16 && t != WeightType::bf16)
       throw Error(std::string("sparse decode reads ") + name + " one hidden channel at a time, which f32, f16 and bf16 "
                   "allow; " + name + " is " + std::string(weight_type_name(t)) + ", whose blocks run along the hidden "
@@ -170,7 +171,7 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
   }
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
   if (sparse.enabled) {
-    p->up_rows = stored_rows(up, H);
+    if (gate) p->up_rows = stored_rows(up, H);  // a 2-matrix block's up values are its gate: all computed
     transpose_down(down, *p, pool);
   }
   return p;

@@ -39,7 +39,7 @@ SparseDecode auto_sparse_decode(const BlockConfig& c, const MatrixTypes& types) 
   auto rows_readable = [](WeightType t) {
     return t == WeightType::f32 || t == WeightType::f16 || t == WeightType::bf16;
   };
-  return SparseDecode{.enabled = zeros && rows_readable(types.up) && rows_readable(types.down)};
+  return SparseDecode{.enabled = zeros && (!c.variant.gated || rows_readable(types.up)) && rows_readable(types.down)};
 }
 
 }  // namespace ffn

@@ -27,7 +27,7 @@ std::string sparse_note(const InferenceBlock& b) {
   std::snprintf(mb, sizeof mb, "%.1f", double(b.sparse_layout_bytes()) / 1e6);
   return std::string("; sparse decode: ") +
          (sp.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(sp.threshold) + " dropped" : "exact zeros skipped") +
-         " (up and down held again as rows, +" + mb + " MB)";
+         " (" + (b.config().variant.gated ? "up and down" : "down") + " held again as rows, +" + mb + " MB)";
 }
 
 std::string describe(const LayerSource& s, const InferenceBlock& b) {

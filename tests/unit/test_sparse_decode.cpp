@@ -252,6 +252,14 @@ TEST(SparseDecode, BadOptionsAreRefusedByName) {
   mixed.down = WeightType::bf16;
   mixed.gate = WeightType::q8_0;  // the gate runs through its panels: any type
   EXPECT_NO_THROW(InferenceBlock(block, mixed, nullptr, {.enabled = true}));
+  // A 2-matrix block reads only down by rows: up may be of any type, and is not held again.
+  const Block relu = Block::random({{false, Activation::relu}, 64, 96, false}, 10);
+  MatrixTypes q8_up = MatrixTypes::all(WeightType::f32);
+  q8_up.up = WeightType::q8_0;
+  const InferenceBlock two_matrix(relu, q8_up, nullptr, {.enabled = true});
+  EXPECT_EQ(two_matrix.sparse_layout_bytes(), 96 * 64 * 4);
+  EXPECT_TRUE(auto_sparse_decode(relu.config(), q8_up).enabled);
+  EXPECT_FALSE(auto_sparse_decode(block.config(), MatrixTypes::all(WeightType::q8_0)).enabled);
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .threshold = -1}); },
                      {"threshold", "≥ 0"});
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .threshold = NAN}); },
