@@ -164,13 +164,11 @@ def test_demo_small(run_ffn):
     out = run_ffn("demo", "--d", 64, "--reps", 1).stdout
     assert "GELU MLP  parameters 32,768" in out
     assert out.count(" ok") == 4 and "FAIL" not in out
-    # Each row is judged against the roof that bounds it: at T = 64 every weight serves 64
-    # tokens, 26 FLOP a byte at d = 64, beyond any machine's compute/memory balance, so those
-    # rows must name the compute roof (the memory roof alone once judged them at 0.06).
+    # Each row names the roof that bounds it (which one, at d = 64, depends on a memory roof
+    # read from 64 KB of weights in cache: not asserted).
     rows = [line.split() for line in out.splitlines()
             if line.startswith(("GELU MLP ", "SwiGLU ")) and line.split()[-1] == "ok"]
     assert len(rows) == 4 and all(r[-3] in ("memory", "compute") for r in rows)
-    assert [r[-3] for r in rows if r[-10] == "64"] == ["compute", "compute"]
 
 
 # The ISA levels whose bf16 kernel dots activations rounded to bf16 (x86's vdpbf16ps, Arm's BFDOT).
