@@ -137,9 +137,7 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c0 + width, 0.0f);
       k.rows_axpy(w.down_rows.type, T, n, lists, h, H, width, w.down_rows.bytes.data() + w.down_chunk_offset(chunk),
                   row_bytes, y.data + c0, y.stride);
-      if (c.bias)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t col = c0; col < c0 + width; ++col) y.row(t)[col] += w.down_bias.data()[col];
+      if (c.bias) add_bias_rows(y.data + c0, y.stride, T, w.down_bias.data() + c0, width);
     }
   });
 }

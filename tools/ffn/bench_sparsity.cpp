@@ -17,9 +17,9 @@
 #include <cstdio>
 #include <optional>
 
+#include "bench_rows.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
-#include "bench_rows.hpp"
 #include "format.hpp"
 #include "timing.hpp"
 
@@ -35,25 +35,33 @@ struct Inputs {
   const Matrix& take() const { return x[next++ % x.size()]; }
 };
 
-// The shares dropped and read (see the header) of a threshold on the timed inputs.
-std::pair<double, double> shares(const InferenceBlock& dense, const Inputs& in, float threshold, ThreadPool& pool) {
-  const int64_t H = dense.config().hidden;
-  double dropped = 0, read = 0, pairs = 0;
+// Each timed input's activations (hidden_activations: what the thresholds judge), once per T.
+std::vector<Matrix> activations_of(const InferenceBlock& dense, const Inputs& in, ThreadPool& pool) {
+  std::vector<Matrix> out;
   for (const Matrix& x : in.x) {
-    Matrix a(x.rows(), H);
-    dense.hidden_activations(x.view(), a.view(), &pool);
-    for (int64_t j = 0; j < H; ++j) {
+    out.emplace_back(x.rows(), dense.config().hidden);
+    dense.hidden_activations(x.view(), out.back().view(), &pool);
+  }
+  return out;
+}
+
+// The shares dropped and read (see the header) of a threshold on the timed inputs' activations.
+std::pair<double, double> shares(const std::vector<Matrix>& activations, float threshold) {
+  double dropped = 0, read = 0, pairs = 0, channels = 0;
+  for (const Matrix& a : activations) {
+    for (int64_t j = 0; j < a.cols(); ++j) {
       bool any = false;
-      for (int64_t t = 0; t < x.rows(); ++t) {
+      for (int64_t t = 0; t < a.rows(); ++t) {
         const bool keep = !(std::abs(a.row(t)[j]) <= threshold);
         dropped += !keep;
         any = any || keep;
       }
       read += any;
     }
-    pairs += double(x.rows() * H);
+    pairs += double(a.rows() * a.cols());
+    channels += double(a.cols());
   }
-  return {dropped / pairs, read / double(in.x.size() * H)};
+  return {dropped / pairs, read / channels};
 }
 
 }  // namespace
@@ -118,8 +126,9 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
           ms[i + 1].push_back(median_ms([&] { sparse[i]->forward(in.take().view(), y.view(), &pool); }, b.reps));
       }
       const double dense_ms = median(ms[0]);
+      const std::vector<Matrix> activations = activations_of(dense, in, pool);
       for (size_t i = 0; i < sparse.size(); ++i) {
-        const auto [dropped, read] = shares(dense, in, thresholds[i], pool);
+        const auto [dropped, read] = shares(activations, thresholds[i]);
         const double sparse_ms = median(ms[i + 1]);
         const double limit =
             c.variant.gated ? (gate + read * (up + down)) / (gate + up + down) : (up + read * down) / (up + down);
