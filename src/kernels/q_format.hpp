@@ -12,6 +12,7 @@
 // (codebooks.hpp) instead of binary16, exact in f32.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/codebooks.hpp"
@@ -50,9 +51,19 @@ struct QFormat {
   }
 };
 
-// How far ahead the integer panel kernels' first strip of tokens prefetches the panel into
-// L1: about this many bytes, in whole blocks (docs/performance.md, the integer kernels).
+// How far ahead the integer panel kernels' first strip of tokens prefetches the panel:
+// about this many bytes, in whole blocks — into L2 on x86 (prefetch_share_to_l2), into L1 in
+// the NEON kernels, not measured on Arm hardware (docs/performance.md, the integer kernels).
 inline constexpr int64_t kQPanelPrefetchBytes = 8192;
+
+// Share `part` of `parts` of the `bytes` bytes at p (cache lines from p, each once over the
+// shares) prefetched into L2 — prefetcht1 on x86 — not L1: a kernel issues one share per
+// step of its loop over a block, so that no burst of a block's lines overruns the core's
+// outstanding-miss buffers, and the lines wait in L2 until the loads take them.
+inline void prefetch_share_to_l2(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
+  for (int64_t line = part * bytes / parts / 64 * 64; line < (part + 1) * bytes / parts; line += 64)
+    __builtin_prefetch(p + line, 0, 2);
+}
 
 // Rows of q8 activations (activation_rows.hpp) as the integer kernels index them: the codes
 // [T][K], the block scales [T][K/block] and the sums of 16 [T][K/16] from token 0 of a tile.

@@ -36,7 +36,7 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
 
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when
 // resume; with prefetch (the first token) the panel kQPanelPrefetchBytes ahead is pulled
-// into L1.
+// into L2.
 template <WeightType W>
 void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
   constexpr QFormat f = q_format(W);
@@ -70,11 +70,8 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
     __m256i I[8];
     for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
-      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time: a burst
-      // of all its lines at once would overrun the core's outstanding-miss buffers.
-      if (prefetch)
-        for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
+      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
+      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));

@@ -12,7 +12,7 @@
 // vpshufb maps each nibble to its signed code plus 128 (the codebook with its sign bit
 // flipped), and the sums start from −128·B_u, which takes the 128 back out exactly
 // (vpdpbusd adds in int32). MXFP4's d is made from its e8m0 byte in integer registers.
-// With the first token (prefetch) the panel kQPanelPrefetchBytes ahead is pulled into L1,
+// With the first token (prefetch) the panel kQPanelPrefetchBytes ahead is pulled into L2,
 // a sub-block's share of its lines at a time, as the AVX2 kernel does.
 // Compiled with the avx2_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
@@ -54,9 +54,7 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
     __m256i I[8];
     for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
-      if (prefetch)
-        for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
+      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       __m256i s[8];
       const __m256i init = _mm256_set1_epi32(-bias * qsub_sum(bs, f.sub, u));
       for (int v = 0; v < 8; ++v) s[v] = init;

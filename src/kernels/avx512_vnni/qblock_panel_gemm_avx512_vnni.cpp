@@ -18,13 +18,12 @@ namespace {
 
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 panel
 
-// The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0) into L1
-// (T0): into L2 the demand loads still waited on L2, the loop doing more work per byte than
-// the f32 kernel's.
+// The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0) into L2, a
+// group's share of the block's lines with each group of 4 weights (docs/performance.md).
 
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled
-// into L1.
+// into L2.
 template <WeightType W, int MT>
 void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch,
           float* C, int64_t ldc) {
@@ -37,9 +36,6 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* blk = P + b * block_bytes;
-    if (prefetch)
-      for (int64_t line = 0; line < block_bytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
     const auto* q = reinterpret_cast<const __m512i*>(blk + kQBlockScaleBytes);
     __m512i sum[MT][4];
     for (int t = 0; t < MT; ++t) {
@@ -54,6 +50,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     };
     if constexpr (!f.nibbles) {
       for (int g = 0; g < 8; ++g) {
+        if (prefetch) prefetch_share_to_l2(blk + ahead, block_bytes, g, 8);
         __m512i xg[MT];
         for (int t = 0; t < MT; ++t) xg[t] = x_group(t, g);
         for (int v = 0; v < 4; ++v) {
@@ -63,6 +60,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
       }
     } else {
       for (int g = 0; g < 4; ++g) {
+        if (prefetch) prefetch_share_to_l2(blk + ahead, block_bytes, g, 4);
         __m512i lo_x[MT], hi_x[MT];
         for (int t = 0; t < MT; ++t) {
           lo_x[t] = x_group(t, g);

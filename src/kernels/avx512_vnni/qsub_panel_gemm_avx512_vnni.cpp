@@ -23,7 +23,7 @@ namespace {
 constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
 // MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume; the
-// first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L1.
+// first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L2.
 template <WeightType W, int MT>
 void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
           int64_t ldc) {
@@ -71,11 +71,8 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     for (int t = 0; t < MT; ++t)
       for (int v = 0; v < 4; ++v) I[t][v] = _mm512_setzero_si512();
     for (int u = 0; u < f.subs(); ++u) {
-      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time: a burst
-      // of all its lines at once would overrun the core's outstanding-miss buffers.
-      if (prefetch)
-        for (int64_t line = u * L.bytes / f.subs() / 64 * 64; line < (u + 1) * L.bytes / f.subs(); line += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(blk) + ahead + line, _MM_HINT_T0);
+      // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
+      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       __m512i s[MT][4];
       for (int t = 0; t < MT; ++t) {
         const __m512i init = _mm512_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
