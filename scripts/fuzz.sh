@@ -11,7 +11,11 @@ root=$PWD
 seconds=${1:-60}
 targets=${2:-fuzz_safetensors,fuzz_gguf,fuzz_npy,fuzz_index,fuzz_cli}
 scripts/install-deps.sh
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DFFN_FUZZ=ON -DFFN_BUILD_TESTS=OFF -DFFN_BUILD_PYTHON=OFF \
+# The same build-fuzz/ as scripts/test.sh's sanitizer stage, which also builds the unit tests
+# there: a folder configured before keeps its FFN_BUILD_TESTS, a new one builds no tests.
+tests=()
+[ -f build-fuzz/CMakeCache.txt ] || tests=(-DFFN_BUILD_TESTS=OFF)
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DFFN_FUZZ=ON "${tests[@]}" -DFFN_BUILD_PYTHON=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
 cmake --build build-fuzz -j "$(nproc)" --target ${targets//,/ } ffn_cli
 /usr/bin/python3 fuzz/make_seeds.py build-fuzz/corpus build-fuzz/tools/ffn/ffn

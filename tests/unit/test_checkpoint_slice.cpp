@@ -152,8 +152,9 @@ TEST(CheckpointSlice, RangeOutsideTheBlockIsAnError) {
                            {"down.weight", TensorDtype::f32, {8, 20}, b.weights().down.data()}});
   LoadOptions o;
   o.variant = parse_variant("swiglu");
-  for (auto [h0, h1] : {std::pair<int64_t, int64_t>{10, 21}, {5, 5}, {-1, 3}})
-    expect_error([&] { Checkpoint(path).load_trainable(o, h0, h1); }, {"hidden units [", "are not a slice of the block's"});
+  for (const auto& range : {std::pair<int64_t, int64_t>{10, 21}, {5, 5}, {-1, 3}})
+    expect_error([&] { Checkpoint(path).load_trainable(o, range.first, range.second); },
+                 {"hidden units [", "are not a slice of the block's"});
 }
 
 }  // namespace
