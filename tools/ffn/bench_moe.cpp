@@ -1,7 +1,7 @@
 // ffn bench --preset <a MoE preset>: one MoE layer at the real shapes with random weights,
 // each row judged against the roofline of this run:
-//   bytes = the router (f32) + the experts the batch's routing actually touched + the
-//           shared experts + x and y;   FLOPs = the active products (router, k experts,
+//   bytes = the router (f32) + the experts the batch's routing actually touched (the mean
+//           over the distinct batches the row cycles through) + the shared experts + x and y;   FLOPs = the active products (router, k experts,
 //           shared) per token.
 // So decode (T = 1) is judged by the chosen experts' bytes alone, as a MoE's decode should
 // be, and large T by the active FLOPs.
@@ -25,10 +25,10 @@
 namespace ffn::cli {
 namespace {
 
-// Random inputs in [-1, 1), the same for the same T.
-Matrix moe_input(int64_t T, int64_t D) {
+// Random inputs in [-1, 1), the same for the same T and batch number.
+Matrix moe_input(int64_t T, int64_t D, uint64_t batch) {
   Matrix x(T, D);
-  uint64_t s = 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(T);
+  uint64_t s = (0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(T)) + 0xD1B54A32D192ED03ull * batch;
   for (int64_t i = 0; i < x.size(); ++i) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     x.data()[i] = static_cast<float>(static_cast<int64_t>(s >> 40) - (1ll << 23)) / static_cast<float>(1ll << 23);
@@ -99,23 +99,34 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
     }
     const MoeBlock m = make_layer(c, t, pool);
     for (int64_t T : o.tokens) {
-      const Matrix x = moe_input(T, c.d_model());
+      // A new batch each forward, as in generation, where each token picks its own experts:
+      // timing one batch again and again would read its experts from the last-level cache
+      // whenever they fit there (Qwen3-30B-A3B's 8 experts at T = 1 are 22 MB in q4_K).
+      const int64_t batches = std::clamp<int64_t>(256 / T, 1, 16);
+      std::vector<Matrix> xs;
+      double touched = 0;
+      for (int64_t b = 0; b < batches; ++b) {
+        xs.push_back(moe_input(T, c.d_model(), static_cast<uint64_t>(b)));
+        const Routing r = m.route(xs.back().view(), &pool);
+        touched += double(std::set<int32_t>(r.experts.begin(), r.experts.end()).size()) / double(batches);
+      }
       Matrix y(T, c.d_model());
-      const Routing r = m.route(x.view(), &pool);
-      const std::set<int32_t> touched(r.experts.begin(), r.experts.end());
+      size_t next = 0;
       BenchRow row;
       row.dtype = dtype;
       row.pass = "moe forward";
       row.tokens = T;
-      row.ms = median_ms([&] { m.forward(x.view(), y.view(), &pool); }, o.reps);
+      row.ms = median_ms([&] { m.forward(xs[next++ % xs.size()].view(), y.view(), &pool); }, o.reps);
       row.flops = double(a.active_matmul_flops) * double(T);
-      row.weight_bytes = 4.0 * double(a.router_parameters) + double(touched.size()) * double(m.expert(0).weight_bytes()) +
+      row.weight_bytes = 4.0 * double(a.router_parameters) + touched * double(m.expert(0).weight_bytes()) +
                          (m.shared() ? double(m.shared()->weight_bytes()) : 0.0);
       row.moved_bytes = row.weight_bytes + 8.0 * double(T * c.d_model());
-      row.path = std::to_string(touched.size()) + " experts touched; " + m.describe();
+      row.path = fixed(touched, 1) + " experts touched (mean of " + std::to_string(batches) + " batches); " +
+                 m.describe();
       nlohmann::json j = print_bench_row(row, roofs, c.expert, o.threads);
       j["moe_preset"] = p.name;
-      j["experts_touched"] = touched.size();
+      j["experts_touched"] = touched;
+      j["batches"] = batches;
       rows.push_back(j);
     }
   }
