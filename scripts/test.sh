@@ -2,11 +2,10 @@
 # The whole test suite: install what is needed, build, and run every test — the C++ unit
 # tests on every ISA this CPU has, the golden suite against PyTorch, the install check, the
 # fuzz regression inputs — then the unit tests, the regression inputs and the golden tests
-# of the ffn command again under AddressSanitizer and UndefinedBehaviorSanitizer (clang,
-# the fuzzers' build), the
-# threaded tests under ThreadSanitizer, a short run of every fuzz target (scripts/fuzz.sh;
-# longer runs: scripts/fuzz.sh SECONDS), and the aarch64 build's tests under qemu-user
-# (scripts/test-aarch64.sh).
+# of the ffn command again under AddressSanitizer and UndefinedBehaviorSanitizer (clang, in
+# the fuzzers' build), the threaded tests under ThreadSanitizer, a short run of every fuzz
+# target (scripts/fuzz.sh; longer runs: scripts/fuzz.sh SECONDS), and the aarch64 build's
+# tests under qemu-user (scripts/test-aarch64.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh

@@ -1,8 +1,8 @@
 // ffn bench --preset <a MoE preset>: one MoE layer at the real shapes with random weights,
 // each row judged against the roofline of this run:
 //   bytes = the router (f32) + the experts the batch's routing actually touched (the mean
-//           over the distinct batches the row cycles through) + the shared experts + x and y;   FLOPs = the active products (router, k experts,
-//           shared) per token.
+//           over the distinct batches the row cycles through) + the shared experts + x and y;
+//   FLOPs = the active products (router, k experts, shared) per token.
 // So decode (T = 1) is judged by the chosen experts' bytes alone, as a MoE's decode should
 // be, and large T by the active FLOPs.
 #include <unistd.h>
@@ -24,17 +24,6 @@
 
 namespace ffn::cli {
 namespace {
-
-// Random inputs in [-1, 1), the same for the same T and batch number.
-Matrix moe_input(int64_t T, int64_t D, uint64_t batch) {
-  Matrix x(T, D);
-  uint64_t s = (0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(T)) + 0xD1B54A32D192ED03ull * batch;
-  for (int64_t i = 0; i < x.size(); ++i) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x.data()[i] = static_cast<float>(static_cast<int64_t>(s >> 40) - (1ll << 23)) / static_cast<float>(1ll << 23);
-  }
-  return x;
-}
 
 // The layer with every matrix stored as t: experts made one at a time (an f32 expert of
 // Mixtral 8x7B is 705 MB), with progress on stderr.
@@ -106,7 +95,7 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
       std::vector<Matrix> xs;
       double touched = 0;
       for (int64_t b = 0; b < batches; ++b) {
-        xs.push_back(moe_input(T, c.d_model(), static_cast<uint64_t>(b)));
+        xs.push_back(bench_tokens(T, c.d_model(), static_cast<uint32_t>(16 * T + b)));
         const Routing r = m.route(xs.back().view(), &pool);
         touched += double(std::set<int32_t>(r.experts.begin(), r.experts.end()).size()) / double(batches);
       }
