@@ -3,8 +3,9 @@
 // and 8 integer block sums. Each group of 4 weights of 16 rows is one vector, dotted by one
 // vpdpbusd with the token's 4 activation bytes broadcast — no lane reduction, a 16-row
 // scale vector per block — and the panel streams as one linear array, its next blocks
-// prefetched into L2. The weights enter as unsigned bytes (q8_0 + 128, q4_0 nibbles + 8);
-// each block sum starts from the activations' −offset·Σx, which makes it exact.
+// prefetched (into L1 or L2: prefetch_into_l1). The weights enter as unsigned bytes (q8_0 +
+// 128, q4_0 nibbles + 8); each block sum starts from the activations' −offset·Σx, which
+// makes it exact.
 // Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -18,13 +19,28 @@ namespace {
 
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 139 KiB of q8_0 panel
 
-// The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0) into L2, a
-// group's share of the block's lines with each group of 4 weights (docs/performance.md).
+// The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0), a group's
+// share of the block's lines with each group of 4 weights. Into L1 where the loop reads the
+// most bytes per instruction — q8_0 at every T, q4_0 (whose nibbles are unpacked) at one or
+// two tokens — into L2 otherwise, where L1 prefetches were slower (docs/performance.md,
+// "The kernels' constants").
+template <WeightType W>
+constexpr bool prefetch_into_l1(int64_t T) {
+  return !q_format(W).nibbles || T <= 2;
+}
+
+template <bool L1>
+inline void prefetch_share(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
+  if constexpr (L1)
+    prefetch_share_to_l1(p, bytes, part, parts);
+  else
+    prefetch_share_to_l2(p, bytes, part, parts);
+}
 
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled
-// into L2.
-template <WeightType W, int MT>
+// into L1 (L1) or L2.
+template <WeightType W, int MT, bool L1>
 void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch,
           float* C, int64_t ldc) {
   constexpr QFormat f = q_format(W);
@@ -50,7 +66,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     };
     if constexpr (!f.nibbles) {
       for (int g = 0; g < 8; ++g) {
-        if (prefetch) prefetch_share_to_l2(blk + ahead, block_bytes, g, 8);
+        if (prefetch) prefetch_share<L1>(blk + ahead, block_bytes, g, 8);
         __m512i xg[MT];
         for (int t = 0; t < MT; ++t) xg[t] = x_group(t, g);
         for (int v = 0; v < 4; ++v) {
@@ -60,7 +76,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
       }
     } else {
       for (int g = 0; g < 4; ++g) {
-        if (prefetch) prefetch_share_to_l2(blk + ahead, block_bytes, g, 4);
+        if (prefetch) prefetch_share<L1>(blk + ahead, block_bytes, g, 4);
         __m512i lo_x[MT], hi_x[MT];
         for (int t = 0; t < MT; ++t) {
           lo_x[t] = x_group(t, g);
@@ -90,16 +106,24 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
-template <WeightType W>
-void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+template <WeightType W, bool L1>
+void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / 32;
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kKBlocks);
     int64_t t = 0;
-    for (; t + 2 <= T; t += 2) tile<W, 2>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    if (t < T) tile<W, 1>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    for (; t + 2 <= T; t += 2) tile<W, 2, L1>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    if (t < T) tile<W, 1, L1>(K, A.from_token(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
   }
+}
+
+template <WeightType W>
+void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  if (prefetch_into_l1<W>(T))
+    panel_tiles<W, true>(T, K, A, P, C, ldc);
+  else
+    panel_tiles<W, false>(T, K, A, P, C, ldc);
 }
 
 }  // namespace
