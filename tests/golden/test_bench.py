@@ -118,6 +118,22 @@ def test_the_machine_is_named(bench_json):
     assert f"x86 family {machine['family']}, model {machine['model']}" in bench_json[1]
 
 
+def test_forward_rows_time_enough_copies_of_the_block_to_leave_the_cache(bench_json):
+    """A block timed again and again would keep part of its weights in the last-level cache
+    between forwards, which a model's decode step never does: the forward rows time copies
+    of the block in turn, as many as span 16x the largest cache the machine reports (32 MiB
+    where it reports none), at most 8. This block (3 x 64 x 96 f32, 72 KiB) needs the most."""
+    data, stdout = bench_json
+    caches = [c["bytes"] for c in data["machine"]["caches"]]
+    largest = max(caches) if caches else 32 << 20
+    weights = 3 * 64 * 96 * 4
+    want = min(8, max(1, -(-16 * largest // weights)))
+    assert want == 8
+    forward = [r for r in data["rows"] if r["pass"] == "forward"]
+    assert forward and all(r["block_copies"] == want for r in forward)
+    assert "8 copies of the block (1 MB of weights) timed in turn" in stdout
+
+
 def test_an_unwritable_json_path_fails_before_the_run(run_ffn, tmp_path):
     target = tmp_path / "no-such-dir" / "bench.json"
     p = run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--json", target,
