@@ -118,7 +118,10 @@ using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs. bf16_dot_roof_<isa>: the bf16 compute
 // roof's loop, as f32_fma_roof with the level's bf16 dot instruction (vdpbf16ps, BFDOT):
-// iterations · f32_roof_chains · f32_lanes · 4.
+// iterations · f32_roof_chains · f32_lanes · 4. int8_dot_roof_<isa>: the integer compute
+// roof's loop (int8_dot_roof.hpp), chains of the level's integer kernels' step (vpdpbusd, or
+// AVX2's vpmaddubsw + vpmaddwd + vpaddd), 4 byte products a 32-bit lane:
+// iterations · int8_roof_chains · int8_roof_lanes · 8 operations.
 using F32FmaRoof = float (*)(int64_t iterations);
 
 // stream_read_<isa>: the memory roof's loops (stream_read.hpp): reads the `floats` floats
@@ -202,18 +205,23 @@ using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* 
   X(F32Erfc, f32_erfc)                                         \
   X(F32FmaRoof, f32_fma_roof)                                  \
   X(F32FmaRoof, bf16_dot_roof)                                 \
+  X(F32FmaRoof, int8_dot_roof)                                 \
   X(StreamRead, stream_read)                                   \
   X(RowsDot, rows_dot)                                         \
   X(RowsAxpy, rows_axpy)
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
 // table has every op except the bf16 dot product's (f32_to_bf16_rows, bf16_dot_roof), which
-// only AVX512_BF16 and FEAT_BF16 have, empty elsewhere, and a panel kernel for every weight
+// only AVX512_BF16 and FEAT_BF16 have, and the integer roof loop (int8_dot_roof), which only
+// the x86 levels from avx2 have so far, empty elsewhere, and a panel kernel for every weight
 // type (none for the activation-only formats).
 struct KernelTable {
   Isa isa = Isa::scalar;
   int64_t f32_lanes = 0;        // floats per vector register
   int64_t f32_roof_chains = 0;  // independent FMA chains of f32_fma_roof (and bf16_dot_roof)
+  // int8_dot_roof's chains and their int32 lanes (plain AVX-512 keeps AVX2's integer
+  // kernels, and so its ymm roof loop, under zmm f32 roofs).
+  int64_t int8_roof_chains = 0, int8_roof_lanes = 0;
 #define FFN_KERNEL_TABLE_FIELD(type, field) Named<type> field;
   FFN_KERNEL_OPS(FFN_KERNEL_TABLE_FIELD)
 #undef FFN_KERNEL_TABLE_FIELD

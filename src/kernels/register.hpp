@@ -24,6 +24,10 @@ namespace ffn::kernels {
 inline KernelTable inherit(const KernelTable& narrower, KernelTable own) {
   if (own.f32_lanes == 0) own.f32_lanes = narrower.f32_lanes;
   if (own.f32_roof_chains == 0) own.f32_roof_chains = narrower.f32_roof_chains;
+  if (!own.int8_dot_roof) {
+    own.int8_roof_chains = narrower.int8_roof_chains;
+    own.int8_roof_lanes = narrower.int8_roof_lanes;
+  }
 #define FFN_KERNEL_INHERIT(type, field) \
   if (!own.field) own.field = narrower.field;
   FFN_KERNEL_OPS(FFN_KERNEL_INHERIT)

@@ -1,5 +1,6 @@
 // The roofs of measure/roofs.hpp, measured with the active ISA's roof loops (its
-// kernel table's f32_fma_roof, bf16_dot_roof and stream_read) on every thread of a pool.
+// kernel table's f32_fma_roof, bf16_dot_roof, int8_dot_roof and stream_read) on every
+// thread of a pool.
 // Measuring sits above both the kernels and the thread pool, so it is neither.
 #include "measure/roofs.hpp"
 
@@ -42,6 +43,19 @@ double best_roof_gflops(kernels::F32FmaRoof loop, double flops_per_iteration, Th
 double measure_compute_roof_gflops(ThreadPool& pool, int reps) {
   const auto& k = kernels::active_kernels();
   return best_roof_gflops(k.f32_fma_roof, double(k.f32_roof_chains) * double(k.f32_lanes) * 2.0, pool, reps);
+}
+
+double measure_int8_dot_roof_gops(ThreadPool& pool, int reps) {
+  const auto& k = kernels::active_kernels();
+  if (!k.int8_dot_roof) return 0.0;
+  return best_roof_gflops(k.int8_dot_roof, double(k.int8_roof_chains) * double(k.int8_roof_lanes) * 8.0, pool, reps);
+}
+
+std::string int8_roof_loop_description() {
+  const auto& k = kernels::active_kernels();
+  if (!k.int8_dot_roof) return "";
+  return std::string(k.int8_dot_roof.name) + ": " + std::to_string(k.int8_roof_chains) + " chains x " +
+         std::to_string(k.int8_roof_lanes) + " int32 lanes";
 }
 
 std::string roof_loops_description() {

@@ -24,6 +24,15 @@ std::string roof_loops_description();
 // (Isa::avx512_bf16, Arm's Isa::bf16); 0 where the active ISA has none.
 double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
 
+// The compute roof of integer dot products of bytes (vpdpbusd, or AVX2's vpmaddubsw +
+// vpmaddwd), which the integer panel kernels (q8_0, q4_0, the K-quants, the i-quants) run:
+// giga-operations/s, a multiply-add of two bytes counting 2, the same chains; 0 where the
+// active ISA has no such roof loop (the scalar and Arm levels today).
+double measure_int8_dot_roof_gops(ThreadPool& pool, int reps = 5);
+// What that roof runs, e.g. "int8_dot_roof_avx512_vnni: 24 chains x 16 int32 lanes"; "" where
+// the active ISA has no integer roof loop.
+std::string int8_roof_loop_description();
+
 // Memory roof: GB/s (10⁹ bytes/s) of a streaming read of `bytes` bytes at `data` by every
 // thread of the pool — each thread's share read in each of the active ISA's read patterns
 // (kernels::stream_read_pattern: 4 streams × 4 lines a round, 2 × 1, 1 × 1, widest loads;

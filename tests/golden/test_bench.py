@@ -134,6 +134,32 @@ def test_forward_rows_time_enough_copies_of_the_block_to_leave_the_cache(bench_j
     assert "8 copies of the block (1 MB of weights) timed in turn" in stdout
 
 
+def test_integer_rows_are_judged_against_the_integer_dot_roof(run_ffn, tmp_path):
+    """q8_0's kernels dot bytes in integers (vpdpbusd: 4 multiply-adds a 32-bit lane per
+    instruction, up to 4x the FMA's), so its rows are judged against the integer dot chains'
+    roof, measured in the same run, where the ISA has that loop; f32 rows keep the FMA's."""
+    out = tmp_path / "bench.json"
+    run_ffn("bench", "--variant", "swiglu", "--d", "64", "--hidden", "96", "--dtype", "q8_0,f32", "--tokens", "1,3",
+            "--reps", "1", "--json", out)
+    data = json.loads(out.read_text())
+    roofs = data["roofs"]
+    for r in data["rows"]:
+        if r["dtype"] == "f32":
+            assert r["compute_roof"] == "f32_fma" and r["compute_roof_gflops"] == roofs["compute_gflops"], r
+            continue
+        if "int8_dot_gops" not in roofs:  # no integer roof loop on this ISA (scalar, Arm): the FMA's
+            assert r["compute_roof"] == "f32_fma", r
+            continue
+        assert r["compute_roof"] == "int8_dot" and r["compute_roof_gflops"] == roofs["int8_dot_gops"], r
+        assert roofs["int8_dot_loop"].startswith("int8_dot_roof_"), roofs
+        weights = 3 * 64 * 96 * 34 // 32  # q8_0: 34 bytes a block of 32
+        moved = weights + 8 * r["tokens"] * 64
+        flops = 2 * 3 * 64 * 96 * r["tokens"]
+        roofline_ms = max(moved / (roofs["memory_gbps"] * 1e9), flops / (roofs["int8_dot_gops"] * 1e9)) * 1e3
+        assert r["efficiency"] == pytest.approx(roofline_ms / r["ms"], rel=1e-9), r
+    assert any(r["dtype"] == "q8_0" for r in data["rows"])
+
+
 def test_an_unwritable_json_path_fails_before_the_run(run_ffn, tmp_path):
     target = tmp_path / "no-such-dir" / "bench.json"
     p = run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--json", target,

@@ -124,6 +124,7 @@ TEST_P(RoofLoop, StreamReadReadsEveryFloat) {
 // one product a step instead of two, moves the sum by 4% or more.
 const test::CheckedOps kF32RoofOps = test::checks_ops({Op::f32_fma_roof});
 const test::CheckedOps kBf16RoofOps = test::checks_ops({Op::bf16_dot_roof});
+const test::CheckedOps kInt8RoofOps = test::checks_ops({Op::int8_dot_roof});
 
 TEST_P(RoofLoop, ComputeRoofRunsItsChainsOfLanes) {
   const auto& k = kernel_table(GetParam());
@@ -143,6 +144,27 @@ TEST_P(RoofLoop, ComputeRoofRunsItsChainsOfLanes) {
   };
   for (const auto& roof : test::registered_entries<kernels::F32FmaRoof>(GetParam(), kF32RoofOps)) check(roof, false);
   for (const auto& roof : test::registered_entries<kernels::F32FmaRoof>(GetParam(), kBf16RoofOps)) check(roof, true);
+}
+
+// The integer roof (int8_dot_roof.hpp) counts iterations · int8_roof_chains · int8_roof_lanes
+// · 8 operations: each of its int8_roof_chains int32 vectors of int8_roof_lanes lanes starts at its
+// index c and a step adds 4 to every lane (4 byte products 1·1), so the sum of every lane of
+// every chain is lanes · Σ_c (c + 4·iterations) exactly (a float, exact below 2²⁴: these
+// iteration counts stay under it). A chain or a lane too many or too few, or a step that
+// adds 2 products instead of 4 (one vpmaddubsw pair without its vpmaddwd), changes it.
+TEST_P(RoofLoop, IntegerRoofRunsItsChainsOfByteDots) {
+  const auto& k = kernel_table(GetParam());
+  for (const auto& roof : test::registered_entries<kernels::F32FmaRoof>(GetParam(), kInt8RoofOps))
+    for (int64_t iterations : {0, 1, 10, 1000, 10000}) {
+      double expected = 0;
+      for (int64_t c = 0; c < k.int8_roof_chains; ++c)
+        expected += double(k.int8_roof_lanes) * double(c + 4 * iterations);
+      ASSERT_GT(expected, 0.0);
+      ASSERT_LT(expected, double(1 << 24));
+      EXPECT_EQ(double(roof(iterations)), expected)
+          << roof.name << " iterations=" << iterations << ", " << k.int8_roof_chains << " chains of "
+          << k.int8_roof_lanes << " lanes";
+    }
 }
 
 FFN_INSTANTIATE_FOR_EVERY_ISA(RoofLoop);
@@ -214,7 +236,8 @@ TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
 }
 
 // Every table has a kernel for every op but the bf16 dot product's helpers, which only the
-// level with a bf16 dot product has, and a panel kernel for every weight type (none for the
+// level with a bf16 dot product has, and the integer roof loop, which only x86 levels have,
+// and a panel kernel for every weight type (none for the
 // activation-only formats); each is named for its op — a panel kernel for its type and op,
 // <type>_panel_gemm_ — (the scalar reference's one f32_gemm_nt serving as the packed form
 // too), and names the ISA it was written for.
@@ -238,8 +261,16 @@ TEST(KernelRegistry, EveryTableHasEveryOpNamedForIt) {
       EXPECT_TRUE(name.rfind(op + "_", 0) == 0 || scalar_packed) << name << " registered as " << op;
       EXPECT_TRUE(bf16_only.count(r.op) == 0 || has_bf16_dot) << name << " in " << isa_name(isa);
     }
+    // The integer roof loop: every x86 level from avx2 (its integer kernels' instructions),
+    // not yet the scalar and Arm levels.
+    const bool has_int8_roof = present.count(Op::int8_dot_roof) > 0;
+#if defined(__x86_64__)
+    EXPECT_EQ(has_int8_roof, isa != Isa::scalar) << isa_name(isa);
+#else
+    EXPECT_FALSE(has_int8_roof) << isa_name(isa);
+#endif
     const size_t all = std::size(kernels::kAllOps);
-    EXPECT_EQ(present.size(), has_bf16_dot ? all : all - bf16_only.size()) << isa_name(isa);
+    EXPECT_EQ(present.size(), (has_bf16_dot ? all : all - bf16_only.size()) - (has_int8_roof ? 0 : 1)) << isa_name(isa);
     EXPECT_EQ(panels.size(), weight_types().size()) << isa_name(isa);
     for (const WeightTypeInfo& t : weight_types()) EXPECT_TRUE(panels.count(t.type)) << t.name << " in " << isa_name(isa);
   }
@@ -259,6 +290,11 @@ TEST(KernelRegistry, AvxLevelsInheritWhatTheyDoNotReplace) {
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::panel_gemm, WeightType::q8_0), "q8_0_panel_gemm_avx512_vnni_2x64");
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::panel_gemm, WeightType::q4_K), "q4_K_panel_gemm_avx512_vnni_2x64");
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::f32_panel_gemm), name_of(Isa::avx512, Op::f32_panel_gemm));
+  // The integer roof follows the integer kernels, with its chains' shape.
+  EXPECT_EQ(name_of(Isa::avx512, Op::int8_dot_roof), "int8_dot_roof_avx2");
+  EXPECT_EQ(kernel_table(Isa::avx512).int8_roof_lanes, 8);
+  EXPECT_EQ(name_of(Isa::avx512_vnni, Op::int8_dot_roof), "int8_dot_roof_avx512_vnni");
+  EXPECT_EQ(kernel_table(Isa::avx512_vnni).int8_roof_lanes, 16);
   EXPECT_EQ(name_of(Isa::avx512_bf16, Op::panel_gemm, WeightType::bf16), "bf16_panel_gemm_avx512_bf16_6x64");
   for (const kernels::RegisteredKernel& r : kernels::registered_kernels(Isa::avx512_vnni))
     if (r.op != Op::panel_gemm || r.type != WeightType::bf16) {

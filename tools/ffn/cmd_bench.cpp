@@ -75,7 +75,26 @@ struct MeasuredRoofs {
   double compute = 0;   // GFLOP/s of f32 FMA chains
   double memory = 0;    // GB/s of a streaming read
   double bf16_dot = 0;  // GFLOP/s of vdpbf16ps chains; 0 unless asked for and present
+  double int8_dot = 0;  // G operations/s of the integer dot chains; 0 unless asked for and present
 };
+
+// Which compute roof judges a row set's rows: that of the instruction its kernels multiply
+// with — the integer dot chains (vpdpbusd; AVX2's vpmaddubsw + vpmaddwd) where every matrix's
+// kernel dots bytes (q8_0 or q8_K activations: 4 multiply-adds a lane per instruction, so
+// the FMA chains' roof would be up to 4× too low and call decode compute-bound),
+// vdpbf16ps's where every one dots bf16 — else the FMA chains'.
+enum class ComputeRoof { f32_fma, bf16_dot, int8_dot };
+ComputeRoof compute_roof_of(const MatrixTypes& types) {
+  auto all_take = [&](auto pred) {
+    for (WeightType t : {types.gate, types.up, types.down})
+      if (!pred(weight_type_kernel(t, active_isa()).activations)) return false;
+    return true;
+  };
+  if (all_take([](WeightType a) { return a == WeightType::q8_0 || a == WeightType::q8_K; }))
+    return ComputeRoof::int8_dot;
+  if (all_take([](WeightType a) { return a == WeightType::bf16; })) return ComputeRoof::bf16_dot;
+  return ComputeRoof::f32_fma;
+}
 
 // The memory roof now: a 1 GiB streaming read (far beyond any last-level cache), best of
 // `reps` rounds.
@@ -85,11 +104,12 @@ double measure_memory_roof(ThreadPool& pool, int reps) {
 }
 
 // The roofs of this machine now: the compute loops, then the memory roof, each best of 5.
-MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot) {
+MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot, bool int8_dot) {
   MeasuredRoofs r;
   r.compute = measure_compute_roof_gflops(pool, 5);
   r.memory = measure_memory_roof(pool, 5);
   if (bf16_dot) r.bf16_dot = measure_bf16_dot_roof_gflops(pool, 5);
+  if (int8_dot) r.int8_dot = measure_int8_dot_roof_gops(pool, 5);
   return r;
 }
 
@@ -190,7 +210,7 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
 // the previous row (the "before" half of each row's beside figure).
 struct RunRoofs {
   MeasuredRoofs start;
-  double memory_before = 0, compute_before = 0, bf16_compute_before = 0;
+  double memory_before = 0, compute_before = 0, bf16_compute_before = 0, int8_compute_before = 0;
 };
 
 // "llama2-7b: swiglu, d_model 4096, hidden 11008": the header's and the picture's title.
@@ -218,6 +238,12 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
         std::string(weight_type_kernel(WeightType::bf16, active_isa()).arithmetic).c_str(),
         std::string(isa_name(active_isa())).c_str(), std::string(isa_name(isa_extends(active_isa()))).c_str(),
         fixed(r.bf16_dot, 1).c_str());
+  if (r.int8_dot > 0)
+    std::printf(
+        "integer rows (q8_0, q4_0, the K-quants, the i-quants: activations in q8_0 or q8_K, bytes dotted in "
+        "integers), judged against the integer dot roof: %s Gop/s (%s, a byte product 2 operations; the same "
+        "chains, best of 5)\n\n",
+        fixed(r.int8_dot, 1).c_str(), int8_roof_loop_description().c_str());
 }
 
 // How many copies of a row set's block its rows time in turn. A block timed again and again
@@ -255,13 +281,19 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
       o.reps);
   // bf16 blocks on AVX512_BF16 run bf16 dot products: judged against that instruction's
   // roof (twice the FMA's FLOPs per instruction), measured likewise.
-  const bool dot = spec.types == MatrixTypes::all(WeightType::bf16) && roofs.start.bf16_dot > 0;
+  ComputeRoof kind = compute_roof_of(spec.types);
+  if ((kind == ComputeRoof::bf16_dot && roofs.start.bf16_dot <= 0) ||
+      (kind == ComputeRoof::int8_dot && roofs.start.int8_dot <= 0))
+    kind = ComputeRoof::f32_fma;  // no such roof loop on this ISA
   const double memory_after = measure_memory_roof(pool, kBesideReps);
   const double memory_beside = 0.5 * (roofs.memory_before + memory_after);
   roofs.memory_before = memory_after;
-  double& compute_before = dot ? roofs.bf16_compute_before : roofs.compute_before;
-  const double compute_after =
-      dot ? measure_bf16_dot_roof_gflops(pool, kBesideReps) : measure_compute_roof_gflops(pool, kBesideReps);
+  double& compute_before = kind == ComputeRoof::bf16_dot   ? roofs.bf16_compute_before
+                           : kind == ComputeRoof::int8_dot ? roofs.int8_compute_before
+                                                           : roofs.compute_before;
+  const double compute_after = kind == ComputeRoof::bf16_dot   ? measure_bf16_dot_roof_gflops(pool, kBesideReps)
+                               : kind == ComputeRoof::int8_dot ? measure_int8_dot_roof_gops(pool, kBesideReps)
+                                                               : measure_compute_roof_gflops(pool, kBesideReps);
   const double compute_beside = 0.5 * (compute_before + compute_after);
   compute_before = compute_after;
   BenchRow r;
@@ -274,22 +306,30 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
   r.moved_bytes = r.weight_bytes + 8.0 * double(T * config.d_model);
   r.path = block.describe();
   const Roofs beside{compute_beside, memory_beside};
-  const Roofs run{dot ? roofs.start.bf16_dot : roofs.start.compute, roofs.start.memory};
+  const double run_compute = kind == ComputeRoof::bf16_dot   ? roofs.start.bf16_dot
+                             : kind == ComputeRoof::int8_dot ? roofs.start.int8_dot
+                                                             : roofs.start.compute;
+  const Roofs run{run_compute, roofs.start.memory};
   nlohmann::json row = print_bench_row(r, run, config, o.threads, &beside);
   row["block_copies"] = blocks.size();
+  row["compute_roof"] = kind == ComputeRoof::bf16_dot   ? "bf16_dot"
+                        : kind == ComputeRoof::int8_dot ? "int8_dot"
+                                                        : "f32_fma";
   return row;
 }
 
 // The roofs again at the end: a machine that was busier at the start than later (others
 // share it) measured roofs too low there, and every efficiency of the run is overstated.
 MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
-  const MeasuredRoofs end = measure_roofs(pool, start.bf16_dot > 0);
+  const MeasuredRoofs end = measure_roofs(pool, start.bf16_dot > 0, start.int8_dot > 0);
   std::printf("roofs at the end of the run: compute %s GFLOP/s, memory %s GB/s", fixed(end.compute, 1).c_str(),
               fixed(end.memory, 1).c_str());
   if (end.bf16_dot > 0) std::printf(", bf16 dot %s GFLOP/s", fixed(end.bf16_dot, 1).c_str());
+  if (end.int8_dot > 0) std::printf(", integer dot %s Gop/s", fixed(end.int8_dot, 1).c_str());
   std::printf("\n");
   const double drift = std::max({end.compute / start.compute, end.memory / start.memory,
-                                 start.bf16_dot > 0 ? end.bf16_dot / start.bf16_dot : 0.0});
+                                 start.bf16_dot > 0 ? end.bf16_dot / start.bf16_dot : 0.0,
+                                 start.int8_dot > 0 ? end.int8_dot / start.int8_dot : 0.0});
   if (drift > 1.1)
     std::printf("WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
                 "this run's efficiencies are overstated; run it again when the machine is quiet\n",
@@ -302,8 +342,13 @@ nlohmann::json roofs_json(const MeasuredRoofs& start, const MeasuredRoofs& end) 
   nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory},
                        {"loops", roof_loops_description()}};
   if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
+  if (start.int8_dot > 0) {
+    roofs["int8_dot_gops"] = start.int8_dot;
+    roofs["int8_dot_loop"] = int8_roof_loop_description();
+  }
   roofs["at_end"] = {{"compute_gflops", end.compute}, {"memory_gbps", end.memory}};
   if (end.bf16_dot > 0) roofs["at_end"]["bf16_dot_gflops"] = end.bf16_dot;
+  if (end.int8_dot > 0) roofs["at_end"]["int8_dot_gops"] = end.int8_dot;
   return roofs;
 }
 
@@ -328,7 +373,7 @@ void run_sparsity_bench(const BenchOptions& o, const BenchPlan& plan, const Mach
     throw Error("bench: --sparsity times sparse decode against dense; not with --peers, --backward or --svg");
   SparsityBench b{plan.config, {}, parse_sparsity_targets(o.sparsity), plan.token_counts, o.reps};
   for (const auto& spec : plan.rows) b.sets.push_back({spec.dtype, spec.make});
-  const MeasuredRoofs start = measure_roofs(pool, false);
+  const MeasuredRoofs start = measure_roofs(pool, false, false);
   print_run_header(plan, o, machine, start);
   nlohmann::json rows = nlohmann::json::array();
   bench_sparsity(b, pool, start.memory, rows);
@@ -354,14 +399,16 @@ void run_bench(const BenchOptions& o) {
     return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
   const MachineDescription machine = describe_machine();
   if (!o.sparsity.empty()) return run_sparsity_bench(o, plan, machine, pool);
-  const bool bf16_rows = std::any_of(plan.rows.begin(), plan.rows.end(), [](const BenchPlan::Rows& r) {
-    return r.types == MatrixTypes::all(WeightType::bf16);
-  });
+  auto any_rows_on = [&](ComputeRoof kind) {
+    return std::any_of(plan.rows.begin(), plan.rows.end(),
+                       [&](const BenchPlan::Rows& r) { return compute_roof_of(r.types) == kind; });
+  };
   RunRoofs roofs;
-  roofs.start = measure_roofs(pool, bf16_rows);
+  roofs.start = measure_roofs(pool, any_rows_on(ComputeRoof::bf16_dot), any_rows_on(ComputeRoof::int8_dot));
   roofs.memory_before = roofs.start.memory;
   roofs.compute_before = roofs.start.compute;
   roofs.bf16_compute_before = roofs.start.bf16_dot;
+  roofs.int8_compute_before = roofs.start.int8_dot;
   print_run_header(plan, o, machine, roofs.start);
   std::fflush(stdout);
   print_bench_header();

@@ -20,6 +20,7 @@ void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& 
 extern const PanelGemmSet qblock_panel_gemm_avx2_1x64;
 extern const PanelGemmSet qsub_panel_gemm_avx2_1x64;
 float f32_fma_roof_avx2(int64_t iterations);
+float int8_dot_roof_avx2(int64_t iterations);
 float stream_read_avx2(const float* p, int64_t floats, int pattern);
 void f32_gemm_nn_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
                            float* C, int64_t ldc, bool accumulate);

@@ -8,5 +8,6 @@ namespace ffn::kernels {
 
 extern const PanelGemmSet qblock_panel_gemm_avx2_vnni_1x64;
 extern const PanelGemmSet qsub_panel_gemm_avx2_vnni_1x64;
+float int8_dot_roof_avx2_vnni(int64_t iterations);
 
 }  // namespace ffn::kernels

@@ -7,6 +7,7 @@
 namespace ffn::kernels {
 
 extern const PanelGemmSet qblock_panel_gemm_avx512_vnni_2x64;
+float int8_dot_roof_avx512_vnni(int64_t iterations);
 extern const PanelGemmSet qsub_panel_gemm_avx512_vnni_2x64;
 
 }  // namespace ffn::kernels

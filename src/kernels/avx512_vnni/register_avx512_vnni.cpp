@@ -7,7 +7,10 @@ namespace ffn::kernels {
 namespace {
 
 KernelTable avx512_vnni_entries() {
-  KernelTable t{.isa = Isa::avx512_vnni};
+  KernelTable t{.isa = Isa::avx512_vnni,
+                .int8_roof_chains = 24,
+                .int8_roof_lanes = 16,
+                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx512_vnni)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx512_vnni_2x64);
   FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx512_vnni_2x64);
   return t;

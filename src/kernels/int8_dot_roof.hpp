@@ -1,0 +1,33 @@
+// The integer compute roof's loop (kernels.hpp, int8_dot_roof): Chains independent chains,
+// each an int32 vector to which one step adds the exact dot products of 4 bytes a lane —
+// the integer panel kernels' arithmetic, unsigned weight codes times signed q8 activations —
+// so a step is 4 multiply-adds (8 operations) a 32-bit lane. Every byte is 1, so a lane adds
+// 4 a step: chain c starts at c and ends at c + 4·iterations, which the tests check.
+//   IntDot: the level's step, `static void step(Vec& acc)`, written as inline assembly so
+//   that the accumulators stay in registers (through the intrinsics the compiler kept them
+//   in memory and measured its stores) and no step can be hoisted or merged; Vec an integer
+//   vector; from_int(i) i in every lane; reduce(v) the sum of its lanes.
+//   Returns the sum of every lane of every chain.
+#pragma once
+
+#include <cstdint>
+
+namespace ffn::kernels {
+
+template <class IntDot, int Chains>
+float int8_dot_roof(int64_t iterations) {
+  typename IntDot::Vec acc[Chains];
+#pragma GCC unroll 32
+  for (int i = 0; i < Chains; ++i) acc[i] = IntDot::from_int(i);
+  for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 32
+    for (int i = 0; i < Chains; ++i) IntDot::step(acc[i]);
+  }
+  int64_t sum = 0;
+  // Unrolled too, or the array is kept in memory for this loop, and so through the steps.
+#pragma GCC unroll 32
+  for (int i = 0; i < Chains; ++i) sum += IntDot::reduce(acc[i]);
+  return float(sum);
+}
+
+}  // namespace ffn::kernels
