@@ -119,8 +119,8 @@ using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs. bf16_dot_roof_<isa>: the bf16 compute
 // roof's loop, as f32_fma_roof with the level's bf16 dot instruction (vdpbf16ps, BFDOT):
 // iterations · f32_roof_chains · f32_lanes · 4. int8_dot_roof_<isa>: the integer compute
-// roof's loop (int8_dot_roof.hpp), chains of the level's integer kernels' step (vpdpbusd, or
-// AVX2's vpmaddubsw + vpmaddwd + vpaddd), 4 byte products a 32-bit lane:
+// roof's loop (int8_dot_roof.hpp), chains of the level's integer kernels' step (vpdpbusd,
+// AVX2's vpmaddubsw + vpmaddwd + vpaddd, Arm's SDOT), 4 byte products a 32-bit lane:
 // iterations · int8_roof_chains · int8_roof_lanes · 8 operations.
 using F32FmaRoof = float (*)(int64_t iterations);
 
@@ -212,9 +212,9 @@ using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* 
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every
 // table has every op except the bf16 dot product's (f32_to_bf16_rows, bf16_dot_roof), which
-// only AVX512_BF16 and FEAT_BF16 have, and the integer roof loop (int8_dot_roof), which only
-// the x86 levels from avx2 have so far, empty elsewhere, and a panel kernel for every weight
-// type (none for the activation-only formats).
+// only AVX512_BF16 and FEAT_BF16 have, and the integer roof loop (int8_dot_roof), which the
+// levels without integer dot instructions (scalar, neon) lack, empty elsewhere, and a panel
+// kernel for every weight type (none for the activation-only formats).
 struct KernelTable {
   Isa isa = Isa::scalar;
   int64_t f32_lanes = 0;        // floats per vector register

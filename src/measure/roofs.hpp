@@ -27,7 +27,7 @@ double measure_bf16_dot_roof_gflops(ThreadPool& pool, int reps = 5);
 // The compute roof of integer dot products of bytes (vpdpbusd, or AVX2's vpmaddubsw +
 // vpmaddwd), which the integer panel kernels (q8_0, q4_0, the K-quants, the i-quants) run:
 // giga-operations/s, a multiply-add of two bytes counting 2, the same chains; 0 where the
-// active ISA has no such roof loop (the scalar and Arm levels today).
+// active ISA has no such roof loop (scalar, plain NEON).
 double measure_int8_dot_roof_gops(ThreadPool& pool, int reps = 5);
 // What that roof runs, e.g. "int8_dot_roof_avx512_vnni: 24 chains x 16 int32 lanes"; "" where
 // the active ISA has no integer roof loop.

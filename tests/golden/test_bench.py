@@ -325,6 +325,13 @@ def test_the_roofs_of_the_run_are_drawn(roofline_run):
     assert "swiglu" in title and "d_model 64" in title and "hidden 96" in title
     assert f"kernels {result['isa']}" in subtitle
     assert f"compute {compute:.1f} GFLOP/s" in subtitle and f"memory {memory:.1f} GB/s" in subtitle
+    # The integer dot roof, which judges the q8_0 rows, where the ISA has its loop.
+    if "int8_dot_gops" in result["roofs"]:
+        i = lines["int8-dot-roof"]
+        assert float(i.get("y1")) == float(i.get("y2")) == pytest.approx(y_of(result["roofs"]["int8_dot_gops"]), abs=0.02)
+        assert f"integer dot {result['roofs']['int8_dot_gops']:.1f} Gop/s" in subtitle
+    else:
+        assert "int8-dot-roof" not in lines
 
 
 def test_the_svg_is_written_whole_with_no_temporary_left(roofline_run):

@@ -236,8 +236,8 @@ TEST(KernelRegistry, EveryRegisteredOpHasAChecker) {
 }
 
 // Every table has a kernel for every op but the bf16 dot product's helpers, which only the
-// level with a bf16 dot product has, and the integer roof loop, which only x86 levels have,
-// and a panel kernel for every weight type (none for the
+// level with a bf16 dot product has, and the integer roof loop, which the levels without
+// integer dot instructions (scalar, neon) lack, and a panel kernel for every weight type (none for the
 // activation-only formats); each is named for its op — a panel kernel for its type and op,
 // <type>_panel_gemm_ — (the scalar reference's one f32_gemm_nt serving as the packed form
 // too), and names the ISA it was written for.
@@ -261,14 +261,10 @@ TEST(KernelRegistry, EveryTableHasEveryOpNamedForIt) {
       EXPECT_TRUE(name.rfind(op + "_", 0) == 0 || scalar_packed) << name << " registered as " << op;
       EXPECT_TRUE(bf16_only.count(r.op) == 0 || has_bf16_dot) << name << " in " << isa_name(isa);
     }
-    // The integer roof loop: every x86 level from avx2 (its integer kernels' instructions),
-    // not yet the scalar and Arm levels.
+    // The integer roof loop: every level with integer dot instructions (x86 from avx2, Arm
+    // from dotprod), not scalar or plain NEON.
     const bool has_int8_roof = present.count(Op::int8_dot_roof) > 0;
-#if defined(__x86_64__)
-    EXPECT_EQ(has_int8_roof, isa != Isa::scalar) << isa_name(isa);
-#else
-    EXPECT_FALSE(has_int8_roof) << isa_name(isa);
-#endif
+    EXPECT_EQ(has_int8_roof, isa != Isa::scalar && isa_name(isa) != "neon") << isa_name(isa);
     const size_t all = std::size(kernels::kAllOps);
     EXPECT_EQ(present.size(), (has_bf16_dot ? all : all - bf16_only.size()) - (has_int8_roof ? 0 : 1)) << isa_name(isa);
     EXPECT_EQ(panels.size(), weight_types().size()) << isa_name(isa);

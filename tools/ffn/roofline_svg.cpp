@@ -169,10 +169,12 @@ RooflineChart roofline_chart(const std::string& title, const std::string& isa, i
   c.compute_gflops = roofs.value("compute_gflops", 0.0);
   c.memory_gbps = roofs.value("memory_gbps", 0.0);
   c.bf16_dot_gflops = roofs.value("bf16_dot_gflops", 0.0);
+  c.int8_dot_gops = roofs.value("int8_dot_gops", 0.0);
   c.subtitle = "kernels " + isa + ", " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") +
                "; roofs of this run: compute " + fixed(c.compute_gflops, 1) + " GFLOP/s, memory " +
                fixed(c.memory_gbps, 1) + " GB/s (ridge at " + sig3(c.compute_gflops / c.memory_gbps) + " FLOP/byte)";
   if (c.bf16_dot_gflops > 0) c.subtitle += ", bf16 dot " + fixed(c.bf16_dot_gflops, 1) + " GFLOP/s";
+  if (c.int8_dot_gops > 0) c.subtitle += ", integer dot " + fixed(c.int8_dot_gops, 1) + " Gop/s";
   // ffn's rows first, then the peers' points at their rows' intensity.
   for (const auto& r : rows) {
     if (!positive(r, "flops") || !positive(r, "bytes") || !positive(r, "gflops")) continue;
@@ -197,14 +199,34 @@ RooflineChart roofline_chart(const std::string& title, const std::string& isa, i
   return c;
 }
 
+namespace {
+
+// The compute roofs drawn beside the FMA chains' one: each instruction's own, where the run
+// measured it (0: not measured), with the rows it judges.
+struct DotRoof {
+  double value;
+  const char* id;     // the line's id
+  const char* name;   // "bf16 dot": in its label and the legend
+  const char* unit;   // GFLOP/s, Gop/s
+  const char* colour;
+};
+std::vector<DotRoof> dot_roofs(const RooflineChart& c) {
+  std::vector<DotRoof> out;
+  if (c.bf16_dot_gflops > 0) out.push_back({c.bf16_dot_gflops, "bf16-dot-roof", "bf16 dot", "GFLOP/s", "#d62728"});
+  if (c.int8_dot_gops > 0) out.push_back({c.int8_dot_gops, "int8-dot-roof", "integer dot", "Gop/s", "#2ca02c"});
+  return out;
+}
+
+}  // namespace
+
 std::string roofline_svg(const RooflineChart& c) {
   constexpr double kWidth = 980, kHeight = 640;
   constexpr double kLeft = 80, kRight = 740, kTop = 78, kBottom = 570;  // the plot area
   // The ranges: every point, the roofs, and the ridge where they meet, with a margin.
   const double ridge = c.memory_gbps > 0 ? c.compute_gflops / c.memory_gbps : 1;
   std::vector<double> xv{ridge / 1.5, ridge * 1.5}, yv;
-  for (double roof : {c.compute_gflops, c.bf16_dot_gflops})
-    if (roof > 0) yv.push_back(roof * 1.3);
+  if (c.compute_gflops > 0) yv.push_back(c.compute_gflops * 1.3);
+  for (const DotRoof& d : dot_roofs(c)) yv.push_back(d.value * 1.3);
   for (const auto& p : c.points) {
     xv.push_back(p.flops_per_byte / 1.3);
     xv.push_back(p.flops_per_byte * 1.3);
@@ -271,10 +293,10 @@ std::string roofline_svg(const RooflineChart& c) {
                  "stroke=\"#555\" stroke-width=\"1\" stroke-dasharray=\"4 3\"",
                  "data-gflops=\"" + fixed(c.compute_gflops, 3) + "\"") +
        "\n";
-  if (c.bf16_dot_gflops > 0)
-    s += roof_line("bf16-dot-roof", 0, c.bf16_dot_gflops, xs, ys,
-                   "stroke=\"#d62728\" stroke-width=\"1\" stroke-dasharray=\"2 3\"",
-                   "data-gflops=\"" + fixed(c.bf16_dot_gflops, 3) + "\"") +
+  for (const DotRoof& d : dot_roofs(c))
+    s += roof_line(d.id, 0, d.value, xs, ys,
+                   "stroke=\"" + std::string(d.colour) + "\" stroke-width=\"1\" stroke-dasharray=\"2 3\"",
+                   "data-gflops=\"" + fixed(d.value, 3) + "\"") +
          "\n";
   {
     const double x_lo = std::max(std::pow(10.0, xs.lo_decade), std::pow(10.0, ys.lo_decade) / c.memory_gbps);
@@ -309,8 +331,8 @@ std::string roofline_svg(const RooflineChart& c) {
            " GB/s</text>\n";
     }
   }
-  if (c.bf16_dot_gflops > 0)
-    roof_label(c.bf16_dot_gflops, "bf16 dot roof " + fixed(c.bf16_dot_gflops, 1) + " GFLOP/s", "#d62728");
+  for (const DotRoof& d : dot_roofs(c))
+    roof_label(d.value, std::string(d.name) + " roof " + fixed(d.value, 1) + " " + d.unit, d.colour);
   s += "</g>\n";
 
   // The points, coloured by series; ffn's labelled above-right, the peers' below-right.
@@ -363,10 +385,10 @@ std::string roofline_svg(const RooflineChart& c) {
   ly += 16;
   s += "<text x=\"" + px(lx + 20) + "\" y=\"" + px(ly) + "\" font-size=\"11\">memory " + fixed(c.memory_gbps, 1) +
        " GB/s</text>\n";
-  if (c.bf16_dot_gflops > 0) {
+  for (const DotRoof& d : dot_roofs(c)) {
     ly += 16;
-    s += "<text x=\"" + px(lx + 20) + "\" y=\"" + px(ly) + "\" font-size=\"11\" fill=\"#d62728\">bf16 dot " +
-         fixed(c.bf16_dot_gflops, 1) + " GFLOP/s</text>\n";
+    s += "<text x=\"" + px(lx + 20) + "\" y=\"" + px(ly) + "\" font-size=\"11\" fill=\"" + d.colour + "\">" +
+         d.name + " " + fixed(d.value, 1) + " " + d.unit + "</text>\n";
   }
   ly += 26;
   for (const char* line : {"circles: ffn forward", "diamonds: ffn training step", "squares: oneDNN matmul",

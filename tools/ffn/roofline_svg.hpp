@@ -38,6 +38,7 @@ struct RooflineChart {
   double compute_gflops = 0;
   double memory_gbps = 0;
   double bf16_dot_gflops = 0;  // a second compute roof (vdpbf16ps rows); 0: none
+  double int8_dot_gops = 0;    // a third (integer dot rows: q8_0, q4_0, K-quants, …); 0: none
   std::vector<RooflinePoint> points;
 };
 
@@ -47,7 +48,7 @@ RooflineChart roofline_chart(const std::string& title, const std::string& isa, i
                              const nlohmann::json& rows);
 
 // The SVG document: axes with decade ticks and labels, the roofs as lines (ids
-// "compute-roof", "memory-roof", "bf16-dot-roof"), a <circle>/<rect>/<path> per point
+// "compute-roof", "memory-roof", "bf16-dot-roof", "int8-dot-roof"), a <circle>/<rect>/<path> per point
 // (class "point", data-series, data-flops-per-byte, data-gflops), a legend and the titles.
 std::string roofline_svg(const RooflineChart& chart);
 

@@ -9,5 +9,6 @@ namespace ffn::kernels {
 
 extern const PanelGemmSet qblock_panel_gemm_dotprod_1x64_4x8;
 extern const PanelGemmSet qsub_panel_gemm_dotprod_1x64_4x64;
+float int8_dot_roof_dotprod(int64_t iterations);
 
 }  // namespace ffn::kernels

@@ -8,7 +8,10 @@ namespace ffn::kernels {
 namespace {
 
 KernelTable dotprod_entries() {
-  KernelTable t{.isa = Isa::dotprod};
+  KernelTable t{.isa = Isa::dotprod,
+                .int8_roof_chains = 24,
+                .int8_roof_lanes = 4,
+                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_dotprod)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_dotprod_1x64_4x8);
   FFN_PANEL_KERNELS(t, qsub, panel_gemm_dotprod_1x64_4x64);
   return t;
