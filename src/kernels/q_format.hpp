@@ -54,24 +54,23 @@ struct QFormat {
 // How far ahead the integer panel kernels' first strip of tokens prefetches the panel:
 // about this many bytes, in whole blocks — into L2 on x86 (prefetch_share_to_l2) but for the
 // AVX-512 qblock kernel's rows that read the most bytes per instruction (into L1:
-// prefetch_share_to_l1), into L1 in the NEON kernels, not measured on Arm hardware
+// prefetch_share<true>), into L1 in the NEON kernels, not measured on Arm hardware
 // (docs/performance.md, the integer kernels).
 inline constexpr int64_t kQPanelPrefetchBytes = 8192;
 
 // Share `part` of `parts` of the `bytes` bytes at p (cache lines from p, each once over the
-// shares) prefetched into L2 — prefetcht1 on x86 — not L1: a kernel issues one share per
-// step of its loop over a block, so that no burst of a block's lines overruns the core's
-// outstanding-miss buffers, and the lines wait in L2 until the loads take them.
-inline void prefetch_share_to_l2(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
+// shares) prefetched into L2 — prefetcht1 on x86 — or, IntoL1, into L1 (prefetcht0): a
+// kernel issues one share per step of its loop over a block, so that no burst of a block's
+// lines overruns the core's outstanding-miss buffers. Into L2 the lines wait there until
+// the loads take them; into L1 suits a loop whose loads would otherwise wait on L2 for most
+// of their lines.
+template <bool IntoL1>
+inline void prefetch_share(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
   for (int64_t line = part * bytes / parts / 64 * 64; line < (part + 1) * bytes / parts; line += 64)
-    __builtin_prefetch(p + line, 0, 2);
+    __builtin_prefetch(p + line, 0, IntoL1 ? 3 : 2);
 }
-
-// The same share prefetched into L1 (prefetcht0), for a loop whose loads would otherwise
-// wait on L2 for most of their lines.
-inline void prefetch_share_to_l1(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
-  for (int64_t line = part * bytes / parts / 64 * 64; line < (part + 1) * bytes / parts; line += 64)
-    __builtin_prefetch(p + line, 0, 3);
+inline void prefetch_share_to_l2(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
+  prefetch_share<false>(p, bytes, part, parts);
 }
 
 // Rows of q8 activations (activation_rows.hpp) as the integer kernels index them: the codes

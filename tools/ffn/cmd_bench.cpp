@@ -82,18 +82,25 @@ struct MeasuredRoofs {
 // with — the integer dot chains (vpdpbusd; AVX2's vpmaddubsw + vpmaddwd) where every matrix's
 // kernel dots bytes (q8_0 or q8_K activations: 4 multiply-adds a lane per instruction, so
 // the FMA chains' roof would be up to 4× too low and call decode compute-bound),
-// vdpbf16ps's where every one dots bf16 — else the FMA chains'.
-enum class ComputeRoof { f32_fma, bf16_dot, int8_dot };
-ComputeRoof compute_roof_of(const MatrixTypes& types) {
+// vdpbf16ps's where every one dots bf16 — else the FMA chains'. Each: its name in the JSON
+// rows, its field of MeasuredRoofs, and the loop that measures it.
+struct ComputeRoof {
+  const char* name;
+  double MeasuredRoofs::*value;
+  double (*measure)(ThreadPool& pool, int reps);
+};
+const ComputeRoof kFmaRoof{"f32_fma", &MeasuredRoofs::compute, measure_compute_roof_gflops};
+const ComputeRoof kBf16DotRoof{"bf16_dot", &MeasuredRoofs::bf16_dot, measure_bf16_dot_roof_gflops};
+const ComputeRoof kInt8DotRoof{"int8_dot", &MeasuredRoofs::int8_dot, measure_int8_dot_roof_gops};
+const ComputeRoof& compute_roof_of(const MatrixTypes& types) {
   auto all_take = [&](auto pred) {
     for (WeightType t : {types.gate, types.up, types.down})
       if (!pred(weight_type_kernel(t, active_isa()).activations)) return false;
     return true;
   };
-  if (all_take([](WeightType a) { return a == WeightType::q8_0 || a == WeightType::q8_K; }))
-    return ComputeRoof::int8_dot;
-  if (all_take([](WeightType a) { return a == WeightType::bf16; })) return ComputeRoof::bf16_dot;
-  return ComputeRoof::f32_fma;
+  if (all_take([](WeightType a) { return a == WeightType::q8_0 || a == WeightType::q8_K; })) return kInt8DotRoof;
+  if (all_take([](WeightType a) { return a == WeightType::bf16; })) return kBf16DotRoof;
+  return kFmaRoof;
 }
 
 // The memory roof now: a 1 GiB streaming read (far beyond any last-level cache), best of
@@ -207,10 +214,9 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
 }
 
 // The roofs a run's rows are judged against: those of its start, and those measured beside
-// the previous row (the "before" half of each row's beside figure).
+// the previous row (the "before" half of each row's beside figure; the start's until then).
 struct RunRoofs {
-  MeasuredRoofs start;
-  double memory_before = 0, compute_before = 0, bf16_compute_before = 0, int8_compute_before = 0;
+  MeasuredRoofs start, before;
 };
 
 // "llama2-7b: swiglu, d_model 4096, hidden 11008": the header's and the picture's title.
@@ -279,21 +285,15 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
         next = (next + 1) % blocks.size();
       },
       o.reps);
-  // bf16 blocks on AVX512_BF16 run bf16 dot products: judged against that instruction's
-  // roof (twice the FMA's FLOPs per instruction), measured likewise.
-  ComputeRoof kind = compute_roof_of(spec.types);
-  if ((kind == ComputeRoof::bf16_dot && roofs.start.bf16_dot <= 0) ||
-      (kind == ComputeRoof::int8_dot && roofs.start.int8_dot <= 0))
-    kind = ComputeRoof::f32_fma;  // no such roof loop on this ISA
+  // Judged against the compute roof of the instruction the row's kernels multiply with
+  // (compute_roof_of), measured likewise.
+  const ComputeRoof* roof = &compute_roof_of(spec.types);
+  if (roofs.start.*roof->value <= 0) roof = &kFmaRoof;  // no such roof loop on this ISA
   const double memory_after = measure_memory_roof(pool, kBesideReps);
-  const double memory_beside = 0.5 * (roofs.memory_before + memory_after);
-  roofs.memory_before = memory_after;
-  double& compute_before = kind == ComputeRoof::bf16_dot   ? roofs.bf16_compute_before
-                           : kind == ComputeRoof::int8_dot ? roofs.int8_compute_before
-                                                           : roofs.compute_before;
-  const double compute_after = kind == ComputeRoof::bf16_dot   ? measure_bf16_dot_roof_gflops(pool, kBesideReps)
-                               : kind == ComputeRoof::int8_dot ? measure_int8_dot_roof_gops(pool, kBesideReps)
-                                                               : measure_compute_roof_gflops(pool, kBesideReps);
+  const double memory_beside = 0.5 * (roofs.before.memory + memory_after);
+  roofs.before.memory = memory_after;
+  double& compute_before = roofs.before.*roof->value;
+  const double compute_after = roof->measure(pool, kBesideReps);
   const double compute_beside = 0.5 * (compute_before + compute_after);
   compute_before = compute_after;
   BenchRow r;
@@ -306,15 +306,10 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
   r.moved_bytes = r.weight_bytes + 8.0 * double(T * config.d_model);
   r.path = block.describe();
   const Roofs beside{compute_beside, memory_beside};
-  const double run_compute = kind == ComputeRoof::bf16_dot   ? roofs.start.bf16_dot
-                             : kind == ComputeRoof::int8_dot ? roofs.start.int8_dot
-                                                             : roofs.start.compute;
-  const Roofs run{run_compute, roofs.start.memory};
+  const Roofs run{roofs.start.*roof->value, roofs.start.memory};
   nlohmann::json row = print_bench_row(r, run, config, o.threads, &beside);
   row["block_copies"] = blocks.size();
-  row["compute_roof"] = kind == ComputeRoof::bf16_dot   ? "bf16_dot"
-                        : kind == ComputeRoof::int8_dot ? "int8_dot"
-                                                        : "f32_fma";
+  row["compute_roof"] = roof->name;
   return row;
 }
 
@@ -399,16 +394,13 @@ void run_bench(const BenchOptions& o) {
     return run_bench_across_processes({plan.config, plan.label, plan.token_counts, o.threads, o.reps, o.json_path});
   const MachineDescription machine = describe_machine();
   if (!o.sparsity.empty()) return run_sparsity_bench(o, plan, machine, pool);
-  auto any_rows_on = [&](ComputeRoof kind) {
+  auto any_rows_on = [&](const ComputeRoof& roof) {
     return std::any_of(plan.rows.begin(), plan.rows.end(),
-                       [&](const BenchPlan::Rows& r) { return compute_roof_of(r.types) == kind; });
+                       [&](const BenchPlan::Rows& r) { return &compute_roof_of(r.types) == &roof; });
   };
   RunRoofs roofs;
-  roofs.start = measure_roofs(pool, any_rows_on(ComputeRoof::bf16_dot), any_rows_on(ComputeRoof::int8_dot));
-  roofs.memory_before = roofs.start.memory;
-  roofs.compute_before = roofs.start.compute;
-  roofs.bf16_compute_before = roofs.start.bf16_dot;
-  roofs.int8_compute_before = roofs.start.int8_dot;
+  roofs.start = measure_roofs(pool, any_rows_on(kBf16DotRoof), any_rows_on(kInt8DotRoof));
+  roofs.before = roofs.start;
   print_run_header(plan, o, machine, roofs.start);
   std::fflush(stdout);
   print_bench_header();

@@ -29,14 +29,6 @@ constexpr bool prefetch_into_l1(int64_t T) {
   return !q_format(W).nibbles || T <= 2;
 }
 
-template <bool L1>
-inline void prefetch_share(const std::byte* p, int64_t bytes, int64_t part, int64_t parts) {
-  if constexpr (L1)
-    prefetch_share_to_l1(p, bytes, part, parts);
-  else
-    prefetch_share_to_l2(p, bytes, part, parts);
-}
-
 // MT tokens × 64 rows over blocks [b0, b1); the chains start from C when resume. With
 // prefetch (the first strip of tokens), the blocks kQPanelPrefetchBytes ahead are pulled
 // into L1 (L1) or L2.
