@@ -69,12 +69,15 @@ struct StoredWeights {
 // or act(u_j) of a 2-matrix block) is at most `threshold` in magnitude is skipped: its row of
 // up and its column of down are never read, and h_j is taken as 0. The rest is the dense
 // block's arithmetic, so decode reads the gate's bytes plus (1 − s) of up's and down's at
-// sparsity s. The block then also holds up's rows as stored (gated blocks) and down
-// transposed ([H][D], a row per hidden channel): their bytes once more, beside the panels that prefill
-// keeps using (kernels for f32, f16 and bf16 up and down: a block type's value of a hidden
-// channel sits inside a block along H, so skipping it would save no bytes).
+// sparsity s. The block then also holds up's rows (gated blocks) and down transposed ([H][D],
+// a row per hidden channel) in sparse_rows_type of their types, beside the panels that prefill
+// keeps using: f32, f16 and bf16 as stored, their bytes once more; a block type (q4_K, …)
+// requantised to q8_0 along D — a block type's value of a hidden channel sits inside a
+// block along H in down, so skipping it would save no bytes — 8.5 bits a weight, and values
+// within half a q8_0 step (|w|max of their 32 along D / 254) of the file's.
 //   threshold 0: only exact zeros are skipped (ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse
-//     layers) — y within the dense block's accuracy contract;
+//     layers) — y within the dense block's accuracy contract (block types: that of the q8_0
+//     copies' values);
 //   threshold > 0: CATS (Lee et al. 2024) — channels with |a_j| ≤ threshold dropped, which
 //     changes y: calibrate it (sparsity_threshold) and measure the loss (`ffn compare`).
 // A token's y is the same bits whatever the thread count and whatever other tokens share a
@@ -87,17 +90,26 @@ struct SparseDecode {
   // their kept channels is no longer sparse, and each token's dot products re-read the rows
   // (`ffn bench --sparsity` measures where dense wins: docs/performance.md, "Sparse decode").
   int64_t max_tokens = 1;
-  // A token that keeps more than this share of the channels runs the dense panels (with the
-  // same channels dropped): reading most rows scattered costs more than streaming them all
-  // (docs/performance.md, "Sparse decode"). 1: every token takes the sparse path.
+  // A token whose kept channels' rows (of up and down's transpose) are more bytes than this
+  // share of up's and down's runs the dense panels (with the same channels dropped): reading
+  // most rows scattered costs more than streaming them all (docs/performance.md, "Sparse
+  // decode"). f32, f16 and bf16: the share of channels kept; a q4_K block's q8_0 copies read
+  // 8.5 bits a weight for its 4.5, so it takes the sparse path to about a third of them kept.
+  // 1: every token with at most as many bytes to read as the dense block's takes it.
   double max_kept_share = 0.6;
 };
 
 // The sparse decode a block gets unless asked otherwise (the checkpoint loader's default):
 // exact (threshold 0) where its activation makes exact zeros — relu, relu2 and relu6, gated
 // or not, and Gemma 3n's Gaussian top-k (gate_sparsity > 0) — and up and down are of a type
-// sparse decode reads (f32, f16, bf16); off otherwise.
+// sparse decode reads as stored (f32, f16, bf16); off otherwise — block types included: their
+// q8_0 copies are extra memory and change the values, so a caller asks for them. max_tokens 4
+// for a top-k of at least 0.9 (every token keeps at most a tenth), else 1.
 SparseDecode auto_sparse_decode(const BlockConfig& config, const MatrixTypes& types);
+
+// The type sparse decode holds a matrix stored as `stored` in, as rows of hidden channels:
+// f32, f16 and bf16 themselves, every block type q8_0.
+WeightType sparse_rows_type(WeightType stored);
 
 class InferenceBlock {
  public:
@@ -110,8 +122,9 @@ class InferenceBlock {
                  const SparseDecode& sparse = {});
   // Matrices already stored (a checkpoint's tensors, used as they are): each must have the
   // config's shape and its type's row layout, each bias its length or none; ffn::Error
-  // naming the matrix and the mismatch otherwise. `sparse` enabled: ffn::Error when up or
-  // down is not f32, f16 or bf16, or the threshold is negative or not finite.
+  // naming the matrix and the mismatch otherwise. `sparse` enabled: ffn::Error when the
+  // threshold is negative or not finite, or up or down is a block type and d_model is not a
+  // multiple of 32 (q8_0's block).
   InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool = nullptr,
                  const SparseDecode& sparse = {});
   ~InferenceBlock();

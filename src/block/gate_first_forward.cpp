@@ -194,12 +194,12 @@ void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, Matr
   const MatrixView a = scratch_matrix(Scratch::gate_values, T, H);
   activated_gate(w, x, a, p);
   if (!w.sparse.enabled || T > w.sparse.max_tokens) return dense_rest(w, x, a, y, p);
-  // Each token by its own kept share: sparse at most max_kept_share, dense above.
+  // Each token by its own kept channels: sparse up to Panels::sparse_kept_limit, dense above.
   std::vector<int64_t> sparse_tokens, dense_tokens;
   for (int64_t t = 0; t < T; ++t) {
     int64_t kept_count = 0;
     for (int64_t j = 0; j < H; ++j) kept_count += kept(a.row(t)[j], w.sparse.threshold);
-    (double(kept_count) <= w.sparse.max_kept_share * double(H) ? sparse_tokens : dense_tokens).push_back(t);
+    (kept_count <= w.sparse_kept_limit ? sparse_tokens : dense_tokens).push_back(t);
   }
   if (dense_tokens.empty()) return sparse_rest(w, x, a, y, p);
   if (sparse_tokens.empty()) return dense_rest(w, x, a, y, p);

@@ -99,14 +99,25 @@ void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
                 std::to_string(wanted ? n : 0));
 }
 
+}  // namespace
+
+WeightType sparse_rows_type(WeightType stored) {
+  return stored == WeightType::f32 || stored == WeightType::f16 || stored == WeightType::bf16 ? stored
+                                                                                              : WeightType::q8_0;
+}
+
+namespace {
+
 void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, WeightType down) {
   if (!s.enabled) return;
-  // A 2-matrix block's up values are all computed (they are its gate), through its panels.
+  // A block type's rows are held as q8_0 along D: D must be whole q8_0 blocks (up's rows of a
+  // block type already are; down's transpose has rows of D whatever down's type).
+  const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
   for (auto [name, t] : {std::pair{"up", c.variant.gated ? up : WeightType::f32}, std::pair{"down", down}})
-    if (t != WeightType::f32 && t != WeightType::f16 && t != WeightType::bf16)
-      throw Error(std::string("sparse decode reads ") + name + " one hidden channel at a time, which f32, f16 and bf16 "
-                  "allow; " + name + " is " + std::string(weight_type_name(t)) + ", whose blocks run along the hidden "
-                  "channels (store " + name + " as bf16, or run the block dense)");
+    if (weight_type_info(t).block_elements > 1 && c.d_model % q8_block != 0)
+      throw Error(std::string("sparse decode holds ") + name + " (" + std::string(weight_type_name(t)) +
+                  ") as q8_0 rows of d_model = " + std::to_string(c.d_model) +
+                  " values, which must be whole blocks of 32 (run the block dense)");
   if (!std::isfinite(s.threshold) || s.threshold < 0)
     throw Error("sparse decode threshold " + std::to_string(s.threshold) + ": must be finite and ≥ 0");
   if (s.max_tokens < 1) throw Error("sparse decode max_tokens " + std::to_string(s.max_tokens) + ": must be ≥ 1");
@@ -116,38 +127,87 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
     throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
 }
 
-// Up's rows as they are stored ([H][D]).
-StoredMatrix stored_rows(const RowSource& src, int64_t rows) {
-  StoredMatrix m{src.type, rows, src.cols, {}};
-  m.bytes.resize(static_cast<size_t>(rows * src.row_bytes()));
-  std::vector<std::byte> buf;
-  std::memcpy(m.bytes.data(), src.rows(0, rows, buf), m.bytes.size());
+// Up's rows ([H][D]) in sparse_rows_type: as stored, or a block type's values (exactly
+// widened) requantised to q8_0 along the same row, rows split across the pool.
+StoredMatrix up_rows_of(const RowSource& src, int64_t rows, ThreadPool& pool) {
+  const WeightType type = sparse_rows_type(src.type);
+  StoredMatrix m{type, rows, src.cols, {}};
+  const int64_t out_bytes = m.row_bytes();
+  m.bytes.resize(static_cast<size_t>(rows * out_bytes));
+  pool.run([&](int ith, int nth) {
+    std::vector<std::byte> buf;
+    std::vector<float> values(static_cast<size_t>(src.cols));
+    const auto [r0, r1] = split_range(rows, ith, nth, 64);
+    if (r1 <= r0) return;
+    const std::byte* in = src.rows(r0, r1 - r0, buf);
+    if (type == src.type) {
+      std::memcpy(m.bytes.data() + r0 * out_bytes, in, static_cast<size_t>((r1 - r0) * out_bytes));
+      return;
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      weight_type_traits(src.type).to_f32(in + (r - r0) * src.row_bytes(), values.data(), src.cols);
+      weight_type_traits(type).from_f32(values.data(), m.bytes.data() + r * out_bytes, src.cols);
+    }
+  });
   return m;
 }
 
-// Columns of a chunk of down's transpose: 4 KiB of a row (Panels::down_chunk).
-int64_t down_chunk_columns(WeightType t) { return 4096 / weight_type_info(t).row_bytes(1); }
+// Columns of a chunk of down's transpose (Panels::down_chunk): D cut into as many equal
+// chunks as a row's bytes span 4 KiB (at least one), each a whole number of the type's blocks.
+int64_t down_chunk_columns(WeightType t, int64_t D) {
+  const WeightTypeInfo& info = weight_type_info(t);
+  const int64_t chunks = std::max<int64_t>(1, (info.row_bytes(D) + 4095) / 4096);
+  const int64_t block = info.block_elements;
+  return ((D + chunks - 1) / chunks + block - 1) / block * block;
+}
 
-// Down ([D][H], f32 / f16 / bf16) transposed into Panels::down_rows' column chunks: a bit
-// copy of every value, 64 rows of down at a time across the pool (each writes its own 64
-// columns of every output row).
+// Down ([D][H]) transposed into Panels::down_rows' column chunks in sparse_rows_type: f32 /
+// f16 / bf16 a bit copy of every value; a block type's values (exactly widened; q8_0's too,
+// whose blocks ran along H) requantised to q8_0 along D, 32 output columns a block. 64 rows of down at a time across the pool
+// (each writes its own 64 columns of every output row: whole q8_0 blocks, as chunks are).
 void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool& pool) {
-  const int64_t D = p.config.d_model, H = src.cols, elem = weight_type_info(src.type).row_bytes(1);
-  p.down_chunk = down_chunk_columns(src.type);
-  p.down_rows = StoredMatrix{src.type, H, D, {}};
-  p.down_rows.bytes.resize(static_cast<size_t>(H * D * elem));
+  const int64_t D = p.config.d_model, H = src.cols;
+  const WeightType type = sparse_rows_type(src.type);
+  const WeightTypeInfo& info = weight_type_info(type);
+  // An element type's bytes a value (bit copies), or 0: a block type's blocks run along H.
+  const int64_t elem = type == src.type && info.block_elements == 1 ? info.row_bytes(1) : 0;
+  const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
+  p.down_chunk = down_chunk_columns(type, D);
+  p.down_rows = StoredMatrix{type, H, D, {}};
+  p.down_rows.bytes.resize(static_cast<size_t>(H * info.row_bytes(D)));
   const int64_t blocks = (D + kW - 1) / kW;
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
+    std::vector<float> values, column(static_cast<size_t>(q8_block));
     const auto [b0, b1] = split_range(blocks, ith, nth);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * kW, n = std::min(kW, D - r0), ld = src.row_bytes();
       const std::byte* in = src.rows(r0, n, buf);
-      for (int64_t r = 0; r < n; ++r) {
-        const int64_t d = r0 + r, c = d / p.down_chunk, width = p.down_chunk_width(c);
-        std::byte* out = p.down_rows.bytes.data() + p.down_chunk_offset(c) + (d - c * p.down_chunk) * elem;
-        for (int64_t j = 0; j < H; ++j)
-          std::memcpy(out + j * width * elem, in + r * ld + j * elem, static_cast<size_t>(elem));
+      // The chunk of output column d, and the bytes from a row's start in it to column d.
+      auto place = [&](int64_t d) {
+        const int64_t c = d / p.down_chunk;
+        return std::pair{c, p.down_chunk_offset(c) + info.row_bytes(d - c * p.down_chunk)};
+      };
+      if (elem > 0) {
+        for (int64_t r = 0; r < n; ++r) {
+          const auto [c, offset] = place(r0 + r);
+          const int64_t row_bytes = info.row_bytes(p.down_chunk_width(c));
+          for (int64_t j = 0; j < H; ++j)
+            std::memcpy(p.down_rows.bytes.data() + offset + j * row_bytes, in + r * ld + j * elem,
+                        static_cast<size_t>(elem));
+        }
+        continue;
+      }
+      values.resize(static_cast<size_t>(n * H));
+      for (int64_t r = 0; r < n; ++r) weight_type_traits(src.type).to_f32(in + r * ld, values.data() + r * H, H);
+      for (int64_t d0 = 0; d0 < n; d0 += q8_block) {
+        const auto [c, offset] = place(r0 + d0);
+        const int64_t row_bytes = info.row_bytes(p.down_chunk_width(c));
+        for (int64_t j = 0; j < H; ++j) {
+          for (int64_t i = 0; i < q8_block; ++i) column[size_t(i)] = values[size_t((d0 + i) * H + j)];
+          weight_type_traits(type).from_f32(column.data(), p.down_rows.bytes.data() + offset + j * row_bytes,
+                                            q8_block);
+        }
       }
     }
   });
@@ -171,8 +231,11 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
   }
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
   if (sparse.enabled) {
-    if (gate) p->up_rows = stored_rows(up, H);  // a 2-matrix block's up values are its gate: all computed
+    if (gate) p->up_rows = up_rows_of(up, H, pool);  // a 2-matrix block's up values are its gate: all computed
     transpose_down(down, *p, pool);
+    const double stored = double((gate ? up.row_bytes() * H : 0) + down.row_bytes() * D);
+    const double a_channel = double((gate ? p->up_rows.row_bytes() : 0) + p->down_rows.row_bytes());
+    p->sparse_kept_limit = int64_t(std::floor(sparse.max_kept_share * stored / a_channel));
   }
   return p;
 }

@@ -47,22 +47,27 @@ struct InferenceBlock::Panels {
   Matrix gate_bias;  // [1][H]; empty without bias or gate
   Matrix up_bias;    // [1][H]; empty without bias
   Matrix down_bias;  // [1][D]; empty without bias
-  // Activation-sparse decode (SparseDecode; sparse_decode.cpp), when enabled: up's rows as
-  // stored, [H][D] in up's type, and down transposed, [H][D] in down's type — a hidden
-  // channel's weights contiguous in each, so a skipped channel is bytes never read.
+  // Activation-sparse decode (SparseDecode; gate_first_forward.cpp), when enabled: up's rows,
+  // [H][D], and down transposed, [H][D], each in sparse_rows_type of its stored type (f32,
+  // f16, bf16 as stored; a block type requantised to q8_0 along D) — a hidden channel's
+  // weights contiguous in each, so a skipped channel is bytes never read.
   SparseDecode sparse;
+  // The most channels a token may keep and take the sparse path: their rows' bytes (up's and
+  // down's transpose) at most sparse.max_kept_share of up's and down's stored bytes.
+  int64_t sparse_kept_limit = 0;
   StoredMatrix up_rows;
   // Down transposed in column chunks of down_chunk columns (the last may be narrower): chunk
   // c holds, for every hidden channel j, its values of output columns [c·C, c·C + width) —
-  // [H][width], rows of width values — so that a thread summing one chunk reads a run of at
-  // least 4 KiB per kept channel, and all kept read one chunk's bytes in order.
+  // [H][width], rows of width values — so that a thread summing one chunk reads one run per
+  // kept channel (D cut into as many equal chunks as its row's bytes span 4 KiB, each whole
+  // blocks of the type: runs of 2–4 KiB), and all kept read one chunk's bytes in order.
   StoredMatrix down_rows;
   int64_t down_chunk = 0;
   int64_t down_chunks() const { return (config.d_model + down_chunk - 1) / down_chunk; }
   int64_t down_chunk_width(int64_t c) const { return std::min(down_chunk, config.d_model - c * down_chunk); }
   // Bytes from the start of down_rows to chunk c.
   int64_t down_chunk_offset(int64_t c) const {
-    return c * down_chunk * config.hidden * weight_type_info(down_rows.type).row_bytes(1);
+    return c * config.hidden * weight_type_info(down_rows.type).row_bytes(down_chunk);
   }
   // The forward computes every gate value of a token before any of its up values (the
   // Gaussian top-k needs them all; sparse decode needs them to choose the channels): gate

@@ -2,6 +2,7 @@
 // dense block or a mixture of experts.
 #include <cstdio>
 #include <string>
+#include <tuple>
 #include <variant>
 
 #include "ffn/checkpoint.hpp"
@@ -19,6 +20,24 @@ std::string stored_note(const MatrixTypes& in_file, const MatrixTypes& running, 
 // "Phi-3, Phi-3.5, Phi-4-mini (config.json model_type 'phi3'); " or "".
 std::string family_note(const LayerSource& s) { return s.family.empty() ? "" : s.family + "; "; }
 
+// What sparse decode holds beside the panels, matrix by matrix: "up and down held again as
+// rows", or with a block type "up q4_0 and down q4_0 held again as q8_0 rows along d_model"
+// (down's blocks ran along the hidden channels, so even q8_0's are requantised).
+std::string held_note(const InferenceBlock& b) {
+  const MatrixTypes& t = b.types();
+  const bool gated = b.config().variant.gated;
+  auto requantised = [](WeightType stored) { return weight_type_info(stored).block_elements > 1; };
+  const bool up_copy = gated && sparse_rows_type(t.up) != t.up, down_copy = requantised(t.down);
+  if (!up_copy && !down_copy) return std::string(gated ? "up and down" : "down") + " held again as rows";
+  std::string copies, rows;
+  for (auto [name, type, copy, used] : {std::tuple{"up", t.up, up_copy, gated}, {"down", t.down, down_copy, true}}) {
+    if (!used) continue;
+    std::string& list = copy ? copies : rows;
+    list += std::string(list.empty() ? "" : " and ") + name + " " + std::string(weight_type_name(type));
+  }
+  return copies + " held again as q8_0 rows along d_model" + (rows.empty() ? "" : ", " + rows + " as rows");
+}
+
 // "; sparse decode: exact zeros skipped (up and down held again as rows, +180.4 MB)" or "".
 std::string sparse_note(const InferenceBlock& b) {
   const SparseDecode& sp = b.sparse();
@@ -27,7 +46,7 @@ std::string sparse_note(const InferenceBlock& b) {
   std::snprintf(mb, sizeof mb, "%.1f", double(b.sparse_layout_bytes()) / 1e6);
   return std::string("; sparse decode: ") +
          (sp.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(sp.threshold) + " dropped" : "exact zeros skipped") +
-         " (" + (b.config().variant.gated ? "up and down" : "down") + " held again as rows, +" + mb + " MB)";
+         " (" + held_note(b) + ", +" + mb + " MB)";
 }
 
 std::string describe(const LayerSource& s, const InferenceBlock& b) {

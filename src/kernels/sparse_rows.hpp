@@ -1,13 +1,17 @@
 // The two loops of activation-sparse decode (contracts: kernels.hpp, rows_dot and
 // rows_axpy), written once over a level's vector traits VS (vec_<level>.hpp's store traits:
-// load, load_tail, fmadd, add, store, store_tail, reduce) and its loaders of weights
-// (Elem, load, load_tail: f32 as it is, f16 and bf16 widened exactly in registers).
+// load, load_tail, fmadd, add, store, store_tail, reduce) and a reader of a weight type's
+// rows: ElementRows over a level's loader (f32 as it is, f16 and bf16 widened exactly in
+// registers), Q8Rows over its q8_0 loader (d·q, exact in f32).
 //
 // Both read a listed subset of a matrix's rows, each row stored contiguously (up's rows, and
 // down transposed: a row per hidden channel), so a skipped hidden channel is bytes never
 // read. They read kRows listed rows at once, interleaved a vector of each in turn: scattered
 // rows of a few KB read one after another stream at under half the bandwidth of one long
 // run, while eight at once recover nearly all of it (docs/performance.md, "Sparse decode").
+// A few tokens (up to kTokens) share each vector of weights read and widened, so a row is
+// read once for them, not once a token; each (token, row) keeps its own chain, the same
+// whether its token is alone or beside others.
 #pragma once
 
 #include <algorithm>
@@ -18,8 +22,9 @@
 
 namespace ffn::kernels::sparse_rows {
 
-// Rows read at once.
-inline constexpr int64_t kRows = 8;
+// Rows read at once (the dot product: kRows / tokens, so that its accumulators, tokens ×
+// rows, stay kRows), and tokens at once.
+inline constexpr int64_t kRows = 8, kTokens = 4;
 
 template <class VS>
 struct LoadF32 {
@@ -28,99 +33,185 @@ struct LoadF32 {
   static typename VS::Vec load_tail(const float* p, int64_t count) { return VS::load_tail(p, count); }
 };
 
-// out[t·ldo + i] = Σ_k x[t·ldx + k]·W[rows[i]][k]: per (t, i) one chain of VS::lanes lanes
-// over k in steps of a vector (the tail masked into it), then reduced in VS's fixed order —
-// the same bits for any list, any T and any split of either.
-template <class VS, class Load, int64_t R>
-void dot_rows(int64_t T, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
-              int64_t row_bytes, float* out, int64_t ldo) {
-  using E = typename Load::Elem;
+// A row of an element type: blocks of one vector; the tail (fewer than VS::lanes values) masked.
+template <class VS, class Load>
+struct ElementRows {
   using Vec = typename VS::Vec;
-  constexpr int64_t L = VS::lanes;
-  const E* w[R];
-  for (int64_t r = 0; r < R; ++r) w[r] = reinterpret_cast<const E*>(W + int64_t(rows[r]) * row_bytes);
-  for (int64_t t = 0; t < T; ++t) {
-    const float* xt = x + t * ldx;
-    Vec acc[R];
-    for (int64_t r = 0; r < R; ++r) acc[r] = VS::zero();
-    int64_t k = 0;
-    for (; k + L <= K; k += L) {
-      const Vec xv = VS::load(xt + k);
-      for (int64_t r = 0; r < R; ++r) acc[r] = VS::fmadd(xv, Load::load(w[r] + k), acc[r]);
+  using E = typename Load::Elem;
+  static constexpr int64_t block = VS::lanes;
+  using Block = const E*;
+  static Block open(const std::byte* row, int64_t k) { return reinterpret_cast<const E*>(row) + k; }
+  static Vec load(Block b, int64_t s) { return Load::load(b + s); }
+  static Vec load_tail(const std::byte* row, int64_t k, int64_t count) {
+    return Load::load_tail(reinterpret_cast<const E*>(row) + k, count);
+  }
+};
+
+// A q8_0 row: blocks of 32 values, a binary16 d then 32 int8 q (ggml's block_q8_0), each
+// value d·q — exact in f32 (11 bits of d times 8 of q), so the loops' chains are those of an
+// f32 row of those values. Q8 is the level's loader: scale(block) broadcasts d, load(q, d)
+// widens VS::lanes values times d. Rows are whole blocks: no tail.
+template <class VS, class Q8>
+struct Q8Rows {
+  using Vec = typename VS::Vec;
+  static constexpr int64_t block = 32, block_bytes = 2 + block;
+  struct Block {
+    const int8_t* q;
+    Vec d;
+  };
+  static Block open(const std::byte* row, int64_t k) {
+    const std::byte* b = row + k / block * block_bytes;
+    return {reinterpret_cast<const int8_t*>(b + 2), Q8::scale(b)};
+  }
+  static Vec load(const Block& b, int64_t s) { return Q8::load(b.q + s, b.d); }
+  static Vec load_tail(const std::byte*, int64_t, int64_t) { return VS::zero(); }  // never called
+};
+
+// out[t·ldo + r] = Σ_k x[t·ldx + k]·W[rows[r]][k] for TT tokens and R rows: per (t, r) one
+// chain of VS::lanes lanes over k in steps of a vector (the tail masked into it), then
+// reduced in VS's fixed order — the same bits for any list, any T and any split of either.
+template <class VS, class Rows, int64_t R, int64_t TT>
+void dot_rows(const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W, int64_t row_bytes,
+              float* out, int64_t ldo) {
+  using Vec = typename VS::Vec;
+  constexpr int64_t L = VS::lanes, B = Rows::block;
+  const std::byte* w[R];
+  for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
+  Vec acc[TT][R];
+  for (int64_t t = 0; t < TT; ++t)
+    for (int64_t r = 0; r < R; ++r) acc[t][r] = VS::zero();
+  int64_t k = 0;
+  for (; k + B <= K; k += B) {
+    typename Rows::Block block[R];
+    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], k);
+    for (int64_t s = 0; s < B; s += L) {
+      // A weight vector at a time (the registers: TT·R accumulators, TT inputs, one weight).
+      Vec xv[TT];
+      for (int64_t t = 0; t < TT; ++t) xv[t] = VS::load(x + t * ldx + k + s);
+      for (int64_t r = 0; r < R; ++r) {
+        const Vec wv = Rows::load(block[r], s);
+        for (int64_t t = 0; t < TT; ++t) acc[t][r] = VS::fmadd(xv[t], wv, acc[t][r]);
+      }
     }
-    if (k < K) {
-      const Vec xv = VS::load_tail(xt + k, K - k);
-      for (int64_t r = 0; r < R; ++r) acc[r] = VS::fmadd(xv, Load::load_tail(w[r] + k, K - k), acc[r]);
+  }
+  if (k < K) {
+    Vec xv[TT];
+    for (int64_t t = 0; t < TT; ++t) xv[t] = VS::load_tail(x + t * ldx + k, K - k);
+    for (int64_t r = 0; r < R; ++r) {
+      const Vec wv = Rows::load_tail(w[r], k, K - k);
+      for (int64_t t = 0; t < TT; ++t) acc[t][r] = VS::fmadd(xv[t], wv, acc[t][r]);
     }
-    for (int64_t r = 0; r < R; ++r) out[t * ldo + r] = VS::reduce(acc[r]);
+  }
+  for (int64_t t = 0; t < TT; ++t)
+    for (int64_t r = 0; r < R; ++r) out[t * ldo + r] = VS::reduce(acc[t][r]);
+}
+
+// y[t·ldy + c] ← fma(h[t·ldh + r], W[rows[r]][c], y[t·ldy + c]) for R listed rows in order,
+// c < N, TT tokens: one rounding a step, R rows a pass (y loaded and stored once a pass).
+template <class VS, class Rows, int64_t R, int64_t TT>
+void axpy_rows(const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W, int64_t row_bytes,
+               float* y, int64_t ldy) {
+  using Vec = typename VS::Vec;
+  constexpr int64_t L = VS::lanes, B = Rows::block;
+  const std::byte* w[R];
+  for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
+  Vec hv[TT][R];
+  for (int64_t t = 0; t < TT; ++t)
+    for (int64_t r = 0; r < R; ++r) hv[t][r] = VS::broadcast(h[t * ldh + r]);
+  int64_t c = 0;
+  for (; c + B <= N; c += B) {
+    typename Rows::Block block[R];
+    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], c);
+    for (int64_t s = 0; s < B; s += L) {
+      Vec acc[TT];
+      for (int64_t t = 0; t < TT; ++t) acc[t] = VS::load(y + t * ldy + c + s);
+      for (int64_t r = 0; r < R; ++r) {
+        const Vec wv = Rows::load(block[r], s);
+        for (int64_t t = 0; t < TT; ++t) acc[t] = VS::fmadd(hv[t][r], wv, acc[t]);
+      }
+      for (int64_t t = 0; t < TT; ++t) VS::store(y + t * ldy + c + s, acc[t]);
+    }
+  }
+  if (c < N) {
+    Vec acc[TT];
+    for (int64_t t = 0; t < TT; ++t) acc[t] = VS::load_tail(y + t * ldy + c, N - c);
+    for (int64_t r = 0; r < R; ++r) {
+      const Vec wv = Rows::load_tail(w[r], c, N - c);
+      for (int64_t t = 0; t < TT; ++t) acc[t] = VS::fmadd(hv[t][r], wv, acc[t]);
+    }
+    for (int64_t t = 0; t < TT; ++t) VS::store_tail(y + t * ldy + c, acc[t], N - c);
   }
 }
 
-template <class VS, class Load>
+// TT tokens over the n listed rows, R at a time, then one at a time.
+template <class VS, class Rows, int64_t TT>
+void dot_tokens(int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
+                int64_t row_bytes, float* out, int64_t ldo) {
+  constexpr int64_t R = kRows / TT;
+  int64_t i = 0;
+  for (; i + R <= n; i += R) dot_rows<VS, Rows, R, TT>(rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
+  for (; i < n; ++i) dot_rows<VS, Rows, 1, TT>(rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
+}
+
+template <class VS, class Rows, int64_t TT>
+void axpy_tokens(int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
+                 int64_t row_bytes, float* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + kRows <= n; i += kRows) axpy_rows<VS, Rows, kRows, TT>(rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
+  for (; i < n; ++i) axpy_rows<VS, Rows, 1, TT>(rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
+}
+
+// Tokens kTokens at a time, then 2, then 1 (each call's tokens share its rows' reads).
+template <class Body>
+void in_token_groups(int64_t T, Body body) {
+  static_assert(kTokens == 4);
+  int64_t t = 0;
+  for (; t + 4 <= T; t += 4) body.template operator()<4>(t);
+  if (T - t >= 2) {
+    body.template operator()<2>(t);
+    t += 2;
+  }
+  if (t < T) body.template operator()<1>(t);
+}
+
+template <class VS, class Rows>
 void rows_dot(int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
               int64_t row_bytes, float* out, int64_t ldo) {
-  int64_t i = 0;
-  for (; i + kRows <= n; i += kRows) dot_rows<VS, Load, kRows>(T, rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
-  for (; i < n; ++i) dot_rows<VS, Load, 1>(T, rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
+  in_token_groups(T, [&]<int64_t TT>(int64_t t) {
+    dot_tokens<VS, Rows, TT>(n, rows, K, x + t * ldx, ldx, W, row_bytes, out + t * ldo, ldo);
+  });
 }
 
-// y[t·ldy + c] ← fma(h[t·ldh + i], W[rows[i]][c], y[t·ldy + c]) for listed rows i in order,
-// c < N, t < T: one rounding a step, R rows a pass (y loaded and stored once a pass).
-template <class VS, class Load, int64_t R>
-void axpy_rows(int64_t T, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
-               int64_t row_bytes, float* y, int64_t ldy) {
-  using E = typename Load::Elem;
-  using Vec = typename VS::Vec;
-  constexpr int64_t L = VS::lanes;
-  const E* w[R];
-  for (int64_t r = 0; r < R; ++r) w[r] = reinterpret_cast<const E*>(W + int64_t(rows[r]) * row_bytes);
-  for (int64_t t = 0; t < T; ++t) {
-    Vec hv[R];
-    for (int64_t r = 0; r < R; ++r) hv[r] = VS::broadcast(h[t * ldh + r]);
-    float* yt = y + t * ldy;
-    int64_t c = 0;
-    for (; c + L <= N; c += L) {
-      Vec acc = VS::load(yt + c);
-      for (int64_t r = 0; r < R; ++r) acc = VS::fmadd(hv[r], Load::load(w[r] + c), acc);
-      VS::store(yt + c, acc);
-    }
-    if (c < N) {
-      Vec acc = VS::load_tail(yt + c, N - c);
-      for (int64_t r = 0; r < R; ++r) acc = VS::fmadd(hv[r], Load::load_tail(w[r] + c, N - c), acc);
-      VS::store_tail(yt + c, acc, N - c);
-    }
-  }
-}
-
-template <class VS, class Load>
+template <class VS, class Rows>
 void rows_axpy(int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
                int64_t row_bytes, float* y, int64_t ldy) {
-  int64_t i = 0;
-  for (; i + kRows <= n; i += kRows) axpy_rows<VS, Load, kRows>(T, rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
-  for (; i < n; ++i) axpy_rows<VS, Load, 1>(T, rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
+  in_token_groups(T, [&]<int64_t TT>(int64_t t) {
+    axpy_tokens<VS, Rows, TT>(n, rows, h + t * ldh, ldh, N, W, row_bytes, y + t * ldy, ldy);
+  });
 }
 
-// The kernels.hpp entries of a level: the loops above for the weight's type (f32, f16 or
-// bf16; the caller never passes another).
-template <class VS, class LoadF16, class LoadBf16>
+// The kernels.hpp entries of a level: the loops above for the weight's type (f32, f16, bf16
+// or q8_0; the caller never passes another).
+template <class VS, class LoadF16, class LoadBf16, class Q8>
 struct Entries {
+  template <class Body>
+  static void by_type(WeightType type, Body body) {
+    if (type == WeightType::q8_0)
+      body(Q8Rows<VS, Q8>{});
+    else if (type == WeightType::f16)
+      body(ElementRows<VS, LoadF16>{});
+    else if (type == WeightType::bf16)
+      body(ElementRows<VS, LoadBf16>{});
+    else
+      body(ElementRows<VS, LoadF32<VS>>{});
+  }
   static void dot(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx,
                   const std::byte* W, int64_t row_bytes, float* out, int64_t ldo) {
-    if (type == WeightType::f16)
-      rows_dot<VS, LoadF16>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo);
-    else if (type == WeightType::bf16)
-      rows_dot<VS, LoadBf16>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo);
-    else
-      rows_dot<VS, LoadF32<VS>>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo);
+    by_type(type, [&]<class Rows>(Rows) { rows_dot<VS, Rows>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo); });
   }
   static void axpy(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N,
                    const std::byte* W, int64_t row_bytes, float* y, int64_t ldy) {
-    if (type == WeightType::f16)
-      rows_axpy<VS, LoadF16>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy);
-    else if (type == WeightType::bf16)
-      rows_axpy<VS, LoadBf16>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy);
-    else
-      rows_axpy<VS, LoadF32<VS>>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy);
+    by_type(type, [&]<class Rows>(Rows) { rows_axpy<VS, Rows>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy); });
   }
 };
 

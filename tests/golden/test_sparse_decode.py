@@ -3,13 +3,15 @@
 - a ReGLU block (Hugging Face names, hidden_act relu): the loader turns exact sparse decode on
   by itself, says so, and one token at a time matches torch's ReGLU module within the f32
   bound (bound.py); `--sparse off` too;
-- Gemma 3n's sparse layer one token at a time (the sparse path) and in a batch (the dense
-  path after the gate), against its module restated from transformers (test_gemma3n.py);
+- Gemma 3n's sparse layer one token at a time and four at once (the sparse path) and in a
+  batch of six (the dense path after the gate), against its module restated from transformers (test_gemma3n.py);
 - `ffn forward --calibrate-sparsity S` on a SwiGLU block writes ffn-sparsity.json beside the
   checkpoint with the threshold torch's own activations give (the ⌈S·n⌉-th smallest |silu(g)|),
   and `--sparse calibrated` then equals torch's module with exactly the channels below it
   dropped, within the bound of the block of the kept channels; ffn.load(sparse=threshold)
   agrees bit for bit with the CLI;
+- a Gemma 3n GGUF with q4_0 up and down decodes sparse on q8_0 copies of them, made here
+  independently by the gguf package;
 - bad values refused by name; `ffn bench --sparsity` writes its rows.
 Tolerances: bound.py's rigorous f32 bound (about 2·(d + hidden)·u of the magnitude).
 """
@@ -86,14 +88,18 @@ def test_relu_blocks_decode_sparse_by_themselves(tmp_path, run_ffn, ffn_module):
 def test_gemma3n_sparse_layer_token_by_token_and_batched(tmp_path, run_ffn, ffn_module):
     layers = [layer_weights(seed) for seed in (1, 2)]
     folder = write_checkpoint(tmp_path / "g3n", layers, gemma3n_config())
-    x = torch.randn(4, GD, generator=torch.Generator().manual_seed(9))
+    x = torch.randn(6, GD, generator=torch.Generator().manual_seed(9))
     y_module = module_output(layers[0], 0.95, x)
     _, err = exact_and_bound(layers[0], x, 0.95)
     block = ffn_module.load(str(folder), layer=0)
-    assert block.sparse is not None  # Gemma 3n's sparse layer: on by itself
+    assert block.sparse is not None  # Gemma 3n's sparse layer: on by itself, up to 4 tokens a call
+    assert block.sparse["max_tokens"] == 4
     for t in range(4):
         assert ratio(block(x[t:t + 1].numpy()), y_module[t:t + 1], err[t:t + 1]) <= 1.0
-    assert ratio(block(x.numpy()), y_module, err) <= 1.0
+    sparse_batch = block(x[:4].numpy())
+    assert ratio(sparse_batch, y_module[:4], err[:4]) <= 1.0
+    assert np.array_equal(sparse_batch[1], block(x[1:2].numpy())[0])  # a token's bits alone or beside others
+    assert ratio(block(x.numpy()), y_module, err) <= 1.0  # 6 tokens: the dense path after the gate
     y, out = forward_cli(tmp_path, run_ffn, folder, x[:1].numpy())
     assert "sparse decode: exact zeros skipped" in out and "gate sparsity 0.95" in out
     assert ratio(y, y_module[:1], err[:1]) <= 1.0
@@ -155,8 +161,57 @@ def test_bad_values_are_refused_by_name(tmp_path, run_ffn, ffn_module):
         ffn_module.load(str(folder), sparse=float("nan"))
     with pytest.raises(ffn_module.Error, match="sparse='sometimes'"):
         ffn_module.load(str(folder), sparse="sometimes")
-    r = run_ffn(*common, "--dtype", "q8_0", "--sparse", "exact", check=False)
-    assert r.returncode != 0 and "sparse decode reads up one hidden channel at a time" in r.stderr
+
+
+def test_gemma3n_gguf_with_block_types_decodes_on_q8_0_copies(tmp_path, run_ffn):
+    """A Gemma 3n GGUF whose up and down are q4_0 (the gate f32, so that no quantised
+    activation enters the bound), `--sparse exact`, one token a call: the sparse path reads
+    up and down as q8_0 copies along d_model, requantised from the file's values. The copies
+    are made here by the gguf package (llama.cpp's own quantiser and dequantiser), and y is
+    the module with those values within the f32 bound, and twenty times nearer it than the
+    module of the file's own values is (so the test sees which values ran). `--sparse off`
+    is the module of the file's values within the bound (its activations quantised to q8_0, so
+    not nearer it than that)."""
+    import gguf
+
+    q4, q8 = gguf.GGMLQuantizationType.Q4_0, gguf.GGMLQuantizationType.Q8_0
+    layers = [layer_weights(seed) for seed in (1, 2)]
+    wr = gguf.GGUFWriter(str(tmp_path / "g3n.gguf"), "gemma3n")
+    wr.add_block_count(2)
+    wr.add_embedding_length(GD)
+    wr.add_feed_forward_length([layers[0]["up.weight"].shape[0]] * 2)
+    wr.add_activation_sparsity_scale([1.6448536, float("-inf")])
+    for n, w in enumerate(layers):
+        wr.add_tensor(f"blk.{n}.ffn_gate.weight", w["gate.weight"].numpy())
+        for m in ("up", "down"):
+            wr.add_tensor(f"blk.{n}.ffn_{m}.weight", gguf.quantize(w[m + ".weight"].numpy(), q4), raw_dtype=q4)
+    wr.write_header_to_file()
+    wr.write_kv_data_to_file()
+    wr.write_tensors_to_file()
+    wr.close()
+
+    def requantised(m, qtype):  # rows quantised and read back by gguf
+        return gguf.dequantize(gguf.quantize(np.ascontiguousarray(m, np.float32), qtype), qtype)
+
+    w = layers[0]
+    file_values = {"gate.weight": w["gate.weight"], "up.weight": torch.tensor(requantised(w["up.weight"], q4)),
+                   "down.weight": torch.tensor(requantised(w["down.weight"], q4))}
+    copies = dict(file_values)
+    copies["up.weight"] = torch.tensor(requantised(file_values["up.weight"].numpy(), q8))
+    copies["down.weight"] = torch.tensor(requantised(file_values["down.weight"].numpy().T, q8).T.copy())
+    x = torch.randn(3, GD, generator=torch.Generator().manual_seed(11))
+    y_copies, err = exact_and_bound(copies, x, 0.95)
+    y_file, err_file = exact_and_bound(file_values, x, 0.95)
+    for t in range(3):
+        y, out = forward_cli(tmp_path, run_ffn, tmp_path / "g3n.gguf", x[t:t + 1].numpy(), "--sparse", "exact")
+        assert "up q4_0 and down q4_0 held again as q8_0 rows along d_model" in out, out
+        assert ratio(y, y_copies[t:t + 1], err[t:t + 1]) <= 1.0
+        # The bound is loose here (its cutoff term), so also: y is twenty times nearer the
+        # copies' module than that is to the file's — the copies' values ran.
+        assert np.max(np.abs(y - y_copies[t:t + 1])) < 0.05 * np.max(np.abs(y_copies[t] - y_file[t]))
+    y, out = forward_cli(tmp_path, run_ffn, tmp_path / "g3n.gguf", x[:1].numpy(), "--sparse", "off")
+    assert "sparse decode" not in out
+    assert ratio(y, y_file[:1], err_file[:1]) <= 1.0
 
 
 def test_bench_sparsity_writes_its_rows(tmp_path, run_ffn):

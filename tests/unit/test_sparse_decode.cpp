@@ -15,9 +15,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "core/quant.hpp"
+#include "core/weight_type_table.hpp"
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
@@ -225,6 +227,108 @@ TEST_P(SparseDecodeForward, TokenBitsAreTheSameAloneInABatchAndOnAnyThreads) {
     }
 }
 
+// A copy of a block's weights.
+Block clone(const Block& b) {
+  Block out(b.config());
+  const auto& w = b.weights();
+  auto& o = out.weights();
+  for (auto [dst, src] : {std::pair{&o.gate, &w.gate},
+                          {&o.up, &w.up},
+                          {&o.down, &w.down},
+                          {&o.gate_bias, &w.gate_bias},
+                          {&o.up_bias, &w.up_bias},
+                          {&o.down_bias, &w.down_bias}})
+    *dst = src->clone();
+  return out;
+}
+
+// A block type's up and down are held as q8_0 copies along D (sparse_rows_type; f32, f16
+// and bf16 as they are): the value of each, requantised by ggml's q8_0 quantiser from the
+// file's values, block by block of 32 along D — a row of up, a column of down.
+Block q8_copies(const Block& rounded, const MatrixTypes& types) {
+  Block out = clone(rounded);
+  const auto& w = rounded.weights();
+  auto& o = out.weights();
+  const auto& q8 = weight_type_traits(WeightType::q8_0);
+  std::byte block[34];
+  float values[32];
+  const int64_t D = rounded.config().d_model, H = rounded.config().hidden;
+  for (int64_t j = 0; j < H; ++j)
+    for (int64_t d0 = 0; d0 < D; d0 += 32) {
+      if (rounded.config().variant.gated && sparse_rows_type(types.up) != types.up) {
+        q8.from_f32(w.up.row(j) + d0, block, 32);
+        q8.to_f32(block, o.up.row(j) + d0, 32);
+      }
+      if (weight_type_info(types.down).block_elements == 1) continue;  // q8_0's blocks ran along H: requantised
+      for (int64_t i = 0; i < 32; ++i) values[i] = w.down.row(d0 + i)[j];
+      q8.from_f32(values, block, 32);
+      q8.to_f32(block, values, 32);
+      for (int64_t i = 0; i < 32; ++i) o.down.row(d0 + i)[j] = values[i];
+    }
+  return out;
+}
+
+// Block types: the sparse path reads q8_0 copies of up and down, so a token's y is the block
+// of its kept channels with those copies' values, within that block's f32 contract (the gate
+// f32 here, so that no quantised activation enters: the bound is then the tight one of f32
+// arithmetic, which a copy's wrong block, scale or transpose misses by orders of magnitude);
+// the copies lie within half a q8_0 step of the file's values; and a token's bits are the
+// same alone, in a batch and on one or two threads.
+TEST_P(SparseDecodeForward, BlockTypesRunOnTheirQ8CopiesWithinTheirContract) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool one(1), two(2);
+  const WeightType f32 = WeightType::f32;
+  const MatrixTypes mixes[] = {{f32, WeightType::q8_0, WeightType::q8_0},
+                               {f32, WeightType::q4_K, WeightType::q6_K},
+                               {f32, WeightType::iq4_xs, WeightType::q4_0},
+                               {f32, WeightType::f16, WeightType::q5_K},
+                               {f32, WeightType::q4_0, WeightType::bf16}};
+  for (const MatrixTypes& types : mixes)
+    for (const Variant& v : {Variant{true, Activation::relu}, Variant{true, Activation::swish}}) {
+      const int64_t D = 256, H = 512, T = 3;
+      const Block block = Block::random({v, D, H, true}, 11, &two);
+      Block rounded = clone(block);
+      round_weights_to(rounded, types);
+      const Block copies = q8_copies(rounded, types);
+      const InferenceBlock dense(block, types, &two);
+      const Matrix x = random_matrix(T, D, 26, 2.0f);
+      Matrix a(T, H);
+      dense.hidden_activations(x.view(), a.view(), &two);
+      // SwiGLU: a third of the channels kept; ReGLU: its exact zeros, every token sparse.
+      const float threshold = v.activation == Activation::swish ? sparsity_threshold(a.view(), 0.67) : 0.0f;
+      const InferenceBlock sparse(
+          block, types, &two,
+          SparseDecode{.enabled = true, .threshold = threshold, .max_tokens = 4, .max_kept_share = 1.0});
+      Matrix y(T, D), y1(T, D);
+      sparse.forward(x.view(), y.view(), &two);
+      const std::string what = matrix_types_name(types, true) + " " + variant_name(v);
+      for (int64_t t = 0; t < T; ++t) {
+        const auto kept = kept_channels(a, t, threshold);
+        ASSERT_LT(double(kept.size()), 0.53 * double(H)) << what << ": every token must take the sparse path";
+        EXPECT_LE(restricted_ratio(copies, kept, x, y, t), 1.0) << what << " t=" << t;
+        Matrix xt(1, D), yt(1, D);
+        std::copy(x.row(t), x.row(t) + D, xt.row(0));
+        sparse.forward(xt.view(), yt.view(), &one);
+        for (int64_t k = 0; k < D; ++k) ASSERT_EQ(yt.row(0)[k], y.row(t)[k]) << what << " token " << t << " alone";
+      }
+      sparse.forward(x.view(), y1.view(), &one);
+      EXPECT_TRUE(test::same_bits(y, y1)) << what << " on one thread";
+      // Every copy within half a step of the file's value: the step d = |w|max / 127 of its 32
+      // values, stored as f16 (relative error ≤ 2⁻¹¹, times |q| ≤ 127): d·(1/2 + 127·2⁻¹¹).
+      for (const auto& [copy, file, rows_of_d] : {std::tuple{&copies.weights().up, &rounded.weights().up, false},
+                                                  std::tuple{&copies.weights().down, &rounded.weights().down, true}})
+        for (int64_t j = 0; j < H; ++j)
+          for (int64_t d0 = 0; d0 < D; d0 += 32) {
+            auto at = [&](const Matrix* m, int64_t i) { return rows_of_d ? m->row(d0 + i)[j] : m->row(j)[d0 + i]; };
+            float most = 0;
+            for (int64_t i = 0; i < 32; ++i) most = std::max(most, std::abs(at(file, i)));
+            for (int64_t i = 0; i < 32; ++i)
+              ASSERT_LE(std::abs(at(copy, i) - at(file, i)), most / 127 * (0.5f + 127 * 0x1p-11f) * 1.0001f)
+                  << what << " channel " << j;
+          }
+    }
+}
+
 // hidden_activations of a fused block (gate and up in one panel) is the same as of the
 // gate-first layout: the same kernel chain per gate value.
 TEST_P(SparseDecodeForward, HiddenActivationsAreTheSameFusedOrGateFirst) {
@@ -244,11 +348,17 @@ FFN_INSTANTIATE_FOR_EVERY_ISA(SparseDecodeForward);
 
 TEST(SparseDecode, BadOptionsAreRefusedByName) {
   const Block block = Block::random({{true, Activation::relu}, 64, 96, false}, 9);
-  test::expect_error([&] { InferenceBlock(block, WeightType::q8_0, nullptr, {.enabled = true}); },
-                     {"sparse decode", "up is q8_0"});
+  // A block type's copies are q8_0 rows of d_model values: whole blocks of 32 or refused.
+  const Block narrow = Block::random({{true, Activation::relu}, 48, 64, false}, 9);
   MatrixTypes mixed = MatrixTypes::all(WeightType::bf16);
   mixed.down = WeightType::q8_0;
-  test::expect_error([&] { InferenceBlock(block, mixed, nullptr, {.enabled = true}); }, {"down is q8_0"});
+  test::expect_error([&] { InferenceBlock(narrow, mixed, nullptr, {.enabled = true}); },
+                     {"sparse decode", "down (q8_0)", "d_model = 48", "blocks of 32"});
+  EXPECT_NO_THROW(InferenceBlock(narrow, mixed));  // dense: its rows of 64 are whole blocks
+  const InferenceBlock q8(block, mixed, nullptr, {.enabled = true});
+  EXPECT_EQ(q8.sparse_layout_bytes(), 96 * 64 * 2 + 96 * 2 * 34);  // bf16 up rows, q8_0 down rows
+  EXPECT_EQ(sparse_rows_type(WeightType::q4_K), WeightType::q8_0);
+  EXPECT_EQ(sparse_rows_type(WeightType::f16), WeightType::f16);
   mixed.down = WeightType::bf16;
   mixed.gate = WeightType::q8_0;  // the gate runs through its panels: any type
   EXPECT_NO_THROW(InferenceBlock(block, mixed, nullptr, {.enabled = true}));

@@ -1,5 +1,5 @@
 // The loops of activation-sparse decode (kernels.hpp: rows_dot, rows_axpy) registered on
-// every ISA, for each weight type they read (f32, and f16 / bf16 widened exactly):
+// every ISA, for each weight type they read (f32, f16 / bf16 widened exactly, q8_0's d·q):
 //   rows_dot  against a double-precision sum over a listed subset of rows, within the
 //             summation bound K·u·Σ|x·w| (u = 2⁻²⁴: any order of K f32 products and sums
 //             stays inside it, while one product dropped or doubled, or a wrong row, misses
@@ -12,9 +12,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "core/quant.hpp"
+#include "core/weight_type_table.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
 #include "random_data.hpp"
@@ -29,7 +31,8 @@ class SparseRows : public testing::TestWithParam<Isa> {};
 const test::CheckedOps kDotOps = test::checks_ops({Op::rows_dot});
 const test::CheckedOps kAxpyOps = test::checks_ops({Op::rows_axpy});
 
-// A [rows][cols] matrix stored as `type` (f32, f16 or bf16), rows `row_bytes` apart with
+// A [rows][cols] matrix stored as `type` (f32, f16, bf16, or q8_0 with cols whole blocks),
+// rows `row_bytes` apart with
 // `pad` bytes of garbage after each row (the kernels must read only their K / N values), and
 // the exact f32 values it holds.
 struct StoredRows {
@@ -41,10 +44,18 @@ struct StoredRows {
 
 StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
   const int64_t elem = type == WeightType::f32 ? 4 : 2, pad = 24;
-  StoredRows s{type, rows, cols, cols * elem + pad, {}, {}};
+  StoredRows s{type, rows, cols, weight_type_info(type).row_bytes(cols) + pad, {}, {}};
   s.bytes.assign(size_t(rows * s.row_bytes), std::byte{0x7F});
   s.values.resize(size_t(rows * cols));
   const auto v = test::random_vector(size_t(rows * cols), seed);
+  if (type == WeightType::q8_0) {  // ggml's quantiser, then the values its blocks hold
+    for (int64_t r = 0; r < rows; ++r) {
+      std::byte* row = s.bytes.data() + r * s.row_bytes;
+      weight_type_traits(type).from_f32(v.data() + r * cols, row, cols);
+      weight_type_traits(type).to_f32(row, s.values.data() + r * cols, cols);
+    }
+    return s;
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       std::byte* dst = s.bytes.data() + r * s.row_bytes + c * elem;
@@ -65,12 +76,18 @@ StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t see
   return s;
 }
 
-const WeightType kTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16};
+const WeightType kTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16, WeightType::q8_0};
+
+// The lengths a test runs for a type: q8_0's rows and column cuts are whole blocks of 32.
+std::vector<int64_t> lengths(WeightType type, std::initializer_list<int64_t> element_lengths) {
+  if (type == WeightType::q8_0) return {32, 64, 96, 160, 1024};
+  return element_lengths;
+}
 
 TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
   for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
     for (WeightType type : kTypes)
-      for (int64_t K : {1, 3, 4, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 257, 1000}) {
+      for (int64_t K : lengths(type, {1, 3, 4, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 257, 1000})) {
         const int64_t H = 23, T = 3;
         const StoredRows W = stored_rows(type, H, K, uint32_t(K));
         const auto x = test::random_vector(size_t(T * K), uint32_t(K + 1));
@@ -98,7 +115,7 @@ TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
 TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
   for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
     for (WeightType type : kTypes) {
-      const int64_t H = 9, K = 203, T = 4;
+      const int64_t H = 9, K = type == WeightType::q8_0 ? 224 : 203, T = 7;  // tokens 4 + 2 + 1 at once
       const StoredRows W = stored_rows(type, H, K, 7);
       const auto x = test::random_vector(size_t(T * K), 8);
       const std::vector<int32_t> all = {8, 1, 4, 0, 3};
@@ -114,7 +131,7 @@ TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
     }
 }
 
-// y after the contract's chain, in plain C++.
+// y after the contract's chain, in plain C++ (q8_0's values d·q, exact in f32).
 std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& rows, const std::vector<float>& h,
                               int64_t T, std::vector<float> y, int64_t N) {
   for (int64_t t = 0; t < T; ++t)
@@ -129,8 +146,8 @@ std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& r
 TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
   for (const auto& axpy : test::registered_entries<kernels::RowsAxpy>(GetParam(), kAxpyOps))
     for (WeightType type : kTypes)
-      for (int64_t N : {1, 3, 4, 5, 8, 9, 15, 16, 17, 33, 64, 100, 130}) {
-        const int64_t H = 31, T = 3;
+      for (int64_t N : lengths(type, {1, 3, 4, 5, 8, 9, 15, 16, 17, 33, 64, 100, 130})) {
+        const int64_t H = 31, T = 7;  // tokens 4 + 2 + 1 at once
         const StoredRows W = stored_rows(type, H, N, uint32_t(N + 100));
         // 1 … 11 rows: groups of four and every remainder.
         for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(5), size_t(8), size_t(11)}) {
@@ -145,11 +162,12 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
           for (size_t e = 0; e < y.size(); ++e)
             ASSERT_EQ(y[e], expected[e]) << axpy.name << " " << weight_type_name(type) << " N=" << N << " n=" << n;
           // Any column range gives the same bits: columns [0, c) then [c, N).
-          const int64_t elem = type == WeightType::f32 ? 4 : 2, cut = N / 3;
+          const int64_t block = weight_type_info(type).block_elements, cut = N / 3 / block * block;
+          const int64_t cut_bytes = weight_type_info(type).row_bytes(cut);
           auto pieces = y0;
           axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), cut, W.bytes.data(), W.row_bytes,
                   pieces.data(), N);
-          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N - cut, W.bytes.data() + cut * elem,
+          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N - cut, W.bytes.data() + cut_bytes,
                   W.row_bytes, pieces.data() + cut, N);
           for (size_t e = 0; e < y.size(); ++e) ASSERT_EQ(pieces[e], expected[e]) << axpy.name << " split at " << cut;
         }
@@ -159,7 +177,7 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
 TEST_P(SparseRows, AxpyRowWithZeroValueChangesNoBit) {
   for (const auto& axpy : test::registered_entries<kernels::RowsAxpy>(GetParam(), kAxpyOps))
     for (WeightType type : kTypes) {
-      const int64_t H = 12, N = 37;
+      const int64_t H = 12, N = type == WeightType::q8_0 ? 64 : 37;
       const StoredRows W = stored_rows(type, H, N, 5);
       const std::vector<int32_t> own = {1, 4, 9}, listed = {1, 2, 4, 7, 9};
       const std::vector<float> h_own = {0.5f, -1.25f, 2.0f}, h_listed = {0.5f, 0.0f, -1.25f, 0.0f, 2.0f};

@@ -8,8 +8,9 @@
 //   dropped   the share of (token, channel) pairs the threshold drops on the timed inputs;
 //   read      the share of channels whose rows some token of a call keeps (the union: what
 //             the sparse path reads of up and down);
-//   limit     the bytes sparse decode must read over the dense block's: gate + read·(up +
-//             down) (2-matrix blocks: up + read·down), the time ratio at the memory roof.
+//   limit     the bytes sparse decode must read over the dense block's: gate + read·(its rows
+//             of up and down: as stored, or a block type's q8_0 copies) (2-matrix blocks:
+//             up + read·down's rows), the time ratio at the memory roof.
 #include "bench_sparsity.hpp"
 
 #include <algorithm>
@@ -130,8 +131,10 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       for (size_t i = 0; i < sparse.size(); ++i) {
         const auto [dropped, read] = shares(activations, thresholds[i]);
         const double sparse_ms = median(ms[i + 1]);
+        // Sparse decode's rows of up and down, all channels (read of them is read).
+        const double rows_bytes = double(sparse[i]->sparse_layout_bytes());
         const double limit =
-            c.variant.gated ? (gate + read * (up + down)) / (gate + up + down) : (up + read * down) / (up + down);
+            c.variant.gated ? (gate + read * rows_bytes) / (gate + up + down) : (up + read * rows_bytes) / (up + down);
         std::printf("%-6s %6lld %6s %8s %7s %10s %10s %8s %7s\n", set.dtype.c_str(), static_cast<long long>(T),
                     fixed(b.targets[i], 2).c_str(), fixed(dropped, 3).c_str(), fixed(read, 3).c_str(),
                     fixed(dense_ms, 3).c_str(), fixed(sparse_ms, 3).c_str(), fixed(sparse_ms / dense_ms, 3).c_str(),

@@ -138,12 +138,13 @@ void add_forward_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
   cmd->add_option("--sparse", o->sparse,
-                  "activation-sparse decode of a dense layer (at up to 4 tokens a call, hidden channels whose "
-                  "activated gate is small skip their up row and down column): auto (on, exact, where the "
-                  "activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — and up and down "
-                  "are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json beside the "
-                  "weights), or a threshold on |act(gate)|. A threshold changes the output; up and down are "
-                  "held a second time, as rows")
+                  "activation-sparse decode of a dense layer (one token a call, Gemma 3n's sparse layers up to 4: "
+                  "hidden channels whose activated gate is small skip their up row and down column): auto (on, "
+                  "exact, where the activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — "
+                  "and up and down are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json "
+                  "beside the weights), or a threshold on |act(gate)|. A threshold changes the output; up and down "
+                  "are held a second time, as rows (a block type's as q8_0 rows along d_model, within half a q8_0 "
+                  "step of the file's values: exact and calibrated take them, auto does not)")
       ->capture_default_str();
   cmd->add_option("--calibrate-sparsity", o->calibrate_sparsity,
                   "the share S in [0, 1) of hidden channels to drop: the threshold that drops it on --input's "

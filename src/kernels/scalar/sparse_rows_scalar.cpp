@@ -2,6 +2,7 @@
 // every product through std::fma, so rows_axpy's chain is the same bits as on every vector
 // level (its contract); rows_dot's four chains are four interleaved scalar sums.
 #include <cmath>
+#include <cstring>
 
 #include "core/quant.hpp"
 #include "kernels/scalar/scalar_kernels.hpp"
@@ -31,7 +32,17 @@ struct Load16 {
   static float load_tail(const uint16_t*, int64_t) { return 0.0f; }
 };
 
-using SparseRowsScalar = sparse_rows::Entries<ScalarLane, Load16<f16_to_f32>, Load16<bf16_to_f32>>;
+// q8_0's values, d·q one at a time.
+struct Q8x1 {
+  static float scale(const std::byte* block) {
+    uint16_t d;
+    std::memcpy(&d, block, sizeof d);
+    return f16_to_f32(d);
+  }
+  static float load(const int8_t* q, float d) { return float(*q) * d; }
+};
+
+using SparseRowsScalar = sparse_rows::Entries<ScalarLane, Load16<f16_to_f32>, Load16<bf16_to_f32>, Q8x1>;
 
 }  // namespace
 
