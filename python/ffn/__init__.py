@@ -300,11 +300,13 @@ def load(path, layer=0, variant=None, dtype=None, sparse=None):
     A mixture-of-experts layer (Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2/V3, GLM-4.5, DBRX,
     Granite-MoE, Llama 4, gpt-oss names) loads as a MoeBlock; gpt-oss's Hugging Face release, whose experts are MXFP4 _blocks / _scales,
     runs them as mxfp4 (repacked, not dequantised). The file is opened once.
-    `sparse` (a dense layer's activation-sparse decode: one token a call skips the up rows
-    and down columns of hidden channels whose activated gate is small): None — on, exact,
-    where the activation makes zeros (ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers)
-    and up and down are f32/f16/bf16; "off"; "exact"; or a threshold on |act(gate)|, which
-    changes the output (see sparsity_threshold). It holds up and down a second time."""
+    `sparse` (a dense layer's activation-sparse decode: one token a call — Gemma 3n's sparse
+    layers up to four — skips the up rows and down columns of hidden channels whose activated
+    gate is small): None — on, exact, where the activation makes zeros (ReLU, ReGLU, relu2,
+    relu6, Gemma 3n's sparse layers) and up and down are f32/f16/bf16; "off"; "exact"; or a
+    threshold on |act(gate)|, which changes the output (see sparsity_threshold). It holds up
+    and down a second time — a block type's (q4_K, q8_0, …) as q8_0 copies along d_model,
+    within half a q8_0 step of the file's values, which "exact" or a threshold asks for."""
     core = _core.load(str(path), layer, variant, dtype, sparse)
     return _BLOCK_OF_CORE[type(core)]._wrap(core)
 
