@@ -1,8 +1,8 @@
 // The integer compute roof on Arm's dotprod (kernels.hpp, int8_dot_roof): 24 chains of
 // SDOT on q registers, the dotprod integer kernels' instruction, 4 byte products a 32-bit
-// lane (int8_dot_roof.hpp). The i8mm and bf16 levels keep it: their K-quant kernels are
-// dotprod's, and i8mm's SMMLA (8 products a lane) in the q8_0/q4_0 tiles of several tokens
-// could read above it — its own loop is not written yet.
+// lane (int8_dot_roof.hpp). The i8mm and bf16 levels keep it: their integer kernels are
+// dotprod's, but for i8mm's q8_0 one-token tile, whose USDOT does SDOT's 4 products a lane
+// (i8mm_kernels.hpp: no kernel uses (U)SMMLA's 8, so no row can read above this roof).
 // Compiled with the dotprod level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <arm_neon.h>
 
