@@ -2,7 +2,7 @@
 // rows_axpy), written once over a level's vector traits VS (vec_<level>.hpp's store traits:
 // load, load_tail, fmadd, add, store, store_tail, reduce) and a reader of a weight type's
 // rows: ElementRows over a level's loader (f32 as it is, f16 and bf16 widened exactly in
-// registers), Q8Rows over its q8_0 loader (d·q, exact in f32).
+// registers), Q8_0Rows over its q8_0 loader (d·q, exact in f32).
 //
 // Both read a listed subset of a matrix's rows, each row stored contiguously (up's rows, and
 // down transposed: a row per hidden channel), so a skipped hidden channel is bytes never
@@ -52,7 +52,7 @@ struct ElementRows {
 // f32 row of those values. Q8 is the level's loader: scale(block) broadcasts d, load(q, d)
 // widens VS::lanes values times d. Rows are whole blocks: no tail.
 template <class VS, class Q8>
-struct Q8Rows {
+struct Q8_0Rows {
   using Vec = typename VS::Vec;
   static constexpr int64_t block = 32, block_bytes = 2 + block;
   struct Block {
@@ -197,7 +197,7 @@ struct Entries {
   template <class Body>
   static void by_type(WeightType type, Body body) {
     if (type == WeightType::q8_0)
-      body(Q8Rows<VS, Q8>{});
+      body(Q8_0Rows<VS, Q8>{});
     else if (type == WeightType::f16)
       body(ElementRows<VS, LoadF16>{});
     else if (type == WeightType::bf16)

@@ -18,7 +18,7 @@ void f16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A
 void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
                                     int64_t ldc);
 extern const PanelGemmSet qblock_panel_gemm_avx2_1x64;
-extern const PanelGemmSet qsub_panel_gemm_avx2_1x64;
+extern const PanelGemmSet qsub_panel_gemm_avx2_1x64_2x32;
 float f32_fma_roof_avx2(int64_t iterations);
 float int8_dot_roof_avx2(int64_t iterations);
 float stream_read_avx2(const float* p, int64_t floats, int pattern);

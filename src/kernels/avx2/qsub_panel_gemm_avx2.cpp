@@ -1,5 +1,7 @@
 // AVX2 product with a qsub panel packed at load (layout, integers and arithmetic in
-// qsub_panels.hpp), 1×64 tile: one token × 8 ymm of 8 rows, super-block after super-block.
+// qsub_panels.hpp), super-block after super-block, in tiles of 1×64 (one token × 8 ymm of 8
+// rows) and 2×32 (two tokens × 4 ymm: each vector of weights unpacked once for both, which
+// at 2–8 tokens is most of the work: the nibbles, high bits and codebook lookups below).
 // A group's 4 values of 8 rows are one vector: vpmaddubsw multiplies the unsigned values by
 // the signed activation bytes into pairs of int16 (at most 2·63·127 < 2¹⁵: no saturation
 // for any K-quant), and vpmaddwd against the sub-block's scales (each row's scale in both
@@ -34,16 +36,19 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
   return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
 }
 
-// One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when
-// resume; with prefetch (the first token) the panel kQPanelPrefetchBytes ahead is pulled
-// into L2.
-template <WeightType W>
-void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
+// TT tokens × V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1) over super-blocks [b0, b1):
+// each vector of weights unpacked once for the TT tokens. Chains start from C when resume;
+// with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2.
+template <WeightType W, int TT, int V>
+void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
+          int64_t ldc) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
-  __m256 acc[8];
-  for (int v = 0; v < 8; ++v) acc[v] = resume ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
+  __m256 acc[TT][V];
+  for (int t = 0; t < TT; ++t)
+    for (int v = 0; v < V; ++v)
+      acc[t][v] = resume ? _mm256_loadu_ps(C + t * ldc + 8 * (v0 + v)) : _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   // Codebooks whose biased codes q + max|q| keep vpmaddubsw's pairs below 2¹⁵ are looked up
   // biased (no vpsignb), the bias subtracted with the offset.
@@ -60,29 +65,42 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
   constexpr bool add_halves = 4 * (f.max_abs_q() + bias) * 127 < 32768;
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
-    const int8_t* x = A.codes + b * f.block;
-    const int16_t* bs = A.sums + b * (f.block / 16);
-    auto x_group = [&](int i) {
+    const int8_t* x[TT];
+    const int16_t* bs[TT];
+    for (int t = 0; t < TT; ++t) {
+      x[t] = A[t].codes + b * f.block;
+      bs[t] = A[t].sums + b * (f.block / 16);
+    }
+    auto x_group = [&](int t, int i) {
       int32_t bytes;
-      __builtin_memcpy(&bytes, x + i, 4);
+      __builtin_memcpy(&bytes, x[t] + i, 4);
       return _mm256_set1_epi32(bytes);
     };
-    __m256i I[8];
-    for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
+    __m256i I[TT][V];
+    for (int t = 0; t < TT; ++t)
+      for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
-        return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
+        return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * (v0 + v)));
       };
-      __m256i scale[8];
-      for (int v = 0; v < 8; ++v)
-        scale[v] = unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * v);
+      __m256i scale[V];
+      for (int v = 0; v < V; ++v)
+        scale[v] = unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * (v0 + v));
+      // I[t][v] += the pairs of lo and hi (int16, each a pair of products) by the scales.
+      auto add_pairs = [&](int t, int v, __m256i lo, __m256i hi) {
+        if constexpr (add_halves)
+          I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
+        else
+          I[t][v] = _mm256_add_epi32(
+              I[t][v], _mm256_add_epi32(_mm256_madd_epi16(lo, scale[v]), _mm256_madd_epi16(hi, scale[v])));
+      };
       if constexpr (f.nibbles) {
         constexpr int pairs = f.sub / 8;
         auto high_vec = [&](int v) {
-          return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * v));
+          return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));
         };
         // Group g's high bits moved to bits 4 … of each byte.
         auto high_of = [&](__m256i h, int g) {
@@ -91,8 +109,12 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
           return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
         };
         for (int g = 0; g < pairs; ++g) {
-          const __m256i x_lo = x_group(u * f.sub + 4 * g), x_hi = x_group(u * f.sub + 4 * (g + pairs));
-          for (int v = 0; v < 8; ++v) {
+          __m256i x_lo[TT], x_hi[TT];
+          for (int t = 0; t < TT; ++t) {
+            x_lo[t] = x_group(t, u * f.sub + 4 * g);
+            x_hi[t] = x_group(t, u * f.sub + 4 * (g + pairs));
+          }
+          for (int v = 0; v < V; ++v) {
             const __m256i raw = w_vec(g, v);
             __m256i lo_w = _mm256_and_si256(raw, nibble), hi_w = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
             if constexpr (f.high_bits != 0) {
@@ -100,60 +122,83 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
               lo_w = _mm256_or_si256(lo_w, high_of(h, g));
               hi_w = _mm256_or_si256(hi_w, high_of(h, g + pairs));
             }
-            __m256i lo, hi;
             if constexpr (biased) {
-              lo = _mm256_maddubs_epi16(_mm256_shuffle_epi8(codebook, lo_w), x_lo);
-              hi = _mm256_maddubs_epi16(_mm256_shuffle_epi8(codebook, hi_w), x_hi);
+              const __m256i lo_q = _mm256_shuffle_epi8(codebook, lo_w), hi_q = _mm256_shuffle_epi8(codebook, hi_w);
+              for (int t = 0; t < TT; ++t)
+                add_pairs(t, v, _mm256_maddubs_epi16(lo_q, x_lo[t]), _mm256_maddubs_epi16(hi_q, x_hi[t]));
             } else if constexpr (f.has_codebook()) {
               const __m256i lo_q = _mm256_shuffle_epi8(codebook, lo_w), hi_q = _mm256_shuffle_epi8(codebook, hi_w);
-              lo = _mm256_maddubs_epi16(_mm256_abs_epi8(lo_q), _mm256_sign_epi8(x_lo, lo_q));
-              hi = _mm256_maddubs_epi16(_mm256_abs_epi8(hi_q), _mm256_sign_epi8(x_hi, hi_q));
+              const __m256i lo_abs = _mm256_abs_epi8(lo_q), hi_abs = _mm256_abs_epi8(hi_q);
+              for (int t = 0; t < TT; ++t)
+                add_pairs(t, v, _mm256_maddubs_epi16(lo_abs, _mm256_sign_epi8(x_lo[t], lo_q)),
+                          _mm256_maddubs_epi16(hi_abs, _mm256_sign_epi8(x_hi[t], hi_q)));
             } else {
-              lo = _mm256_maddubs_epi16(lo_w, x_lo);
-              hi = _mm256_maddubs_epi16(hi_w, x_hi);
+              for (int t = 0; t < TT; ++t)
+                add_pairs(t, v, _mm256_maddubs_epi16(lo_w, x_lo[t]), _mm256_maddubs_epi16(hi_w, x_hi[t]));
             }
-            if constexpr (add_halves)
-              I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
-            else
-              I[v] = _mm256_add_epi32(
-                  I[v], _mm256_add_epi32(_mm256_madd_epi16(lo, scale[v]), _mm256_madd_epi16(hi, scale[v])));
           }
         }
       } else {
         for (int g = 0; g < f.sub / 4; ++g) {
-          const __m256i xg = x_group(u * f.sub + 4 * g);
-          for (int v = 0; v < 8; ++v)
-            I[v] = _mm256_add_epi32(I[v], _mm256_madd_epi16(_mm256_maddubs_epi16(w_vec(g, v), xg), scale[v]));
+          __m256i xg[TT];
+          for (int t = 0; t < TT; ++t) xg[t] = x_group(t, u * f.sub + 4 * g);
+          for (int v = 0; v < V; ++v) {
+            const __m256i w = w_vec(g, v);
+            for (int t = 0; t < TT; ++t)
+              I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(_mm256_maddubs_epi16(w, xg[t]), scale[v]));
+          }
         }
       }
     }
-    if constexpr (offset != 0 && unit_scale) {
-      const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs, f.sub, 0));  // I −= offset·B_0
-      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], Z);
-    } else if constexpr (offset != 0) {
-      // I −= offset·Σ_u sc_u·B_u.
-      __m256i Z[8];
-      for (int v = 0; v < 8; ++v) Z[v] = _mm256_setzero_si256();
-      for (int u = 0; u < f.subs(); ++u) {
-        const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
-        for (int v = 0; v < 8; ++v) {
-          Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(i8x8(blk + L.sc + u * 64 + 8 * v), B));
+    for (int t = 0; t < TT; ++t) {
+      if constexpr (offset != 0 && unit_scale) {
+        const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs[t], f.sub, 0));  // I −= offset·B_0
+        for (int v = 0; v < V; ++v) I[t][v] = _mm256_sub_epi32(I[t][v], Z);
+      } else if constexpr (offset != 0) {
+        // I −= offset·Σ_u sc_u·B_u.
+        __m256i Z[V];
+        for (int v = 0; v < V; ++v) Z[v] = _mm256_setzero_si256();
+        for (int u = 0; u < f.subs(); ++u) {
+          const __m256i B = _mm256_set1_epi32(qsub_sum(bs[t], f.sub, u));
+          for (int v = 0; v < V; ++v)
+            Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(i8x8(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
         }
+        for (int v = 0; v < V; ++v)
+          I[t][v] = _mm256_sub_epi32(I[t][v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
       }
-      for (int v = 0; v < 8; ++v) I[v] = _mm256_sub_epi32(I[v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
+      accumulate_block<W, V>(I[t], blk, bs[t], A[t].scales[b], acc[t], v0);
     }
-    accumulate_block<W>(I, blk, bs, A.scales[b], acc);
   }
-  for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
+  for (int t = 0; t < TT; ++t)
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + t * ldc + 8 * (v0 + v), acc[t][v]);
 }
 
+// C[t][0..63] for every token t < T (the qsub contract), K in blocks of avx2_qsub::kKValues so
+// that each pass re-reads the panel block from L2: tokens two at a time as 2 × 32-row tiles
+// (the weights unpacked once for both: 8 int32 and 8 f32 accumulators, as one token's 1×64
+// has), a last odd token by the 1×64 tile. Every tile computes a (token, row) by the same
+// integer sums and float chain, so the pairing changes no bit.
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  avx2_qsub::panel<W>(T, K, A, P, C, ldc, [](const auto&... args) { tile<W>(args...); });
+  constexpr int64_t block = q_format(W).block;
+  const int64_t blocks = K / block;
+  auto row = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
+  // K = 0 still visits one (empty) range, so that C is written (zeros).
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += avx2_qsub::kKValues / block) {
+    const int64_t b1 = std::min(blocks, b0 + avx2_qsub::kKValues / block);
+    int64_t t = 0;
+    for (; t + 2 <= T; t += 2) {
+      const Q8Rows two[2] = {row(t), row(t + 1)};
+      for (int v0 : {0, 4}) tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
+    }
+    if (t < T) {
+      const Q8Rows one = row(t);
+      tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    }
+  }
 }
-
 }  // namespace
 
-FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_1x64, panel);
+FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_1x64_2x32, panel);
 
 }  // namespace ffn::kernels

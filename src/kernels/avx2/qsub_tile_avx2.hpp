@@ -40,26 +40,28 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
   }
 }
 
-// One block's terms added to the chains of rows 0 … 63: acc ← fma(float(I), d·d_x, acc), then
-// for the types with mins acc ← fma(float(M), −(dmin·d_x), acc), M = Σ_u m_u·B_u (bs: the
-// block's sums of 16).
-template <WeightType W>
-inline void accumulate_block(const __m256i I[8], const uint8_t* blk, const int16_t* bs, float d_x, __m256 acc[8]) {
+// One block's terms added to the chains of V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1):
+// acc ← fma(float(I), d·d_x, acc), then for the types with mins acc ← fma(float(M),
+// −(dmin·d_x), acc), M = Σ_u m_u·B_u (bs: the block's sums of 16).
+template <WeightType W, int V = 8>
+inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16_t* bs, float d_x, __m256 acc[V],
+                             int v0 = 0) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   const __m256 dx = _mm256_set1_ps(d_x);
-  for (int v = 0; v < 8; ++v)
-    acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v), dx), acc[v]);
+  for (int v = 0; v < V; ++v)
+    acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v0 + v), dx), acc[v]);
   if constexpr (f.has_min) {
-    __m256i M[8];
-    for (int v = 0; v < 8; ++v) M[v] = _mm256_setzero_si256();
+    __m256i M[V];
+    for (int v = 0; v < V; ++v) M[v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
       const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
-      for (int v = 0; v < 8; ++v)
-        M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * v), B));
+      for (int v = 0; v < V; ++v)
+        M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * (v0 + v)), B));
     }
-    for (int v = 0; v < 8; ++v) {
-      const __m256 dmin = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * v)));
+    for (int v = 0; v < V; ++v) {
+      const __m256 dmin =
+          _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * (v0 + v))));
       acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
     }
   }

@@ -38,7 +38,7 @@ KernelTable avx2_entries() {
   add_panel_kernel(t, WeightType::bf16, bf16_panel_gemm_avx2_2x64_6x16, "bf16_panel_gemm_avx2_2x64_6x16",
                    WeightType::f32, "widened exactly in registers, f32 FMA");
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx2_1x64);
-  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_1x64);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_1x64_2x32);
   return t;
 }
 
