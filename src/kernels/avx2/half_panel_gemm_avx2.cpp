@@ -28,16 +28,21 @@ struct PairedBf16Panel {
 // (rows k and k + 1 of 8 columns) read once and widened twice — row k by a shift, row k + 1
 // by a mask — where PairedBf16Panel reads it at k and again at k + 1. Every element is the
 // same chain acc ← fma(A[t][k], P[k][j], acc) over k in order, so the bits are the 2×64
-// tile's. Used only for token blocks that stream the panel (pf carries no share then).
+// tile's. Strips of several in a token block (more than 2 tokens) share out the next K
+// block's lines to prefetch (pf), as panel_tile does, a pair of rows at a time.
 // Measured against the 2×64 tile through PairedBf16Panel in docs/performance.md (AVX2).
 template <int R, bool Resume>
-void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc) {
+void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc,
+                    PrefetchShare pf) {
+  int64_t issued = 0;
   __m256 acc[R][8];
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < 8; ++v) acc[i][v] = Resume ? _mm256_loadu_ps(C + i * ldc + 8 * v) : _mm256_setzero_ps();
   const __m256i high = _mm256_set1_epi32(int32_t(0xFFFF0000u));
   int64_t k = 0;
   for (; k + 2 <= kc; k += 2) {
+    for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
+      __builtin_prefetch(pf.first + 64 * issued, 0, 2);
     const uint16_t* pair = P + bf16_panel_index(k, 0);
     __m256 a0[R], a1[R];
     for (int i = 0; i < R; ++i) {
@@ -66,12 +71,19 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
     for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + i * ldc + 8 * v, acc[i][v]);
 }
 
+// bf16 takes the pair tile, in strips of two tokens, up to this many tokens: alternated in
+// one process on 7B's up matrix (Zen 4, 2 threads) against the 6×16 tile it was 1.28× at
+// T = 4, 1.12× at 6, 1.23× at 8, 1.21× at 16 and level from 64 (docs/performance.md, "The
+// kernels' constants").
+constexpr int64_t kBf16PairTileMaxTokens = 16;
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
 // out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
 // each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
-// tokens, bf16 up to 2 (as bf16_pair_tile, which widens both rows of a pair load) — and
+// tokens, bf16 up to kBf16PairTileMaxTokens in strips of two (as bf16_pair_tile, which
+// widens both rows of a pair load) — and
 // the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning
 // (docs/performance.md, "The kernels' constants"). Either tile gives every element the same
 // bits.
@@ -88,11 +100,11 @@ void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& 
                                     int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   const int64_t lda = A.f32_stride();
-  if (T <= 2)
+  if (T <= kBf16PairTileMaxTokens)
     panel_gemm_blocked<2, 2, StreamAhead{}>(
         T, K, A.f32(), lda, P, C, ldc,
-        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare) {
-          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc);
+        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
+          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
         });
   else
     f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A.f32(), lda, P, C, ldc);
