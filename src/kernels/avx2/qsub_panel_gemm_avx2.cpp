@@ -47,8 +47,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
   __m256 acc[TT][V];
   for (int t = 0; t < TT; ++t)
-    for (int v = 0; v < V; ++v)
-      acc[t][v] = resume ? _mm256_loadu_ps(C + t * ldc + 8 * (v0 + v)) : _mm256_setzero_ps();
+    for (int v = 0; v < V; ++v) acc[t][v] = resume ? _mm256_loadu_ps(C + t * ldc + 8 * (v0 + v)) : _mm256_setzero_ps();
   const __m256i nibble = _mm256_set1_epi8(0x0F);
   // Codebooks whose biased codes q + max|q| keep vpmaddubsw's pairs below 2¹⁵ are looked up
   // biased (no vpsignb), the bias subtracted with the offset.
