@@ -163,8 +163,9 @@ int64_t down_chunk_columns(WeightType t, int64_t D) {
 
 // Down ([D][H]) transposed into Panels::down_rows' column chunks in sparse_rows_type: f32 /
 // f16 / bf16 a bit copy of every value; a block type's values (exactly widened; q8_0's too,
-// whose blocks ran along H) requantised to q8_0 along D, 32 output columns a block. 64 rows of down at a time across the pool
-// (each writes its own 64 columns of every output row: whole q8_0 blocks, as chunks are).
+// whose blocks ran along H) requantised to q8_0 along D, 32 output columns a block. 64 rows
+// of down at a time across the pool (each writes its own 64 columns of every output row:
+// whole q8_0 blocks, as chunks are).
 void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool& pool) {
   const int64_t D = p.config.d_model, H = src.cols;
   const WeightType type = sparse_rows_type(src.type);

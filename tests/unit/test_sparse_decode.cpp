@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <tuple>
 #include <vector>
 
 #include "core/quant.hpp"
@@ -315,11 +314,18 @@ TEST_P(SparseDecodeForward, BlockTypesRunOnTheirQ8CopiesWithinTheirContract) {
       EXPECT_TRUE(test::same_bits(y, y1)) << what << " on one thread";
       // Every copy within half a step of the file's value: the step d = |w|max / 127 of its 32
       // values, stored as f16 (relative error ≤ 2⁻¹¹, times |q| ≤ 127): d·(1/2 + 127·2⁻¹¹).
-      for (const auto& [copy, file, rows_of_d] : {std::tuple{&copies.weights().up, &rounded.weights().up, false},
-                                                  std::tuple{&copies.weights().down, &rounded.weights().down, true}})
+      struct Pair {
+        const Matrix *copy, *file;
+        bool rows_of_d;  // down: D rows, a channel's values down a column
+      };
+      for (const Pair& pair : {Pair{&copies.weights().up, &rounded.weights().up, false},
+                               Pair{&copies.weights().down, &rounded.weights().down, true}})
         for (int64_t j = 0; j < H; ++j)
           for (int64_t d0 = 0; d0 < D; d0 += 32) {
-            auto at = [&](const Matrix* m, int64_t i) { return rows_of_d ? m->row(d0 + i)[j] : m->row(j)[d0 + i]; };
+            auto at = [&](const Matrix* m, int64_t i) {
+              return pair.rows_of_d ? m->row(d0 + i)[j] : m->row(j)[d0 + i];
+            };
+            const Matrix *copy = pair.copy, *file = pair.file;
             float most = 0;
             for (int64_t i = 0; i < 32; ++i) most = std::max(most, std::abs(at(file, i)));
             for (int64_t i = 0; i < 32; ++i)

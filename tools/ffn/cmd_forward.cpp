@@ -138,8 +138,8 @@ void add_forward_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
   cmd->add_option("--sparse", o->sparse,
-                  "activation-sparse decode of a dense layer (one token a call, Gemma 3n's sparse layers up to 4: "
-                  "hidden channels whose activated gate is small skip their up row and down column): auto (on, "
+                  "activation-sparse decode of a dense layer (one token a call — auto: Gemma 3n's sparse layers up to "
+                  "4 — hidden channels whose activated gate is small skip their up row and down column): auto (on, "
                   "exact, where the activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — "
                   "and up and down are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json "
                   "beside the weights), or a threshold on |act(gate)|. A threshold changes the output; up and down "
