@@ -172,30 +172,26 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + t * ldc + 8 * (v0 + v), acc[t][v]);
 }
 
-// C[t][0..63] for every token t < T (the qsub contract), K in blocks of avx2_qsub::kKValues so
-// that each pass re-reads the panel block from L2: tokens two at a time as 2 × 32-row tiles
+// C[t][0..63] for every token t < T (the qsub contract), K block by K block
+// (avx2_qsub::panel_in_k_blocks): tokens two at a time as 2 × 32-row tiles
 // (the weights unpacked once for both: 8 int32 and 8 f32 accumulators, as one token's 1×64
 // has), a last odd token by the 1×64 tile. Every tile computes a (token, row) by the same
 // integer sums and float chain, so the pairing changes no bit.
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  constexpr int64_t block = q_format(W).block;
-  const int64_t blocks = K / block;
-  auto row = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
-  // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += avx2_qsub::kKValues / block) {
-    const int64_t b1 = std::min(blocks, b0 + avx2_qsub::kKValues / block);
+  avx2_qsub::panel_in_k_blocks<W>(K, A, [&](const auto& rows, int64_t b0, int64_t b1) {
     int64_t t = 0;
     for (; t + 2 <= T; t += 2) {
-      const Q8Rows two[2] = {row(t), row(t + 1)};
+      const Q8Rows two[2] = {rows(t), rows(t + 1)};
       for (int v0 : {0, 4}) tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
     }
     if (t < T) {
-      const Q8Rows one = row(t);
+      const Q8Rows one = rows(t);
       tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
     }
-  }
+  });
 }
+
 }  // namespace
 
 FFN_PANEL_KERNEL_SET(qsub, panel_gemm_avx2_1x64_2x32, panel);

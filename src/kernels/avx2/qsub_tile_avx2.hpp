@@ -1,5 +1,5 @@
 // What the two 256-bit qsub panel kernels share (avx2/qsub_panel_gemm_avx2.cpp, vpmaddubsw;
-// avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the 1×64 tile's panel driver,
+// avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the panel driver over K blocks,
 // the widening of 8 rows' block scales d, and the float terms of a block. The two differ only in how a
 // block's exact integer sums I are formed; the float arithmetic after them is the contract's
 // (qsub_panels.hpp), so both agree with the scalar reference bit for bit.
@@ -67,21 +67,18 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
   }
 }
 
-// C[t][0..63] for every token t < T (the qsub contract), K in blocks of kKValues so that a
-// token's pass re-reads the panel block from L2: tile(row, P, b0, b1, resume, prefetch, C)
-// is one token × the panel's 64 rows over blocks [b0, b1), the first token prefetching.
-template <WeightType W, class Tile>
-inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc, Tile tile) {
+// The panel driver: C[t][0..63] for every token (the qsub contract), K in blocks of kKValues
+// so that each pass over the tokens re-reads the panel block from L2. pass(rows, b0, b1)
+// runs every token over super-blocks [b0, b1), rows(t) being token t's q8_K rows; the chains
+// resume from C after the first block (b0 > 0).
+template <WeightType W, class Pass>
+inline void panel_in_k_blocks(int64_t K, const ActivationRows& A, Pass pass) {
   constexpr int64_t block = q_format(W).block;
   const int64_t blocks = K / block;
+  auto rows = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
   // K = 0 still visits one (empty) range, so that C is written (zeros).
-  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block) {
-    const int64_t b1 = std::min(blocks, b0 + kKValues / block);
-    for (int64_t t = 0; t < T; ++t) {
-      const Q8Rows row{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
-      tile(row, P, b0, b1, b0 > 0, t == 0, C + t * ldc);
-    }
-  }
+  for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block)
+    pass(rows, b0, std::min(blocks, b0 + kKValues / block));
 }
 
 }  // namespace ffn::kernels::avx2_qsub

@@ -107,7 +107,10 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  avx2_qsub::panel<W>(T, K, A, P, C, ldc, [](const auto&... args) { tile<W>(args...); });
+  // One token × the panel's 64 rows at a time, the first token prefetching.
+  avx2_qsub::panel_in_k_blocks<W>(K, A, [&](const auto& rows, int64_t b0, int64_t b1) {
+    for (int64_t t = 0; t < T; ++t) tile<W>(rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+  });
 }
 
 }  // namespace
