@@ -35,6 +35,7 @@
 
 #include "block/reference.hpp"
 #include "block/reference_math.hpp"
+#include "block_copies.hpp"
 #include "expect_error.hpp"
 #include "ffn/block.hpp"
 #include "ffn/error.hpp"
@@ -181,27 +182,11 @@ double bf16_operand_rounding(Isa isa, const MatrixTypes& t) {
   return bf16_dot && any_bf16 ? 0x1p-8 : 0.0;
 }
 
-// A copy of `block` with its weights rounded to the values `types` store.
-Block rounded_copy(const Block& block, const MatrixTypes& types) {
-  Block out(block.config());
-  const auto& w = block.weights();
-  auto& o = out.weights();
-  for (auto [dst, src] : {std::pair{&o.gate, &w.gate},
-                          {&o.up, &w.up},
-                          {&o.down, &w.down},
-                          {&o.gate_bias, &w.gate_bias},
-                          {&o.up_bias, &w.up_bias},
-                          {&o.down_bias, &w.down_bias}})
-    *dst = src->clone();
-  round_weights_to(out, types);
-  return out;
-}
-
 // y of `types` against the reference of the rounded weights, within the contract.
 void expect_within_contract(const Block& f32, const MatrixTypes& types, const Matrix& x, ThreadPool& pool,
                             const std::string& what) {
   const InferenceBlock fast(f32, types, &pool);
-  const Block rounded = rounded_copy(f32, types);
+  const Block rounded = test::rounded_copy(f32, types);
   Matrix y(x.rows(), x.cols());
   fast.forward(x.view(), y.view(), &pool);
   EXPECT_LE(
@@ -287,7 +272,7 @@ TEST_P(InferenceTypes, SixteenBitPanelsAtOddSizesIgnoreStaleScratch) {
     const BlockConfig c{{true, Activation::swish}, 33, 171, true, 0.0};
     const Block f32 = Block::random(c, 9);
     const InferenceBlock fast(f32, t, &one);
-    const Block rounded = rounded_copy(f32, MatrixTypes::all(t));
+    const Block rounded = test::rounded_copy(f32, MatrixTypes::all(t));
     const Matrix x = random_matrix(T, 33, 3, 2.0f);
     for (const Scratch slot : {Scratch::tile, Scratch::tile2, Scratch::x_activations, Scratch::hidden_activations}) {
       const MatrixView poison = scratch_matrix(slot, 1, int64_t(1) << 20);
@@ -350,10 +335,10 @@ TEST(InferenceTypes, QuantisedBoundCatchesNibbleOrderAndScale) {
   const Matrix x = random_matrix(3, 64, 4, 2.0f);
   Matrix y(3, 64);
   InferenceBlock(f32, WeightType::q4_0).forward(x.view(), y.view());
-  const Block rounded = rounded_copy(f32, MatrixTypes::all(WeightType::q4_0));
+  const Block rounded = test::rounded_copy(f32, MatrixTypes::all(WeightType::q4_0));
   EXPECT_LE(worst_ratio(rounded, x, y, true), 1.0);
 
-  Block swapped = rounded_copy(rounded, MatrixTypes{});  // low and high nibbles exchanged
+  Block swapped = test::rounded_copy(rounded, MatrixTypes{});  // low and high nibbles exchanged
   for (Matrix* m : {&swapped.weights().gate, &swapped.weights().up, &swapped.weights().down})
     for (int64_t i = 0; i < m->size(); i += 32)
       for (int64_t j = 0; j < 16; ++j) std::swap(m->data()[i + j], m->data()[i + j + 16]);
@@ -362,7 +347,7 @@ TEST(InferenceTypes, QuantisedBoundCatchesNibbleOrderAndScale) {
   // Every other block's scale doubled. (The bound is a worst case, Σ|W|·e, while real
   // quantisation errors partly cancel: a 25% error on every other scale stays inside it
   // at this size, which is why the kernels are also held bit for bit to the scalar one.)
-  Block rescaled = rounded_copy(rounded, MatrixTypes{});
+  Block rescaled = test::rounded_copy(rounded, MatrixTypes{});
   for (Matrix* m : {&rescaled.weights().gate, &rescaled.weights().up, &rescaled.weights().down})
     for (int64_t i = 0; i < m->size(); ++i) m->data()[i] *= (i / 32) % 2 ? 2.0f : 1.0f;
   EXPECT_GT(worst_ratio(rescaled, x, y, true), 1.0);

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <vector>
 
+#include "block_copies.hpp"
 #include "core/quant.hpp"
 #include "core/weight_type_table.hpp"
 #include "expect_error.hpp"
@@ -226,26 +227,11 @@ TEST_P(SparseDecodeForward, TokenBitsAreTheSameAloneInABatchAndOnAnyThreads) {
     }
 }
 
-// A copy of a block's weights.
-Block clone(const Block& b) {
-  Block out(b.config());
-  const auto& w = b.weights();
-  auto& o = out.weights();
-  for (auto [dst, src] : {std::pair{&o.gate, &w.gate},
-                          {&o.up, &w.up},
-                          {&o.down, &w.down},
-                          {&o.gate_bias, &w.gate_bias},
-                          {&o.up_bias, &w.up_bias},
-                          {&o.down_bias, &w.down_bias}})
-    *dst = src->clone();
-  return out;
-}
-
 // A block type's up and down are held as q8_0 copies along D (sparse_rows_type; f32, f16
 // and bf16 as they are): the value of each, requantised by ggml's q8_0 quantiser from the
 // file's values, block by block of 32 along D — a row of up, a column of down.
 Block q8_copies(const Block& rounded, const MatrixTypes& types) {
-  Block out = clone(rounded);
+  Block out = test::copy_of(rounded);
   const auto& w = rounded.weights();
   auto& o = out.weights();
   const auto& q8 = weight_type_traits(WeightType::q8_0);
@@ -286,8 +272,7 @@ TEST_P(SparseDecodeForward, BlockTypesRunOnTheirQ8CopiesWithinTheirContract) {
     for (const Variant& v : {Variant{true, Activation::relu}, Variant{true, Activation::swish}}) {
       const int64_t D = 256, H = 512, T = 3;
       const Block block = Block::random({v, D, H, true}, 11, &two);
-      Block rounded = clone(block);
-      round_weights_to(rounded, types);
+      const Block rounded = test::rounded_copy(block, types);
       const Block copies = q8_copies(rounded, types);
       const InferenceBlock dense(block, types, &two);
       const Matrix x = random_matrix(T, D, 26, 2.0f);
