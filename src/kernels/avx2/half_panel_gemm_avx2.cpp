@@ -72,9 +72,9 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
 }
 
 // bf16 takes the pair tile, in strips of two tokens, up to this many tokens: alternated in
-// one process on 7B's up matrix (Zen 4, 2 threads) against the 6×16 tile it was 1.28× at
-// T = 4, 1.12× at 6, 1.23× at 8, 1.21× at 16 and level from 64 (docs/performance.md, "The
-// kernels' constants").
+// one process on 7B's up matrix (Zen 4, 2 threads) against the 6×16 tile it was 1.43× at
+// T = 3, 1.49× at 4 and 8, 1.41× at 16, while pairs of calls were level with it from 64
+// (docs/performance.md, "The kernels' constants").
 constexpr int64_t kBf16PairTileMaxTokens = 16;
 
 }  // namespace
