@@ -12,6 +12,12 @@
 // A few tokens (up to kTokens) share each vector of weights read and widened, so a row is
 // read once for them, not once a token; each (token, row) keeps its own chain, the same
 // whether its token is alone or beside others.
+//
+// Each pass prefetches the rows of the next pass (their first R listed rows after its own),
+// a cache line as its own rows cross one: runs of a few KB at scattered addresses give the
+// hardware prefetcher too little to lock on to. On one thread this reads f32 rows 1.05–1.23×
+// faster; bf16 and q8_0 rows, paced there by their widening, read as before
+// (docs/performance.md, "Sparse decode").
 #pragma once
 
 #include <algorithm>
@@ -38,7 +44,7 @@ template <class VS, class Load>
 struct ElementRows {
   using Vec = typename VS::Vec;
   using E = typename Load::Elem;
-  static constexpr int64_t block = VS::lanes;
+  static constexpr int64_t block = VS::lanes, block_bytes = block * int64_t(sizeof(E));
   using Block = const E*;
   static Block open(const std::byte* row, int64_t k) { return reinterpret_cast<const E*>(row) + k; }
   static Vec load(Block b, int64_t s) { return Load::load(b + s); }
@@ -67,21 +73,44 @@ struct Q8_0Rows {
   static Vec load_tail(const std::byte*, int64_t, int64_t) { return VS::zero(); }  // never called
 };
 
+// Prefetches, into L2, the line holding byte `offset` of each of the n next rows when a
+// block of Rows starting at `offset` is the first to start in its line (blocks of at most a
+// line: each line once).
+template <class Rows>
+inline void prefetch_next(const std::byte* const* next, int64_t n, int64_t offset) {
+  static_assert(Rows::block_bytes <= 64);
+  if ((offset & 63) >= Rows::block_bytes) return;
+  for (int64_t r = 0; r < n; ++r) __builtin_prefetch(next[r] + offset, 0, 2);
+}
+
+// The rows of the pass after one over R rows from rows[0] (n_next of them, at most R).
+template <int64_t R>
+struct NextRows {
+  const std::byte* at[R];
+  int64_t n;
+  NextRows(const int32_t* next, int64_t n_next, const std::byte* W, int64_t row_bytes) : n(std::min(n_next, R)) {
+    for (int64_t r = 0; r < n; ++r) at[r] = W + int64_t(next[r]) * row_bytes;
+  }
+};
+
 // out[t·ldo + r] = Σ_k x[t·ldx + k]·W[rows[r]][k] for TT tokens and R rows: per (t, r) one
 // chain of VS::lanes lanes over k in steps of a vector (the tail masked into it), then
 // reduced in VS's fixed order — the same bits for any list, any T and any split of either.
+// rows + R … rows + R + n_next are the next pass's rows (prefetched).
 template <class VS, class Rows, int64_t R, int64_t TT>
-void dot_rows(const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W, int64_t row_bytes,
-              float* out, int64_t ldo) {
+void dot_rows(const int32_t* rows, int64_t n_next, int64_t K, const float* x, int64_t ldx, const std::byte* W,
+              int64_t row_bytes, float* out, int64_t ldo) {
   using Vec = typename VS::Vec;
   constexpr int64_t L = VS::lanes, B = Rows::block;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
+  const NextRows<R> next(rows + R, n_next, W, row_bytes);
   Vec acc[TT][R];
   for (int64_t t = 0; t < TT; ++t)
     for (int64_t r = 0; r < R; ++r) acc[t][r] = VS::zero();
   int64_t k = 0;
   for (; k + B <= K; k += B) {
+    prefetch_next<Rows>(next.at, next.n, k / B * Rows::block_bytes);
     typename Rows::Block block[R];
     for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], k);
     for (int64_t s = 0; s < B; s += L) {
@@ -108,18 +137,21 @@ void dot_rows(const int32_t* rows, int64_t K, const float* x, int64_t ldx, const
 
 // y[t·ldy + c] ← fma(h[t·ldh + r], W[rows[r]][c], y[t·ldy + c]) for R listed rows in order,
 // c < N, TT tokens: one rounding a step, R rows a pass (y loaded and stored once a pass).
+// rows + R … rows + R + n_next are the next pass's rows (prefetched).
 template <class VS, class Rows, int64_t R, int64_t TT>
-void axpy_rows(const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W, int64_t row_bytes,
-               float* y, int64_t ldy) {
+void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh, int64_t N, const std::byte* W,
+               int64_t row_bytes, float* y, int64_t ldy) {
   using Vec = typename VS::Vec;
   constexpr int64_t L = VS::lanes, B = Rows::block;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
+  const NextRows<R> next(rows + R, n_next, W, row_bytes);
   Vec hv[TT][R];
   for (int64_t t = 0; t < TT; ++t)
     for (int64_t r = 0; r < R; ++r) hv[t][r] = VS::broadcast(h[t * ldh + r]);
   int64_t c = 0;
   for (; c + B <= N; c += B) {
+    prefetch_next<Rows>(next.at, next.n, c / B * Rows::block_bytes);
     typename Rows::Block block[R];
     for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], c);
     for (int64_t s = 0; s < B; s += L) {
@@ -149,16 +181,18 @@ void dot_tokens(int64_t n, const int32_t* rows, int64_t K, const float* x, int64
                 int64_t row_bytes, float* out, int64_t ldo) {
   constexpr int64_t R = kRows / TT;
   int64_t i = 0;
-  for (; i + R <= n; i += R) dot_rows<VS, Rows, R, TT>(rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
-  for (; i < n; ++i) dot_rows<VS, Rows, 1, TT>(rows + i, K, x, ldx, W, row_bytes, out + i, ldo);
+  for (; i + R <= n; i += R)
+    dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
+  for (; i < n; ++i) dot_rows<VS, Rows, 1, TT>(rows + i, n - i - 1, K, x, ldx, W, row_bytes, out + i, ldo);
 }
 
 template <class VS, class Rows, int64_t TT>
 void axpy_tokens(int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
                  int64_t row_bytes, float* y, int64_t ldy) {
   int64_t i = 0;
-  for (; i + kRows <= n; i += kRows) axpy_rows<VS, Rows, kRows, TT>(rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
-  for (; i < n; ++i) axpy_rows<VS, Rows, 1, TT>(rows + i, h + i, ldh, N, W, row_bytes, y, ldy);
+  for (; i + kRows <= n; i += kRows)
+    axpy_rows<VS, Rows, kRows, TT>(rows + i, n - i - kRows, h + i, ldh, N, W, row_bytes, y, ldy);
+  for (; i < n; ++i) axpy_rows<VS, Rows, 1, TT>(rows + i, n - i - 1, h + i, ldh, N, W, row_bytes, y, ldy);
 }
 
 // Tokens kTokens at a time, then 2, then 1 (each call's tokens share its rows' reads).
