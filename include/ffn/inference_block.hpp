@@ -111,6 +111,8 @@ SparseDecode auto_sparse_decode(const BlockConfig& config, const MatrixTypes& ty
 // f32, f16 and bf16 themselves, every block type q8_0.
 WeightType sparse_rows_type(WeightType stored);
 
+class MoeBlock;
+
 class InferenceBlock {
  public:
   // An f32 block's weights with every matrix stored as `type` (or each as `types` says),
@@ -172,6 +174,8 @@ class InferenceBlock {
                  const SparseDecode& sparse, bool check_scales);
   friend InferenceBlock inference_block_of_checked_weights(const BlockConfig& config, const StoredWeights& weights,
                                                            ThreadPool* pool, const SparseDecode& sparse);
+  // Runs its experts' panels together (src/moe/moe_block.cpp).
+  friend class MoeBlock;
 
   std::unique_ptr<const Panels> panels_;
 };

@@ -135,9 +135,9 @@ class MoeBlock {
   void forward(ConstMatrixView x, MatrixView y, ThreadPool* pool = nullptr) const;
 
  private:
-  // Tokens per pass of the forward (its [T·k][D] buffer of expert outputs is sized by it),
-  // and the mean tokens per chosen expert up to which experts are shared out among the
-  // threads rather than each run on all of them.
+  // Tokens per pass of the forward (its [T·k][D] buffers of expert inputs and outputs are
+  // sized by it), and the mean tokens per chosen expert up to which experts are shared out
+  // among the threads, each run whole on one, when there are at least as many as threads.
   static constexpr int64_t kTokenChunk = 512;
   static constexpr int64_t kTokensPerExpertForSharing = 16;
   void forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& pool) const;

@@ -68,8 +68,41 @@ inline StageInput stage_input(const kernels::KernelTable& k, WeightType t, Const
   return {&kernel, activation_rows(f, buffer, a.rows, a.cols, a.data, a.stride)};
 }
 
-// Stage 2: y = h·W_downᵀ (+ b), 64 outputs a panel, h in the down kernel's format.
+// Down panels [p0, p1) of `w` for tokens [t0, t0 + n): y = h·W_downᵀ (+ b), 64 outputs a
+// panel, h in the down kernel's format.
+void down_panels(const InferenceBlock::Panels& w, const StageInput& h_down, MatrixView y, int64_t t0, int64_t n,
+                 int64_t p0, int64_t p1);
+
+// Stage 2: down_panels over every panel and token, swept across the pool.
 void down_stage(const InferenceBlock::Panels& w, const StageInput& h_down, int64_t T, MatrixView y, ThreadPool& p);
+
+// A batch of tokens through one block's fused forward (InferenceBlock::forward), set out so
+// that several blocks' batches can share each stage's sweep: a mixture of experts runs all
+// its chosen experts' products in one pass a stage (moe_block.cpp), the threads' chunks of
+// panels running on from one expert's into the next, where one forward an expert would end
+// each of its stages on a barrier. Every panel product, activation and quantisation is the
+// one the block's own forward does, so each batch's y is bit-identical to it.
+struct DenseBatch {
+  const InferenceBlock::Panels* w = nullptr;
+  ConstMatrixView x;  // [T][D]
+  MatrixView y;       // [T][D]
+  StageInput x_up;
+  StageInput x_gate;               // gated blocks whose gate and up differ in type only
+  bool fill_x_gate = false;        // x_gate's rows are its own (else up's, shared)
+  MatrixView h;                    // [T][H] hidden values
+  StageInput h_down;               // h in the down kernel's format
+  bool fill_h_in_stage_1 = false;  // h_down's blocks fit in a first-stage panel's units
+};
+
+// Bytes of the buffers a batch of T tokens through w needs (x in its kernels' formats, h and
+// h in down's format), a multiple of 64.
+int64_t dense_batch_bytes(const InferenceBlock::Panels& w, int64_t T);
+// The batch x → y ([T][D] each) through w, its buffers at `buffer` (dense_batch_bytes(w,
+// x.rows) bytes, 64-byte aligned). w must not be gate_first().
+DenseBatch dense_batch(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView y, std::byte* buffer);
+// Runs the forward of every batch: four pool jobs in all (x quantised, the first-stage
+// panels, h quantised where stage 1 could not, the down panels), whatever their number.
+void forward_dense_batches(const DenseBatch* batches, int64_t count, ThreadPool& p);
 
 // a = act(gate values (+ b)) [T][H] (2-matrix blocks: act(up values (+ b))), after the
 // Gaussian top-k where the config has one (gate_first_forward.cpp).

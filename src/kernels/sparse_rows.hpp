@@ -181,8 +181,7 @@ void dot_tokens(int64_t n, const int32_t* rows, int64_t K, const float* x, int64
                 int64_t row_bytes, float* out, int64_t ldo) {
   constexpr int64_t R = kRows / TT;
   int64_t i = 0;
-  for (; i + R <= n; i += R)
-    dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
+  for (; i + R <= n; i += R) dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
   for (; i < n; ++i) dot_rows<VS, Rows, 1, TT>(rows + i, n - i - 1, K, x, ldx, W, row_bytes, out + i, ldo);
 }
 

@@ -14,15 +14,19 @@
 
 namespace ffn {
 
-// Calls run(e, pool_for_e) for every e in `active`. Shared out when there are at least as
-// many active experts as threads and at most `tokens_for_sharing` (token, expert) pairs per
-// active expert on average.
+// Whether `active` experts with `pairs` (token, expert) pairs among them are shared out
+// among `threads`: at least as many experts as threads, and at most `tokens_for_sharing`
+// pairs an expert on average.
+inline bool share_out_experts(int threads, int64_t active, int64_t pairs, int64_t tokens_for_sharing) {
+  return threads > 1 && active >= threads && pairs <= tokens_for_sharing * active;
+}
+
+// Calls run(e, pool_for_e) for every e in `active`: shared out (share_out_experts), or each
+// on the whole pool in turn.
 template <class Run>
 void run_experts(ThreadPool& pool, const std::vector<int32_t>& active, int64_t pairs, int64_t tokens_for_sharing,
                  Run&& run) {
-  const int threads = pool.size();
-  const auto n = static_cast<int64_t>(active.size());
-  if (threads > 1 && n >= threads && pairs <= tokens_for_sharing * n) {
+  if (share_out_experts(pool.size(), int64_t(active.size()), pairs, tokens_for_sharing)) {
     std::atomic<size_t> next{0};
     pool.run([&](int, int) {
       ThreadPool alone(1);

@@ -5,14 +5,20 @@
 //   1. routing [T][k] (router.cpp);
 //   2. a counting sort of the T·k (token, slot) pairs by expert: offsets[e] … offsets[e+1]
 //      list expert e's tokens in increasing token order;
-//   3. each expert that has tokens: their rows gathered into an [n_e][D] batch and run
-//      through the expert's InferenceBlock into rows offsets[e] … of a [T·k][D] buffer —
-//      every expert on all threads in turn, or, when the experts get few tokens each, the
-//      experts shared out among the threads, each on one;
+//   3. each expert that has tokens: their rows gathered into rows offsets[e] … of a [T·k][D]
+//      buffer, and run as one batch through the expert's block into the same rows of
+//      another. When there are at least as many chosen experts as threads, each with few
+//      tokens, the experts are shared out among the threads, each run whole on one (no
+//      barrier at all). Otherwise every chosen expert's batch, and the shared experts' on
+//      all T tokens, run in one grouped pass (inference_stages.hpp, DenseBatch: four pool
+//      jobs in all, the threads' chunks of panels running on from one expert into the next)
+//      — where one forward an expert would end each of its stages on a barrier: at decode,
+//      Qwen3-30B-A3B's 8 experts on 16 threads would be 16 barriers around products of 24
+//      panels. An expert whose block is gate-first (sparse decode) runs its own forward;
 //   4. y[t] = Σ weight·out over its k rows in increasing expert index, each token's row by
 //      one thread (no atomics);
-//   5. the shared experts over all T tokens, y[t] += gate_t · shared(x_t).
-// Batches are taken kTokenChunk tokens at a time, which bounds the [T·k][D] buffer.
+//   5. the shared experts' output added, y[t] += gate_t · shared(x_t).
+// Batches are taken kTokenChunk tokens at a time, which bounds the [T·k][D] buffers.
 // A token's y is thus the same chain of operations whatever else is in the batch (the dense
 // path's outputs are batch- and thread-independent, and a token's experts are summed in
 // increasing index), and only the chosen experts' weights are read.
@@ -21,6 +27,8 @@
 #include <cstring>
 #include <string>
 
+#include "block/inference_panels.hpp"
+#include "block/inference_stages.hpp"
 #include "block/view_checks.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
@@ -116,21 +124,53 @@ void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) con
   const int64_t D = config_.d_model(), k = config_.top_k, T = x.rows;
   const Routing r = route(x, &p);
   const ExpertPairs pairs = sort_by_expert(r, config_.experts);
+  const std::vector<int32_t> active = active_experts(pairs);
 
-  // Expert e's outputs for its tokens, rows offsets[e] … offsets[e+1] of `out` ([T·k][D]).
+  // Expert e's tokens and outputs: rows offsets[e] … offsets[e+1] of `in` and `out` ([T·k][D]).
+  const MatrixView in = scratch_matrix(Scratch::moe_tokens, T * k, D);
   const MatrixView out = scratch_matrix(Scratch::moe_outputs, T * k, D);
-  run_experts(p, active_experts(pairs), T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
-    const int64_t first = pairs.offsets[e], n = pairs.offsets[e + 1] - first;
-    const MatrixView in = scratch_matrix(Scratch::moe_tokens, n, D);
-    gather_expert_inputs(config_, x, r, pairs, e, in);
-    experts_[e].forward(ConstMatrixView{in.data, n, D, D}, MatrixView{out.data + first * D, n, D, D}, &on);
-  });
+  auto rows_of = [&](MatrixView m, int32_t e) {
+    return MatrixView{m.data + pairs.offsets[e] * D, pairs.offsets[e + 1] - pairs.offsets[e], D, D};
+  };
+  const MatrixView shared = shared_ ? scratch_matrix(Scratch::moe_shared, T, D) : MatrixView{};
 
-  MatrixView shared{};
-  if (shared_) {
-    shared = scratch_matrix(Scratch::moe_shared, T, D);
-    shared_->forward(x, shared, &p);
+  if (share_out_experts(p.size(), int64_t(active.size()), T * k, kTokensPerExpertForSharing)) {
+    run_experts(p, active, T * k, kTokensPerExpertForSharing, [&](int32_t e, ThreadPool& on) {
+      gather_expert_inputs(config_, x, r, pairs, e, rows_of(in, e));
+      experts_[e].forward(rows_of(in, e), rows_of(out, e), &on);
+    });
+    if (shared_) shared_->forward(x, shared, &p);
+    return combine_expert_outputs(config_, router_, x, r, pairs, out, shared, y, p);
   }
+
+  p.run([&](int ith, int nth) {
+    for (size_t i = size_t(ith); i < active.size(); i += size_t(nth))
+      gather_expert_inputs(config_, x, r, pairs, active[i], rows_of(in, active[i]));
+  });
+  // Every expert's batch (and the shared experts') whose block runs the fused forward, in
+  // one grouped pass; the others each run their own forward.
+  struct Run {
+    const InferenceBlock* block;
+    ConstMatrixView x;
+    MatrixView y;
+  };
+  std::vector<Run> runs;
+  for (int32_t e : active) runs.push_back({&experts_[e], rows_of(in, e), rows_of(out, e)});
+  if (shared_) runs.push_back({&*shared_, x, shared});
+  int64_t bytes = 0;
+  for (const Run& run : runs)
+    if (!run.block->panels_->gate_first()) bytes += inference::dense_batch_bytes(*run.block->panels_, run.x.rows);
+  std::byte* buffer = scratch_bytes(Scratch::moe_batches, bytes);
+  std::vector<inference::DenseBatch> batches;
+  for (const Run& run : runs) {
+    if (run.block->panels_->gate_first()) continue;
+    batches.push_back(inference::dense_batch(*run.block->panels_, run.x, run.y, buffer));
+    buffer += inference::dense_batch_bytes(*run.block->panels_, run.x.rows);
+  }
+  inference::forward_dense_batches(batches.data(), int64_t(batches.size()), p);
+  for (const Run& run : runs)
+    if (run.block->panels_->gate_first()) run.block->forward(run.x, run.y, &p);
+
   combine_expert_outputs(config_, router_, x, r, pairs, out, shared, y, p);
 }
 

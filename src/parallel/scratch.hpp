@@ -23,20 +23,22 @@
 namespace ffn {
 
 enum class Scratch : int {
-  hidden,         // [T][H] hidden values of a forward
-  hidden_grads,   // [T][2H] du, dg of a backward
-  dy_transposed,  // [D][T]
-  x_panels,       // x in 64-column panels
+  hidden,              // [T][H] hidden values of a forward
+  dense_forward,       // an InferenceBlock forward's x and h in its kernels' formats, and h
+  hidden_grads,        // [T][2H] du, dg of a backward
+  dy_transposed,       // [D][T]
+  x_panels,            // x in 64-column panels
   x_activations,       // x in the format of the up (first-stage) panels' kernel
   gate_activations,    // x in the format of the gate panels' kernel, where it is another
   hidden_activations,  // h in the format of the down panels' kernel
-  gate_values,    // [T][H] activated gate values of a gate-first forward
-  sparse_lists,   // sparse decode's channel list and its up and h values
-  moe_logits,     // [T][E] router logits of a MoE forward
-  moe_tokens,     // [n][D] one expert's tokens, gathered
-  moe_outputs,    // [n][D] that expert's outputs
-  moe_shared,     // [T][D] the shared experts' outputs
-  tile,           // per-thread tiles, tile … tile8
+  gate_values,         // [T][H] activated gate values of a gate-first forward
+  sparse_lists,        // sparse decode's channel list and its up and h values
+  moe_logits,          // [T][E] router logits of a MoE forward
+  moe_tokens,          // [T·k][D] the experts' tokens, gathered by expert
+  moe_outputs,         // [T·k][D] their outputs
+  moe_batches,         // the experts' x and h in their kernels' formats, and h
+  moe_shared,          // [T][D] the shared experts' outputs
+  tile,                // per-thread tiles, tile … tile8
   tile2,
   tile3,
   tile4,

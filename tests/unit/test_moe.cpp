@@ -421,6 +421,51 @@ TEST_P(MoeForward, KQuantExpertsRunAsStored) {
   expect_same(y, token_by_token(m, x), "q4_K / q6_K experts");
 }
 
+// The grouped pass (every expert's panels in one sweep a stage, where the experts are not
+// shared out among the threads) against each expert's own forward, bit for bit, where its
+// batches differ most from one block's: experts of different
+// weight types side by side (their activation formats differ: f32, q8_0, q8_K filled after
+// stage 1), an expert whose block is gate-first (sparse decode: it runs its own forward
+// beside the grouped pass), and an expert with more than one token block (every token of a
+// 512-token chunk picks both experts of two).
+TEST_P(MoeForward, GroupedPassEqualsEachExpertsOwnForward) {
+  test::ScopedIsa isa(GetParam());
+  MoeConfig c = small_config(4, 2, 256, 256);
+  c.shared_hidden = 512;
+  MoeRouter router = random_router(c, 90);
+  const std::vector<MatrixTypes> types = {{WeightType::q4_K, WeightType::q4_K, WeightType::q6_K},
+                                          {WeightType::bf16, WeightType::f32, WeightType::q8_0},
+                                          {},
+                                          {WeightType::q8_0, WeightType::q8_0, WeightType::q4_0}};
+  std::vector<InferenceBlock> experts;
+  for (int64_t e = 0; e < c.experts; ++e)
+    experts.emplace_back(Block::random(c.expert, 91 + uint32_t(e)), types[size_t(e)], nullptr,
+                         e == 2 ? SparseDecode{true, 0.0f, 8, 1.0} : SparseDecode{});
+  const MoeBlock m(c, std::move(router), std::move(experts),
+                   InferenceBlock(Block::random(BlockConfig{c.expert.variant, 256, 512, false, 0.0}, 97), {}));
+  const Matrix x = test::random_matrix(12, 256, 98);
+  const Routing r = m.route(x.view());
+  for (int32_t e = 0; e < c.experts; ++e)
+    ASSERT_NE(std::count(r.experts.begin(), r.experts.end(), e), 0) << "no token chose expert " << e;
+  const Matrix expected = token_by_token(m, x);
+  // One thread and eight (fewer experts than threads): the grouped pass; two: the experts
+  // shared out, each whole on one thread.
+  for (int threads : {1, 8, 2}) {
+    ThreadPool pool(threads);
+    Matrix y(12, 256);
+    m.forward(x.view(), y.view(), &pool);
+    expect_same(y, expected, threads == 2 ? "experts shared out" : "mixed types, a gate-first expert");
+  }
+
+  const MoeConfig two = small_config(2, 2);
+  const MoeBlock both = random_moe(two, 99, {WeightType::q8_0, WeightType::q8_0, WeightType::q8_0});
+  const Matrix x2 = test::random_matrix(600, 64, 100);
+  Matrix y2(600, 64);
+  ThreadPool p(3);
+  both.forward(x2.view(), y2.view(), &p);
+  expect_same(y2, token_by_token(both, x2), "two token blocks an expert");
+}
+
 FFN_INSTANTIATE_FOR_EVERY_ISA(MoeForward);
 
 TEST(MoeAccountingTest, MixtralCounts) {

@@ -1,0 +1,206 @@
+// The fused forward's two stages over one or more batches (inference_stages.hpp, DenseBatch):
+// InferenceBlock::forward runs one batch, a mixture of experts one batch per chosen expert
+// (and one for its shared experts) in the same four pool jobs.
+//
+//   1. x quantised into each batch's first-stage formats (f32: nothing), every thread a share
+//      of the columns of every batch;
+//   2. the first-stage panels of every batch, as (batch, token block, panel) items claimed in
+//      guided chunks: a panel product gives a tile of [n][64] values — fused gated blocks:
+//      the gate and up values of the same 32 hidden units; gated blocks whose gate and up
+//      differ in type: two products into a [n][128] tile, 64 units; 2-matrix blocks: 64 up
+//      values — and h = act(g + b_g) ⊙ (u + b_u) (or act(u + b_u)) is applied while the tile
+//      is hot, so no [T][H] gate tensor exists; h's units are quantised into the down
+//      kernel's format there too where its blocks fit in a panel's units;
+//   3. h quantised where they do not (q8_K's 256-value blocks);
+//   4. the down panels of every batch, the same way: y = h·W_downᵀ (+ b), 64 outputs a panel.
+// Items of one batch come in the order InferenceBlock::forward has always swept them (token
+// blocks outermost), and which thread takes an item changes no bit of it.
+#include <algorithm>
+#include <vector>
+
+#include "block/bias_rows.hpp"
+#include "block/inference_stages.hpp"
+
+namespace ffn::inference {
+namespace {
+
+constexpr int64_t aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+bool split_gate(const InferenceBlock::Panels& w) { return w.config.variant.gated && !w.fused; }
+
+// The format x takes for the gate's panels of a split block, and whether that is up's.
+bool gate_reads_up_rows(const kernels::KernelTable& k, const InferenceBlock::Panels& w) {
+  return k.panel(w.gate.type).activations == k.panel(w.first.type).activations;
+}
+
+// Items of a batch in one stage: token blocks × panels.
+int64_t stage_items(const DenseBatch& b, int64_t panels) { return (b.x.rows + kTokenBlock - 1) / kTokenBlock * panels; }
+
+// Runs body(batch, t0, n, p0, p1) over every (token block, panel) item of every batch
+// (panel_count(batch) panels each), claimed in guided chunks across the pool; a chunk that
+// spans batches or token blocks is cut at their edges. One batch: chunks within a token
+// block (the threads share its activations in cache, as sweep_panels); several: chunks run
+// on from one batch into the next.
+template <class Panels, class Body>
+void sweep_batches(ThreadPool& p, const DenseBatch* batches, int64_t count, Panels panel_count, Body body) {
+  std::vector<int64_t> first_item(size_t(count) + 1, 0);
+  for (int64_t b = 0; b < count; ++b)
+    first_item[b + 1] = first_item[b] + stage_items(batches[b], panel_count(batches[b]));
+  const int64_t items = first_item[count];
+  if (items == 0) return;
+  const int64_t panel_bytes = std::max<int64_t>(1, panel_count.bytes(batches[0]));
+  const int64_t segment = count == 1 ? panel_count(batches[0]) : items;
+  const int64_t min_chunk = std::max<int64_t>(1, kMinChunkBytes / panel_bytes);
+  run_in_guided_chunks(p, items, segment, min_chunk, [&](int64_t i0, int64_t i1) {
+    int64_t b = std::upper_bound(first_item.begin(), first_item.end(), i0) - first_item.begin() - 1;
+    while (i0 < i1) {
+      while (first_item[b + 1] <= i0) ++b;
+      const DenseBatch& batch = batches[b];
+      const int64_t panels = panel_count(batch), item = i0 - first_item[b];
+      const int64_t block = item / panels, p0 = item % panels;
+      const int64_t p1 = std::min(panels, p0 + (i1 - i0));
+      const int64_t t0 = block * kTokenBlock;
+      body(batch, t0, std::min(kTokenBlock, batch.x.rows - t0), p0, p1);
+      i0 += p1 - p0;
+    }
+  });
+}
+
+struct FirstPanels {
+  int64_t operator()(const DenseBatch& b) const { return b.w->first.count; }
+  int64_t bytes(const DenseBatch& b) const {
+    return b.w->first.panel_bytes + (split_gate(*b.w) ? b.w->gate.panel_bytes : 0);
+  }
+};
+struct DownPanels {
+  int64_t operator()(const DenseBatch& b) const { return b.w->down.count; }
+  int64_t bytes(const DenseBatch& b) const { return b.w->down.panel_bytes; }
+};
+
+// First-stage panels [p0, p1) of batch b for tokens [t0, t0 + n): h's units of those panels
+// (and, where they fit, h_down's).
+void first_panels(const kernels::KernelTable& k, const DenseBatch& b, int64_t t0, int64_t n, int64_t p0, int64_t p1) {
+  const InferenceBlock::Panels& w = *b.w;
+  const BlockConfig& c = w.config;
+  const int64_t D = c.d_model, H = c.hidden;
+  const Activation act = c.variant.activation;
+  const bool gated = c.variant.gated, split = split_gate(w);
+  const int64_t tile_cols = split ? 2 * kW : kW;
+  const MatrixView tile = scratch_matrix(Scratch::tile, std::min(b.x.rows, kTokenBlock), tile_cols);
+  const kernels::ActivationRows xu = b.x_up.rows.from_token(t0);
+  for (int64_t panel = p0; panel < p1; ++panel) {
+    const int64_t u0 = panel * w.units_per_panel, nu = std::min(w.units_per_panel, H - u0);
+    // Fused: columns 0–31 are the gate's, 32–63 the up projection's. Split: 0–63 the
+    // gate's, 64–127 up's. The biases are added in the tile, and the activation writes h
+    // from it in one call for the tile.
+    float* const g = tile.data;
+    float* const u = split ? tile.data + kW : w.fused ? tile.data + kW / 2 : tile.data;
+    b.x_up.kernel->fn(n, D, xu, w.first.panel(panel), tile.data + (split ? kW : 0), tile_cols);
+    if (split) b.x_gate.kernel->fn(n, D, b.x_gate.rows.from_token(t0), w.gate.panel(panel), g, tile_cols);
+    if (c.bias) {
+      add_bias_rows(u, tile_cols, n, w.up_bias.data() + u0, nu);
+      if (gated) add_bias_rows(g, tile_cols, n, w.gate_bias.data() + u0, nu);
+    }
+    if (gated)
+      kernels::f32_gated_activation_rows(act, n, nu, g, tile_cols, u, tile_cols, b.h.row(t0) + u0, b.h.stride);
+    else
+      kernels::f32_activation_rows(act, n, nu, u, tile_cols, b.h.row(t0) + u0, b.h.stride);
+  }
+  if (b.fill_h_in_stage_1)
+    quantize_activations(k, b.h_down.rows, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel),
+                         b.h.row(t0), b.h.stride);
+}
+
+// The calling thread's share (of nth) of the columns of a's rows, quantised into `rows`.
+void fill_share(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, int ith,
+                int nth) {
+  if (rows.format == WeightType::f32) return;
+  const auto [c0, c1] = split_range(a.cols, ith, nth, activation_block(rows.format));
+  quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
+}
+
+}  // namespace
+
+int64_t dense_batch_bytes(const InferenceBlock::Panels& w, int64_t T) {
+  const auto& k = kernels::active_kernels();
+  const int64_t D = w.config.d_model, H = w.config.hidden;
+  int64_t bytes = activation_bytes(k.panel(w.first.type).activations, T, D);
+  if (split_gate(w) && !gate_reads_up_rows(k, w)) bytes += activation_bytes(k.panel(w.gate.type).activations, T, D);
+  return bytes + aligned(T * H * int64_t(sizeof(float))) + activation_bytes(k.panel(w.down.type).activations, T, H);
+}
+
+DenseBatch dense_batch(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView y, std::byte* buffer) {
+  const auto& k = kernels::active_kernels();
+  const int64_t H = w.config.hidden, T = x.rows;
+  DenseBatch b;
+  b.w = &w;
+  b.x = x;
+  b.y = y;
+  auto input = [&](WeightType type, ConstMatrixView a) {
+    const kernels::PanelKernel& kernel = k.panel(type);
+    StageInput in{&kernel, activation_rows(kernel.activations, buffer, a.rows, a.cols, a.data, a.stride)};
+    buffer += activation_bytes(kernel.activations, a.rows, a.cols);
+    return in;
+  };
+  b.x_up = input(w.first.type, x);
+  if (split_gate(w)) {
+    // A gate of another type whose kernel takes the same activations reads up's.
+    b.fill_x_gate = !gate_reads_up_rows(k, w);
+    b.x_gate = b.fill_x_gate ? input(w.gate.type, x) : StageInput{&k.panel(w.gate.type), b.x_up.rows};
+  }
+  b.h = MatrixView{reinterpret_cast<float*>(buffer), T, H, H};
+  buffer += aligned(T * H * int64_t(sizeof(float)));
+  b.h_down = input(w.down.type, b.h);
+  // h's units come complete a first-stage panel at a time; a format whose blocks fit in a
+  // panel's units is filled there, while the panel is hot, and q8_K's 256-value blocks after.
+  b.fill_h_in_stage_1 = w.units_per_panel % activation_block(b.h_down.rows.format) == 0;
+  return b;
+}
+
+void forward_dense_batches(const DenseBatch* batches, int64_t count, ThreadPool& p) {
+  const auto& k = kernels::active_kernels();
+  if (std::any_of(batches, batches + count,
+                  [](const DenseBatch& b) { return b.x_up.rows.format != WeightType::f32 || b.fill_x_gate; }))
+    p.run([&](int ith, int nth) {
+      for (int64_t i = 0; i < count; ++i) {
+        fill_share(k, batches[i].x_up.rows, batches[i].x, ith, nth);
+        if (batches[i].fill_x_gate) fill_share(k, batches[i].x_gate.rows, batches[i].x, ith, nth);
+      }
+    });
+  sweep_batches(
+      p, batches, count, FirstPanels{},
+      [&](const DenseBatch& b, int64_t t0, int64_t n, int64_t p0, int64_t p1) { first_panels(k, b, t0, n, p0, p1); });
+  if (std::any_of(batches, batches + count, [](const DenseBatch& b) { return !b.fill_h_in_stage_1; }))
+    p.run([&](int ith, int nth) {
+      for (int64_t i = 0; i < count; ++i)
+        if (!batches[i].fill_h_in_stage_1) fill_share(k, batches[i].h_down.rows, batches[i].h, ith, nth);
+    });
+  sweep_batches(p, batches, count, DownPanels{},
+                [&](const DenseBatch& b, int64_t t0, int64_t n, int64_t p0, int64_t p1) {
+                  down_panels(*b.w, b.h_down, b.y, t0, n, p0, p1);
+                });
+}
+
+void down_panels(const InferenceBlock::Panels& w, const StageInput& h_down, MatrixView y, int64_t t0, int64_t n,
+                 int64_t p0, int64_t p1) {
+  const BlockConfig& c = w.config;
+  const int64_t H = c.hidden, D = c.d_model;
+  const MatrixView tile = scratch_matrix(Scratch::tile, std::min(n, kTokenBlock), kW);
+  const kernels::ActivationRows hr = h_down.rows.from_token(t0);
+  for (int64_t panel = p0; panel < p1; ++panel) {
+    h_down.kernel->fn(n, H, hr, w.down.panel(panel), tile.data, kW);
+    const int64_t d0 = panel * kW, nd = std::min(kW, D - d0);
+    for (int64_t t = 0; t < n; ++t) {
+      const float* ct = tile.row(t);
+      float* yt = y.row(t0 + t) + d0;
+      for (int64_t i = 0; i < nd; ++i) yt[i] = c.bias ? ct[i] + w.down_bias.data()[d0 + i] : ct[i];
+    }
+  }
+}
+
+void down_stage(const InferenceBlock::Panels& w, const StageInput& h_down, int64_t T, MatrixView y, ThreadPool& p) {
+  sweep_panels(p, T, w.down.count, w.down.panel_bytes,
+               [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) { down_panels(w, h_down, y, t0, n, p0, p1); });
+}
+
+}  // namespace ffn::inference
