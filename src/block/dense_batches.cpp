@@ -33,35 +33,44 @@ bool gate_reads_up_rows(const kernels::KernelTable& k, const InferenceBlock::Pan
   return k.panel(w.gate.type).activations == k.panel(w.first.type).activations;
 }
 
-// Items of a batch in one stage: token blocks × panels.
-int64_t stage_items(const DenseBatch& b, int64_t panels) { return (b.x.rows + kTokenBlock - 1) / kTokenBlock * panels; }
+// Token blocks of a batch.
+int64_t token_blocks(const DenseBatch& b) { return (b.x.rows + kTokenBlock - 1) / kTokenBlock; }
 
 // Runs body(batch, t0, n, p0, p1) over every (token block, panel) item of every batch
-// (panel_count(batch) panels each), claimed in guided chunks across the pool; a chunk that
-// spans batches or token blocks is cut at their edges. One batch: chunks within a token
-// block (the threads share its activations in cache, as sweep_panels); several: chunks run
-// on from one batch into the next.
+// (panel_count(batch) panels each), claimed in guided chunks across the pool.
+//   One batch: items are panels, in chunks within a token block (the threads share its
+//     activations in cache) of at least kMinChunkBytes — sweep_panels' schedule.
+//   Several: the chunks run on from one batch into the next, and are measured in units of
+//     kUnitBytes of panel, each panel its bytes' worth, so that a thread's last chunk of a
+//     stage holds the same bytes whether its panels are small (an expert's) or large (a
+//     shared expert of 4× the hidden size): counted in panels, the last claims of the
+//     large ones left one thread streaming long after the other had finished. A panel
+//     belongs to the chunk that holds its first unit.
 template <class Panels, class Body>
 void sweep_batches(ThreadPool& p, const DenseBatch* batches, int64_t count, Panels panel_count, Body body) {
-  std::vector<int64_t> first_item(size_t(count) + 1, 0);
-  for (int64_t b = 0; b < count; ++b)
-    first_item[b + 1] = first_item[b] + stage_items(batches[b], panel_count(batches[b]));
-  const int64_t items = first_item[count];
-  if (items == 0) return;
-  const int64_t panel_bytes = std::max<int64_t>(1, panel_count.bytes(batches[0]));
-  const int64_t segment = count == 1 ? panel_count(batches[0]) : items;
-  const int64_t min_chunk = std::max<int64_t>(1, kMinChunkBytes / panel_bytes);
-  run_in_guided_chunks(p, items, segment, min_chunk, [&](int64_t i0, int64_t i1) {
-    int64_t b = std::upper_bound(first_item.begin(), first_item.end(), i0) - first_item.begin() - 1;
-    while (i0 < i1) {
-      while (first_item[b + 1] <= i0) ++b;
-      const DenseBatch& batch = batches[b];
-      const int64_t panels = panel_count(batch), item = i0 - first_item[b];
-      const int64_t block = item / panels, p0 = item % panels;
-      const int64_t p1 = std::min(panels, p0 + (i1 - i0));
-      const int64_t t0 = block * kTokenBlock;
-      body(batch, t0, std::min(kTokenBlock, batch.x.rows - t0), p0, p1);
-      i0 += p1 - p0;
+  constexpr int64_t kUnitBytes = 4096;
+  std::vector<int64_t> first_unit(size_t(count) + 1, 0), units_a_panel(size_t(count), 1);
+  for (int64_t b = 0; b < count; ++b) {
+    if (count > 1)
+      units_a_panel[b] = std::max<int64_t>(1, (panel_count.bytes(batches[b]) + kUnitBytes - 1) / kUnitBytes);
+    first_unit[b + 1] = first_unit[b] + token_blocks(batches[b]) * panel_count(batches[b]) * units_a_panel[b];
+  }
+  const int64_t units = first_unit[count];
+  if (units == 0) return;
+  const int64_t segment = count == 1 ? panel_count(batches[0]) : units;
+  const int64_t min_chunk = std::max<int64_t>(
+      1, kMinChunkBytes / (count == 1 ? std::max<int64_t>(1, panel_count.bytes(batches[0])) : kUnitBytes));
+  run_in_guided_chunks(p, units, segment, min_chunk, [&](int64_t u0, int64_t u1) {
+    for (int64_t b = std::upper_bound(first_unit.begin(), first_unit.end(), u0) - first_unit.begin() - 1;
+         b < count && first_unit[b] < u1; ++b) {
+      // The batch's items (token block · panels + panel) whose first unit is in [u0, u1).
+      const int64_t w = units_a_panel[b], panels = panel_count(batches[b]);
+      const int64_t lo = std::max<int64_t>(u0 - first_unit[b], 0), hi = std::min(u1, first_unit[b + 1]) - first_unit[b];
+      for (int64_t i = (lo + w - 1) / w, end = (hi + w - 1) / w; i < end;) {
+        const int64_t t0 = i / panels * kTokenBlock, p0 = i % panels, p1 = std::min(panels, p0 + (end - i));
+        body(batches[b], t0, std::min(kTokenBlock, batches[b].x.rows - t0), p0, p1);
+        i += p1 - p0;
+      }
     }
   });
 }
