@@ -160,6 +160,26 @@ def test_integer_rows_are_judged_against_the_integer_dot_roof(run_ffn, tmp_path)
     assert any(r["dtype"] == "q8_0" for r in data["rows"])
 
 
+def test_moe_rows_are_judged_against_the_roof_of_their_kernels(run_ffn, tmp_path):
+    """A mixture-of-experts layer's rows take the same compute roof as a dense block's of the
+    type: the integer dot chains' for q8_0 experts (against the FMA chains' a prefill row read
+    above 1), the FMA chains' for f32 — and their efficiency is the roofline of those roofs."""
+    out = tmp_path / "moe.json"
+    run_ffn("bench", "--preset", "qwen3-30b-a3b", "--dtype", "q8_0", "--tokens", "1", "--reps", "1", "--threads", "2",
+            "--json", out)
+    data = json.loads(out.read_text())
+    roofs = data["roofs"]
+    (row,) = data["rows"]
+    if "int8_dot_gops" not in roofs:  # no integer roof loop on this ISA (scalar, Arm): the FMA's
+        assert row["compute_roof"] == "f32_fma" and row["compute_roof_gflops"] == roofs["compute_gflops"], row
+    else:
+        assert row["compute_roof"] == "int8_dot" and row["compute_roof_gflops"] == roofs["int8_dot_gops"], row
+    roofline_ms = max(row["bytes"] / (roofs["memory_gbps"] * 1e9),
+                      row["flops"] / (row["compute_roof_gflops"] * 1e9)) * 1e3
+    assert row["roofline_ms"] == pytest.approx(roofline_ms, rel=1e-9), row
+    assert row["efficiency"] == pytest.approx(roofline_ms / row["ms"], rel=1e-9), row
+
+
 def test_an_unwritable_json_path_fails_before_the_run(run_ffn, tmp_path):
     target = tmp_path / "no-such-dir" / "bench.json"
     p = run_ffn("bench", "--d", "64", "--hidden", "96", "--tokens", "1", "--reps", "1", "--json", target,

@@ -1,10 +1,13 @@
 // ffn bench --preset <a MoE preset>: one MoE layer at the real shapes with random weights,
-// each row judged against the roofline of this run:
+// each row judged against the roofline of this run (its compute roof that of the instruction
+// the dtype's kernels multiply with, as ffn bench's dense rows: bench_roofs.hpp):
 //   bytes = the router (f32) + the experts the batch's routing actually touched (the mean
 //           over the distinct batches the row cycles through) + the shared experts + x and y;
 //   FLOPs = the active products (router, k experts, shared) per token.
 // So decode (T = 1) is judged by the chosen experts' bytes alone, as a MoE's decode should
 // be, and large T by the active FLOPs.
+#include "bench_moe.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +15,7 @@
 #include <cstdio>
 #include <set>
 
-#include "bench_moe.hpp"
+#include "bench_roofs.hpp"
 #include "bench_rows.hpp"
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
@@ -48,23 +51,26 @@ MoeBlock make_layer(const MoeConfig& c, WeightType t, ThreadPool& pool) {
   std::fprintf(stderr, terminal ? "\n" : " … done\n");
   std::optional<InferenceBlock> shared;
   if (c.shared_hidden > 0)
-    shared.emplace(Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0}, 99, &pool),
-                   t, &pool);
+    shared.emplace(
+        Block::random(BlockConfig{c.expert.variant, c.d_model(), c.shared_hidden, c.expert.bias, 0.0}, 99, &pool), t,
+        &pool);
   return MoeBlock(c, std::move(router), std::move(experts), std::move(shared));
 }
-
 
 }  // namespace
 
 void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
   const MoeConfig& c = p.config;
   ThreadPool pool(o.threads);
-  Roofs roofs;
-  roofs.compute_gflops = measure_compute_roof_gflops(pool, 5);
-  {
-    const Matrix big(1 << 14, 1 << 14);  // 1 GiB streaming read
-    roofs.memory_gbps = measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, 5);
-  }
+  // Each dtype's rows are judged against the roof of the instruction its kernels multiply
+  // with (bench_roofs.hpp): the integer dot chains' for the block types.
+  std::vector<WeightType> types;
+  for (const std::string& dtype : o.dtypes) types.push_back(parse_weight_type(dtype));
+  auto any_on = [&](const ComputeRoof& roof) {
+    return std::any_of(types.begin(), types.end(),
+                       [&](WeightType t) { return &compute_roof_of(MatrixTypes::all(t)) == &roof; });
+  };
+  const MeasuredRoofs start = measure_roofs(pool, any_on(kBf16DotRoof), any_on(kInt8DotRoof));
   const MoeAccounting a = account(c);
   std::printf("ffn bench — %s (%s): %lld experts of d_model %lld, hidden %lld, top %lld by %s%s; %d threads, %s\n",
               p.name.c_str(), p.model.c_str(), static_cast<long long>(c.experts), static_cast<long long>(c.d_model()),
@@ -73,14 +79,19 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
               c.shared_hidden > 0 ? (", shared hidden " + std::to_string(c.shared_hidden)).c_str() : "", o.threads,
               std::string(isa_name(active_isa())).c_str());
   std::printf("roofs of this run: compute %s GFLOP/s (f32 FMA chains), memory %s GB/s (streaming read)\n",
-              fixed(roofs.compute_gflops, 1).c_str(), fixed(roofs.memory_gbps, 1).c_str());
-  std::printf("bytes: router + the experts this batch's routing touched + shared + x, y; FLOPs: %s per token "
-              "(router, %lld experts, shared)\n\n",
-              grouped(a.active_matmul_flops).c_str(), static_cast<long long>(c.top_k));
+              fixed(start.compute, 1).c_str(), fixed(start.memory, 1).c_str());
+  print_dot_roofs(start);
+  std::printf(
+      "bytes: router + the experts this batch's routing touched + shared + x, y; FLOPs: %s per token "
+      "(router, %lld experts, shared)\n\n",
+      grouped(a.active_matmul_flops).c_str(), static_cast<long long>(c.top_k));
   print_bench_header();
   nlohmann::json rows = nlohmann::json::array();
-  for (const std::string& dtype : o.dtypes) {
-    const WeightType t = parse_weight_type(dtype);
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string& dtype = o.dtypes[i];
+    const WeightType t = types[i];
+    const ComputeRoof& roof = compute_roof_of(MatrixTypes::all(t), start);
+    const Roofs roofs{start.*roof.value, start.memory};
     if (!weight_bytes(c.expert, t)) {
       std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of %s\n", dtype.c_str(),
                   static_cast<long long>(c.d_model()), static_cast<long long>(c.expert.hidden), dtype.c_str());
@@ -110,9 +121,10 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
       row.weight_bytes = 4.0 * double(a.router_parameters) + touched * double(m.expert(0).weight_bytes()) +
                          (m.shared() ? double(m.shared()->weight_bytes()) : 0.0);
       row.moved_bytes = row.weight_bytes + 8.0 * double(T * c.d_model());
-      row.path = fixed(touched, 1) + " experts touched (mean of " + std::to_string(batches) + " batches); " +
-                 m.describe();
+      row.path =
+          fixed(touched, 1) + " experts touched (mean of " + std::to_string(batches) + " batches); " + m.describe();
       nlohmann::json j = print_bench_row(row, roofs, c.expert, o.threads);
+      j["compute_roof"] = roof.name;
       j["moe_preset"] = p.name;
       j["experts_touched"] = touched;
       j["batches"] = batches;
@@ -120,9 +132,10 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
     }
   }
   if (!o.json_path.empty()) {
-    nlohmann::json out{{"roofs", {{"compute_gflops", roofs.compute_gflops}, {"memory_gbps", roofs.memory_gbps}}},
-                       {"isa", std::string(isa_name(active_isa()))},
-                       {"rows", rows}};
+    nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory}};
+    if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
+    if (start.int8_dot > 0) roofs["int8_dot_gops"] = start.int8_dot;
+    nlohmann::json out{{"roofs", roofs}, {"isa", std::string(isa_name(active_isa()))}, {"rows", rows}};
     write_file_atomically(o.json_path, out.dump(2) + "\n");
   }
 }

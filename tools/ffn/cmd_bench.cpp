@@ -20,6 +20,7 @@
 #include "bench_backward.hpp"
 #include "bench_moe.hpp"
 #include "bench_peers.hpp"
+#include "bench_roofs.hpp"
 #include "bench_rows.hpp"
 #include "bench_sparsity.hpp"
 #include "commands.hpp"
@@ -71,55 +72,6 @@ double rss_mb() {
   return double(resident) * double(sysconf(_SC_PAGESIZE)) / 1e6;
 }
 
-struct MeasuredRoofs {
-  double compute = 0;   // GFLOP/s of f32 FMA chains
-  double memory = 0;    // GB/s of a streaming read
-  double bf16_dot = 0;  // GFLOP/s of vdpbf16ps chains; 0 unless asked for and present
-  double int8_dot = 0;  // G operations/s of the integer dot chains; 0 unless asked for and present
-};
-
-// Which compute roof judges a row set's rows: that of the instruction its kernels multiply
-// with — the integer dot chains (vpdpbusd; AVX2's vpmaddubsw + vpmaddwd) where every matrix's
-// kernel dots bytes (q8_0 or q8_K activations: 4 multiply-adds a lane per instruction, so
-// the FMA chains' roof would be up to 4× too low and call decode compute-bound),
-// vdpbf16ps's where every one dots bf16 — else the FMA chains'. Each: its name in the JSON
-// rows, its field of MeasuredRoofs, and the loop that measures it.
-struct ComputeRoof {
-  const char* name;
-  double MeasuredRoofs::*value;
-  double (*measure)(ThreadPool& pool, int reps);
-};
-const ComputeRoof kFmaRoof{"f32_fma", &MeasuredRoofs::compute, measure_compute_roof_gflops};
-const ComputeRoof kBf16DotRoof{"bf16_dot", &MeasuredRoofs::bf16_dot, measure_bf16_dot_roof_gflops};
-const ComputeRoof kInt8DotRoof{"int8_dot", &MeasuredRoofs::int8_dot, measure_int8_dot_roof_gops};
-const ComputeRoof& compute_roof_of(const MatrixTypes& types) {
-  auto all_take = [&](auto pred) {
-    for (WeightType t : {types.gate, types.up, types.down})
-      if (!pred(weight_type_kernel(t, active_isa()).activations)) return false;
-    return true;
-  };
-  if (all_take([](WeightType a) { return a == WeightType::q8_0 || a == WeightType::q8_K; })) return kInt8DotRoof;
-  if (all_take([](WeightType a) { return a == WeightType::bf16; })) return kBf16DotRoof;
-  return kFmaRoof;
-}
-
-// The memory roof now: a 1 GiB streaming read (far beyond any last-level cache), best of
-// `reps` rounds.
-double measure_memory_roof(ThreadPool& pool, int reps) {
-  const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
-  return measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, reps);
-}
-
-// The roofs of this machine now: the compute loops, then the memory roof, each best of 5.
-MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot, bool int8_dot) {
-  MeasuredRoofs r;
-  r.compute = measure_compute_roof_gflops(pool, 5);
-  r.memory = measure_memory_roof(pool, 5);
-  if (bf16_dot) r.bf16_dot = measure_bf16_dot_roof_gflops(pool, 5);
-  if (int8_dot) r.int8_dot = measure_int8_dot_roof_gops(pool, 5);
-  return r;
-}
-
 // The roofs beside each forward row: the memory roof and the row's compute roof (the FMA
 // chains', or vdpbf16ps's for bf16 dot rows) measured again just after the row (best of 3),
 // and the row judged against the mean of that and the one just before it (the previous
@@ -127,7 +79,6 @@ MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot, bool int8_dot) {
 // machine (28–84 GB/s within an hour), but a busy neighbour can take the FMA ports too: a
 // run's bf16 roof once read 581 GFLOP/s at its start against 900 at its end.
 constexpr int kBesideReps = 3;
-
 
 // What a run measures: the block's shape, and one entry per set of weight types.
 struct BenchPlan {
@@ -189,7 +140,8 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
         return std::get<InferenceBlock>(std::move(layer.block));
       };
     };
-    if (!o.dtype_given) plan.rows.push_back({matrix_types_name(info.file_types, gated), info.file_types, from_file(std::nullopt)});
+    if (!o.dtype_given)
+      plan.rows.push_back({matrix_types_name(info.file_types, gated), info.file_types, from_file(std::nullopt)});
     for (WeightType t : types)
       plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t), from_file(t)});
     return plan;
@@ -205,10 +157,10 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
   if (types.empty()) types.push_back(WeightType::f32);
   for (WeightType t : types) {
     const BlockConfig c = plan.config;
-    plan.rows.push_back({std::string(weight_type_name(t)), MatrixTypes::all(t),
-                         [c, t, &pool](const SparseDecode& sparse) {
-                           return InferenceBlock(Block::random(c, 1, &pool), t, &pool, sparse);
-                         }});
+    plan.rows.push_back(
+        {std::string(weight_type_name(t)), MatrixTypes::all(t), [c, t, &pool](const SparseDecode& sparse) {
+           return InferenceBlock(Block::random(c, 1, &pool), t, &pool, sparse);
+         }});
   }
   return plan;
 }
@@ -237,19 +189,7 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
       "just before and just after the row (mean of the two, best of 3 rounds each)\n"
       "roof loops (those of the kernels' ISA, so FFN_ISA=avx2 is judged against AVX2's roofs): %s\n\n",
       fixed(r.compute, 1).c_str(), fixed(r.memory, 1).c_str(), roof_loops_description().c_str());
-  if (r.bf16_dot > 0)
-    std::printf(
-        "bf16 rows: activations rounded to bf16 and dotted by %s (%s; FFN_ISA=%s keeps them f32), judged "
-        "against its roof: %s GFLOP/s (the same chains, best of 5)\n\n",
-        std::string(weight_type_kernel(WeightType::bf16, active_isa()).arithmetic).c_str(),
-        std::string(isa_name(active_isa())).c_str(), std::string(isa_name(isa_extends(active_isa()))).c_str(),
-        fixed(r.bf16_dot, 1).c_str());
-  if (r.int8_dot > 0)
-    std::printf(
-        "integer rows (q8_0, q4_0, the K-quants, the i-quants: activations in q8_0 or q8_K, bytes dotted in "
-        "integers), judged against the integer dot roof: %s Gop/s (%s, a byte product 2 operations; the same "
-        "chains, best of 5)\n\n",
-        fixed(r.int8_dot, 1).c_str(), int8_roof_loop_description().c_str());
+  print_dot_roofs(r);
 }
 
 // How many copies of a row set's block its rows time in turn. A block timed again and again
@@ -272,8 +212,8 @@ int block_copies(int64_t weight_bytes, const MachineDescription& machine) {
 // One forward row: timed (the copies of the block in turn, one forward each), then judged
 // against the run's roofs and those beside it.
 nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
-                           const std::vector<InferenceBlock>& blocks, int64_t T, const BenchOptions& o,
-                           RunRoofs& roofs, ThreadPool& pool) {
+                           const std::vector<InferenceBlock>& blocks, int64_t T, const BenchOptions& o, RunRoofs& roofs,
+                           ThreadPool& pool) {
   const BlockConfig& config = plan.config;
   const InferenceBlock& block = blocks.front();
   const Matrix x = bench_tokens(T, config.d_model);
@@ -287,8 +227,7 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
       o.reps);
   // Judged against the compute roof of the instruction the row's kernels multiply with
   // (compute_roof_of), measured likewise.
-  const ComputeRoof* roof = &compute_roof_of(spec.types);
-  if (roofs.start.*roof->value <= 0) roof = &kFmaRoof;  // no such roof loop on this ISA
+  const ComputeRoof* roof = &compute_roof_of(spec.types, roofs.start);
   const double memory_after = measure_memory_roof(pool, kBesideReps);
   const double memory_beside = 0.5 * (roofs.before.memory + memory_after);
   roofs.before.memory = memory_after;
@@ -326,16 +265,17 @@ MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
                                  start.bf16_dot > 0 ? end.bf16_dot / start.bf16_dot : 0.0,
                                  start.int8_dot > 0 ? end.int8_dot / start.int8_dot : 0.0});
   if (drift > 1.1)
-    std::printf("WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
-                "this run's efficiencies are overstated; run it again when the machine is quiet\n",
-                fixed(100.0 * (drift - 1.0), 0).c_str());
+    std::printf(
+        "WARNING: a roof measured %s%% higher at the end than at the start: the machine was busier then, so "
+        "this run's efficiencies are overstated; run it again when the machine is quiet\n",
+        fixed(100.0 * (drift - 1.0), 0).c_str());
   return end;
 }
 
 // The run's roofs as --json writes them: those of the start, and at_end.
 nlohmann::json roofs_json(const MeasuredRoofs& start, const MeasuredRoofs& end) {
-  nlohmann::json roofs{{"compute_gflops", start.compute}, {"memory_gbps", start.memory},
-                       {"loops", roof_loops_description()}};
+  nlohmann::json roofs{
+      {"compute_gflops", start.compute}, {"memory_gbps", start.memory}, {"loops", roof_loops_description()}};
   if (start.bf16_dot > 0) roofs["bf16_dot_gflops"] = start.bf16_dot;
   if (start.int8_dot > 0) {
     roofs["int8_dot_gops"] = start.int8_dot;
@@ -380,7 +320,8 @@ void run_bench(const BenchOptions& o) {
   if (const MoePreset* moe = find_moe_preset(o.preset)) {
     if (o.peers || o.backward || o.tp || !o.svg_path.empty() || !o.sparsity.empty())
       throw Error(
-          "bench: --peers, --backward, --tp, --svg and --sparsity are not available for mixture-of-experts presets yet");
+          "bench: --peers, --backward, --tp, --svg and --sparsity are not available for mixture-of-experts presets "
+          "yet");
     return run_moe_bench(*moe, {split_list(o.dtypes), parse_token_counts(o.tokens), o.threads, o.reps, o.json_path});
   }
   ThreadPool pool(o.threads);
@@ -419,9 +360,10 @@ void run_bench(const BenchOptions& o) {
     blocks.push_back(spec.make(SparseDecode{}));
     const int copies = block_copies(blocks.front().weight_bytes(), machine);
     if (copies > 1) {
-      std::printf("%-6s  %d copies of the block (%s MB of weights) timed in turn, so that a forward reads its "
-                  "weights from memory as in a model, not from the last-level cache\n",
-                  spec.dtype.c_str(), copies, fixed(double(copies) * double(blocks.front().weight_bytes()) / 1e6, 0).c_str());
+      std::printf(
+          "%-6s  %d copies of the block (%s MB of weights) timed in turn, so that a forward reads its "
+          "weights from memory as in a model, not from the last-level cache\n",
+          spec.dtype.c_str(), copies, fixed(double(copies) * double(blocks.front().weight_bytes()) / 1e6, 0).c_str());
       std::fflush(stdout);
     }
     while (int(blocks.size()) < copies) blocks.push_back(spec.make(SparseDecode{}));
