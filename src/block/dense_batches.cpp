@@ -28,7 +28,7 @@ constexpr int64_t aligned(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 
 bool split_gate(const InferenceBlock::Panels& w) { return w.config.variant.gated && !w.fused; }
 
-// The format x takes for the gate's panels of a split block, and whether that is up's.
+// Whether a split block's gate kernel takes x in the format up's does (then it reads up's rows).
 bool gate_reads_up_rows(const kernels::KernelTable& k, const InferenceBlock::Panels& w) {
   return k.panel(w.gate.type).activations == k.panel(w.first.type).activations;
 }
@@ -118,14 +118,6 @@ void first_panels(const kernels::KernelTable& k, const DenseBatch& b, int64_t t0
   if (b.fill_h_in_stage_1)
     quantize_activations(k, b.h_down.rows, t0, n, p0 * w.units_per_panel, std::min(H, p1 * w.units_per_panel),
                          b.h.row(t0), b.h.stride);
-}
-
-// The calling thread's share (of nth) of the columns of a's rows, quantised into `rows`.
-void fill_share(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, int ith,
-                int nth) {
-  if (rows.format == WeightType::f32) return;
-  const auto [c0, c1] = split_range(a.cols, ith, nth, activation_block(rows.format));
-  quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
 }
 
 }  // namespace

@@ -47,16 +47,20 @@ struct StageInput {
   kernels::ActivationRows rows;
 };
 
-// Every row of a ([T][K]) into `rows`, the threads taking whole units (activation_block) of
-// every row.
+// Thread ith's share (of nth) of the columns of every row of a ([T][K]) into `rows`, in
+// whole units (activation_block) of the format.
+inline void fill_share(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a, int ith,
+                       int nth) {
+  if (rows.format == WeightType::f32) return;
+  const auto [c0, c1] = split_range(a.cols, ith, nth, activation_block(rows.format));
+  quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
+}
+
+// Every row of a ([T][K]) into `rows`, the threads taking shares of the columns.
 inline void fill_rows(const kernels::KernelTable& k, const kernels::ActivationRows& rows, ConstMatrixView a,
                       ThreadPool& p) {
   if (rows.format == WeightType::f32) return;
-  const int64_t block = activation_block(rows.format);
-  p.run([&](int ith, int nth) {
-    const auto [c0, c1] = split_range(a.cols, ith, nth, block);
-    quantize_activations(k, rows, 0, a.rows, c0, c1, a.data, a.stride);
-  });
+  p.run([&](int ith, int nth) { fill_share(k, rows, a, ith, nth); });
 }
 
 // The input of a stage whose weights are of type t, for activations a ([T][K]): f32 rows
