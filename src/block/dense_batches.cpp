@@ -38,8 +38,7 @@ int64_t token_blocks(const DenseBatch& b) { return (b.x.rows + kTokenBlock - 1) 
 
 // Runs body(batch, t0, n, p0, p1) over every (token block, panel) item of every batch
 // (panel_count(batch) panels each), claimed in guided chunks across the pool.
-//   One batch: items are panels, in chunks within a token block (the threads share its
-//     activations in cache) of at least kMinChunkBytes — sweep_panels' schedule.
+//   One batch: sweep_panels' schedule.
 //   Several: the chunks run on from one batch into the next, and are measured in units of
 //     kUnitBytes of panel, each panel its bytes' worth, so that a thread's last chunk of a
 //     stage holds the same bytes whether its panels are small (an expert's) or large (a
@@ -48,19 +47,17 @@ int64_t token_blocks(const DenseBatch& b) { return (b.x.rows + kTokenBlock - 1) 
 //     belongs to the chunk that holds its first unit.
 template <class Panels, class Body>
 void sweep_batches(ThreadPool& p, const DenseBatch* batches, int64_t count, Panels panel_count, Body body) {
+  if (count == 1)
+    return sweep_panels(p, batches[0].x.rows, panel_count(batches[0]), panel_count.bytes(batches[0]),
+                        [&](int64_t t0, int64_t n, int64_t p0, int64_t p1) { body(batches[0], t0, n, p0, p1); });
   constexpr int64_t kUnitBytes = 4096;
   std::vector<int64_t> first_unit(size_t(count) + 1, 0), units_a_panel(size_t(count), 1);
   for (int64_t b = 0; b < count; ++b) {
-    if (count > 1)
-      units_a_panel[b] = std::max<int64_t>(1, (panel_count.bytes(batches[b]) + kUnitBytes - 1) / kUnitBytes);
+    units_a_panel[b] = std::max<int64_t>(1, (panel_count.bytes(batches[b]) + kUnitBytes - 1) / kUnitBytes);
     first_unit[b + 1] = first_unit[b] + token_blocks(batches[b]) * panel_count(batches[b]) * units_a_panel[b];
   }
   const int64_t units = first_unit[count];
-  if (units == 0) return;
-  const int64_t segment = count == 1 ? panel_count(batches[0]) : units;
-  const int64_t min_chunk = std::max<int64_t>(
-      1, kMinChunkBytes / (count == 1 ? std::max<int64_t>(1, panel_count.bytes(batches[0])) : kUnitBytes));
-  run_in_guided_chunks(p, units, segment, min_chunk, [&](int64_t u0, int64_t u1) {
+  run_in_guided_chunks(p, units, units, kMinChunkBytes / kUnitBytes, [&](int64_t u0, int64_t u1) {
     for (int64_t b = std::upper_bound(first_unit.begin(), first_unit.end(), u0) - first_unit.begin() - 1;
          b < count && first_unit[b] < u1; ++b) {
       // The batch's items (token block · panels + panel) whose first unit is in [u0, u1).
@@ -159,6 +156,7 @@ DenseBatch dense_batch(const InferenceBlock::Panels& w, ConstMatrixView x, Matri
 }
 
 void forward_dense_batches(const DenseBatch* batches, int64_t count, ThreadPool& p) {
+  if (count == 0) return;
   const auto& k = kernels::active_kernels();
   if (std::any_of(batches, batches + count,
                   [](const DenseBatch& b) { return b.x_up.rows.format != WeightType::f32 || b.fill_x_gate; }))
