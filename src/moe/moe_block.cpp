@@ -148,28 +148,33 @@ void MoeBlock::forward_chunk(ConstMatrixView x, MatrixView y, ThreadPool& p) con
       gather_expert_inputs(config_, x, r, pairs, active[i], rows_of(in, active[i]));
   });
   // Every expert's batch (and the shared experts') whose block runs the fused forward, in
-  // one grouped pass; the others each run their own forward.
+  // one grouped pass, its buffers one after another in one scratch slot; a gate-first block
+  // runs its own forward after.
   struct Run {
     const InferenceBlock* block;
     ConstMatrixView x;
     MatrixView y;
+    int64_t bytes;  // its batch's buffers
   };
-  std::vector<Run> runs;
-  for (int32_t e : active) runs.push_back({&experts_[e], rows_of(in, e), rows_of(out, e)});
-  if (shared_) runs.push_back({&*shared_, x, shared});
+  std::vector<Run> grouped, own;
+  auto add = [&](const InferenceBlock& block, ConstMatrixView bx, MatrixView by) {
+    if (block.panels_->gate_first())
+      own.push_back({&block, bx, by, 0});
+    else
+      grouped.push_back({&block, bx, by, inference::dense_batch_bytes(*block.panels_, bx.rows)});
+  };
+  for (int32_t e : active) add(experts_[e], rows_of(in, e), rows_of(out, e));
+  if (shared_) add(*shared_, x, shared);
   int64_t bytes = 0;
-  for (const Run& run : runs)
-    if (!run.block->panels_->gate_first()) bytes += inference::dense_batch_bytes(*run.block->panels_, run.x.rows);
+  for (const Run& run : grouped) bytes += run.bytes;
   std::byte* buffer = scratch_bytes(Scratch::moe_batches, bytes);
   std::vector<inference::DenseBatch> batches;
-  for (const Run& run : runs) {
-    if (run.block->panels_->gate_first()) continue;
+  for (const Run& run : grouped) {
     batches.push_back(inference::dense_batch(*run.block->panels_, run.x, run.y, buffer));
-    buffer += inference::dense_batch_bytes(*run.block->panels_, run.x.rows);
+    buffer += run.bytes;
   }
   inference::forward_dense_batches(batches.data(), int64_t(batches.size()), p);
-  for (const Run& run : runs)
-    if (run.block->panels_->gate_first()) run.block->forward(run.x, run.y, &p);
+  for (const Run& run : own) run.block->forward(run.x, run.y, &p);
 
   combine_expert_outputs(config_, router_, x, r, pairs, out, shared, y, p);
 }
