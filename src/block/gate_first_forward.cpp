@@ -8,7 +8,8 @@
 //   1. a = act(gate products (+ b_g)) [T][H] (2-matrix blocks: act(up products (+ b_u)),
 //      which is h itself), the gate panels swept across the pool as in the fused forward.
 //   2. sparse (enabled, T ≤ max_tokens): the channels some token keeps, in ascending order;
-//      u of those channels by rows_dot over up's rows (split across the pool by channels),
+//      u of those channels by rows_dot over up's rows (split across the pool by channels;
+//      q8_0 rows by rows_dot_q8_0 against x in q8_0, the bits the dense q8_0 panels give),
 //      h = a ⊙ u where the token keeps the channel, else 0; y = Σ_j h_j·down_rows[j] by
 //      rows_axpy (split by output columns: every element is one chain over the channels in
 //      order, whatever the split).
@@ -112,10 +113,20 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   if (c.variant.gated) {
     const int64_t row_bytes = w.up_rows.row_bytes();
     const int64_t min_rows = std::max<int64_t>(1, (int64_t(1) << 18) / row_bytes);
-    run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
-      k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, w.up_rows.bytes.data(), row_bytes, u + i0,
-                 H);
-    });
+    const std::byte* up = w.up_rows.bytes.data();
+    if (w.up_rows.type == WeightType::q8_0) {
+      // x in q8_0 for the integer dot, as the dense q8_0 panels take it (a few KB: this thread).
+      const kernels::ActivationRows xq = activation_rows(
+          WeightType::q8_0, scratch_bytes(Scratch::x_activations, activation_bytes(WeightType::q8_0, T, D)), T, D);
+      quantize_activations(k, xq, 0, T, 0, D, x.data, x.stride);
+      run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
+        k.rows_dot_q8_0(T, i1 - i0, lists + i0, D, xq, up, row_bytes, u + i0, H);
+      });
+    } else {
+      run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
+        k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, up, row_bytes, u + i0, H);
+      });
+    }
   }
   const Activation act = c.variant.activation;
   for (int64_t t = 0; t < T; ++t) {

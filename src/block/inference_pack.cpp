@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -206,8 +206,7 @@ void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool&
         const int64_t row_bytes = info.row_bytes(p.down_chunk_width(c));
         for (int64_t j = 0; j < H; ++j) {
           for (int64_t i = 0; i < q8_block; ++i) column[size_t(i)] = values[size_t((d0 + i) * H + j)];
-          weight_type_traits(type).from_f32(column.data(), p.down_rows.bytes.data() + offset + j * row_bytes,
-                                            q8_block);
+          weight_type_traits(type).from_f32(column.data(), p.down_rows.bytes.data() + offset + j * row_bytes, q8_block);
         }
       }
     }
@@ -332,7 +331,8 @@ std::string InferenceBlock::describe() const {
     text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" +
             (p.sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(p.sparse.threshold) + " dropped"
                                     : std::string("exact zeros skipped")) +
-            "): " + k.rows_dot.name + ", " + k.rows_axpy.name + " on up's rows and down transposed";
+            "): " + (p.up_rows.type == WeightType::q8_0 ? k.rows_dot_q8_0.name : k.rows_dot.name) + ", " +
+            k.rows_axpy.name + " on up's rows and down transposed";
   return text;
 }
 

@@ -170,20 +170,28 @@ using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
 
 // rows_dot_<isa> (activation-sparse decode's up products): for t < T and i < n,
 //   out[t·ldo + i] = Σ_k x[t·ldx + k] · W[rows[i]][k],  k < K,
-// W's row r at W + r·row_bytes in `type`'s layout — f32, f16 / bf16 widened exactly, or
-// q8_0 with each value widened to d·q (exact in f32; K then a multiple of 32) — no other
-// type. Each (t, i) is one fixed order of the K products for its ISA and K (one chain
-// of the ISA's lanes: sparse_rows.hpp), so a row's result is the same bits for any list it is in, any T
-// and any split of either; its rounding is within K·u of Σ|x·w| (u = 2⁻²⁴), as any order's.
+// W's row r at W + r·row_bytes in `type`'s layout — f32, or f16 / bf16 widened exactly — no
+// other type (q8_0 rows: rows_dot_q8_0). Each (t, i) is one fixed order of the K products for
+// its ISA and K (one chain of the ISA's lanes: sparse_rows.hpp), so a row's result is the
+// same bits for any list it is in, any T and any split of either; its rounding is within
+// K·u of Σ|x·w| (u = 2⁻²⁴), as any order's.
 using RowsDot = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x,
                          int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);
+// rows_dot_q8_0_<isa>: the same products for q8_0 rows (K a multiple of 32) with the
+// activations x in q8_0 (activation_rows.hpp; x.format == q8_0, T rows of K), by the qblock
+// panels' arithmetic (qblock_panels.hpp): per (t, i) the chain acc ← fma(float(S_b),
+// d_w·d_x, acc) over the blocks b in order from 0, S_b the exact integer block sum — the
+// same bits on every ISA, for any list, T or split, and as the q8_0 panel kernels give.
+using RowsDotQ8_0 = void (*)(int64_t T, int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x,
+                             const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);
 // rows_axpy_<isa> (its down product, down held transposed: a row per hidden channel): for
 // t < T and c < N, y[t·ldy + c] ← fma(h[t·ldh + i], W[rows[i]][c], y[t·ldy + c]) for
 // i = 0 … n − 1 in order, each step rounded once — the bits of that chain whatever the ISA,
 // any column range a caller cuts N into, and whatever other tokens share the call. W points
-// at the first column (the caller offsets it by c0's bytes). Types as rows_dot's (q8_0: N
-// and the cuts whole blocks of 32). A row with h = 0 adds an exact
-// zero to a finite sum that started at +0 (never −0 then), so listing it changes no bit.
+// at the first column (the caller offsets it by c0's bytes). Types f32, f16 / bf16 widened
+// exactly, and q8_0, whose step is fma(h·d, q, y) with h·d rounded once (N and the cuts
+// whole blocks of 32). A row with h = 0 adds an exact zero to a finite sum that started at
+// +0 (never −0 then), so listing it changes no bit.
 using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh,
                           int64_t N, const std::byte* W, int64_t row_bytes, float* y, int64_t ldy);
 
@@ -210,6 +218,7 @@ using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* 
   X(F32FmaRoof, int8_dot_roof)                                 \
   X(StreamRead, stream_read)                                   \
   X(RowsDot, rows_dot)                                         \
+  X(RowsDotQ8_0, rows_dot_q8_0)                                \
   X(RowsAxpy, rows_axpy)
 
 // The kernels of one ISA, each entry named by its function (kernels/register.hpp). Every

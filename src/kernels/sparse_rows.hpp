@@ -2,7 +2,8 @@
 // rows_axpy), written once over a level's vector traits VS (vec_<level>.hpp's store traits:
 // load, load_tail, fmadd, add, store, store_tail, reduce) and a reader of a weight type's
 // rows: ElementRows over a level's loader (f32 as it is, f16 and bf16 widened exactly in
-// registers), Q8_0Rows over its q8_0 loader (d·q, exact in f32).
+// registers), Q8_0Rows over its q8_0 loader (d·q, exact in f32; rows_axpy only: q8_0's dot
+// is sparse_rows_q8_0.hpp's integer one).
 //
 // Both read a listed subset of a matrix's rows, each row stored contiguously (up's rows, and
 // down transposed: a row per hidden channel), so a skipped hidden channel is bytes never
@@ -51,12 +52,15 @@ struct ElementRows {
   static Vec load_tail(const std::byte* row, int64_t k, int64_t count) {
     return Load::load_tail(reinterpret_cast<const E*>(row) + k, count);
   }
+  static Vec weigh(const Block&, Vec h) { return h; }  // rows_axpy's coefficient: h itself
 };
 
-// A q8_0 row: blocks of 32 values, a binary16 d then 32 int8 q (ggml's block_q8_0), each
-// value d·q — exact in f32 (11 bits of d times 8 of q), so the loops' chains are those of an
-// f32 row of those values. Q8 is the level's loader: scale(block) broadcasts d, load(q, d)
-// widens VS::lanes values times d. Rows are whole blocks: no tail.
+// A q8_0 row (rows_axpy's): blocks of 32 values, a binary16 d then 32 int8 q (ggml's
+// block_q8_0). load widens the codes q exactly; the block's d goes into the coefficient
+// instead (weigh: h·d, rounded once, a block and row), so a step is fma(h·d, q, y): a
+// conversion and an FMA a vector, where d·q before each FMA cost a multiply more — the
+// loop's pace (docs/performance.md, "Sparse decode"). Q8 is the level's loader: scale(block)
+// broadcasts d, load(q) widens VS::lanes codes. Rows are whole blocks: no tail.
 template <class VS, class Q8>
 struct Q8_0Rows {
   using Vec = typename VS::Vec;
@@ -69,8 +73,9 @@ struct Q8_0Rows {
     const std::byte* b = row + k / block * block_bytes;
     return {reinterpret_cast<const int8_t*>(b + 2), Q8::scale(b)};
   }
-  static Vec load(const Block& b, int64_t s) { return Q8::load(b.q + s, b.d); }
-  static Vec load_tail(const std::byte*, int64_t, int64_t) { return VS::zero(); }  // never called
+  static Vec load(const Block& b, int64_t s) { return Q8::load(b.q + s); }
+  static Vec load_tail(const std::byte*, int64_t, int64_t) { return VS::zero(); }    // never called
+  static Vec weigh(const Block& b, Vec h) { return VS::fmadd(h, b.d, VS::zero()); }  // h·d rounded once
 };
 
 // Prefetches, into L2, the line holding byte `offset` of each of the n next rows when a
@@ -136,7 +141,8 @@ void dot_rows(const int32_t* rows, int64_t n_next, int64_t K, const float* x, in
 }
 
 // y[t·ldy + c] ← fma(h[t·ldh + r], W[rows[r]][c], y[t·ldy + c]) for R listed rows in order,
-// c < N, TT tokens: one rounding a step, R rows a pass (y loaded and stored once a pass).
+// c < N, TT tokens (q8_0: fma(h·d, q, y), Q8_0Rows): one rounding a step, R rows a pass (y
+// loaded and stored once a pass).
 // rows + R … rows + R + n_next are the next pass's rows (prefetched).
 template <class VS, class Rows, int64_t R, int64_t TT>
 void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh, int64_t N, const std::byte* W,
@@ -154,12 +160,15 @@ void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh,
     prefetch_next<Rows>(next.at, next.n, c / B * Rows::block_bytes);
     typename Rows::Block block[R];
     for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], c);
+    Vec coefficient[TT][R];
+    for (int64_t t = 0; t < TT; ++t)
+      for (int64_t r = 0; r < R; ++r) coefficient[t][r] = Rows::weigh(block[r], hv[t][r]);
     for (int64_t s = 0; s < B; s += L) {
       Vec acc[TT];
       for (int64_t t = 0; t < TT; ++t) acc[t] = VS::load(y + t * ldy + c + s);
       for (int64_t r = 0; r < R; ++r) {
         const Vec wv = Rows::load(block[r], s);
-        for (int64_t t = 0; t < TT; ++t) acc[t] = VS::fmadd(hv[t][r], wv, acc[t]);
+        for (int64_t t = 0; t < TT; ++t) acc[t] = VS::fmadd(coefficient[t][r], wv, acc[t]);
       }
       for (int64_t t = 0; t < TT; ++t) VS::store(y + t * ldy + c + s, acc[t]);
     }
@@ -223,15 +232,14 @@ void rows_axpy(int64_t T, int64_t n, const int32_t* rows, const float* h, int64_
   });
 }
 
-// The kernels.hpp entries of a level: the loops above for the weight's type (f32, f16, bf16
+// The kernels.hpp entries of a level: the loops above for the weight's type (rows_dot: f32,
+// f16 or bf16, q8_0 rows taking the integer dot of sparse_rows_q8_0.hpp; rows_axpy: those
 // or q8_0; the caller never passes another).
 template <class VS, class LoadF16, class LoadBf16, class Q8>
 struct Entries {
   template <class Body>
-  static void by_type(WeightType type, Body body) {
-    if (type == WeightType::q8_0)
-      body(Q8_0Rows<VS, Q8>{});
-    else if (type == WeightType::f16)
+  static void by_element_type(WeightType type, Body body) {
+    if (type == WeightType::f16)
       body(ElementRows<VS, LoadF16>{});
     else if (type == WeightType::bf16)
       body(ElementRows<VS, LoadBf16>{});
@@ -240,11 +248,15 @@ struct Entries {
   }
   static void dot(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx,
                   const std::byte* W, int64_t row_bytes, float* out, int64_t ldo) {
-    by_type(type, [&]<class Rows>(Rows) { rows_dot<VS, Rows>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo); });
+    by_element_type(type, [&]<class Rows>(Rows) { rows_dot<VS, Rows>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo); });
   }
   static void axpy(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N,
                    const std::byte* W, int64_t row_bytes, float* y, int64_t ldy) {
-    by_type(type, [&]<class Rows>(Rows) { rows_axpy<VS, Rows>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy); });
+    auto body = [&]<class Rows>(Rows) { rows_axpy<VS, Rows>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy); };
+    if (type == WeightType::q8_0)
+      body(Q8_0Rows<VS, Q8>{});
+    else
+      by_element_type(type, body);
   }
 };
 

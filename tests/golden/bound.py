@@ -94,16 +94,18 @@ def gaussian_top_k(pre, e_pre, sparsity):
     return np.maximum(shifted, 0.0), e_pre + e_cut + U * np.abs(shifted)
 
 
-def forward_and_bound(state, x, activation, gated, operand_rounding=0.0, gate_sparsity=0.0):
+def forward_and_bound(state, x, activation, gated, operand_rounding=0.0, gate_sparsity=0.0, x_up=None):
     """state: name -> float64 array (gate/up/down .weight/.bias); x: [T, d] float64.
     operand_rounding: relative rounding of the products' activation operands (x, and h
     before the down projection) — 2**-8 for packed bf16 blocks on avx512_bf16, whose dot
     products take bf16 activations (reference.cpp derives the terms).
     gate_sparsity: Gemma 3n's Gaussian top-k on the gate (BlockConfig::gate_sparsity); 0: none.
+    x_up: the activations up's products take where they are not x (sparse decode's q8_0 up
+    rows take x in q8_0: pass its values, and the bound is the f32 bound of those products).
     Returns (y_exact, bound), both [T, d]."""
     d = x.shape[1]
     hidden = state["up.weight"].shape[0]
-    up, up_abs = _linear(x, state["up.weight"], state.get("up.bias"))
+    up, up_abs = _linear(x if x_up is None else x_up, state["up.weight"], state.get("up.bias"))
     if gated:
         pre, pre_abs = _linear(x, state["gate.weight"], state.get("gate.bias"))
     else:

@@ -67,9 +67,10 @@ def module_output(w, sparsity, x, dtype=torch.float64):
         return m(x.to(dtype)).double().numpy()
 
 
-def exact_and_bound(w, x, sparsity):
+def exact_and_bound(w, x, sparsity, x_up=None):
     state = {k: v.double().numpy() for k, v in w.items()}
-    return bound.forward_and_bound(state, x.double().numpy(), "gelu_tanh", True, gate_sparsity=sparsity)
+    x_up = None if x_up is None else x_up.double().numpy()
+    return bound.forward_and_bound(state, x.double().numpy(), "gelu_tanh", True, gate_sparsity=sparsity, x_up=x_up)
 
 
 def ratio(y, y_ref, err):

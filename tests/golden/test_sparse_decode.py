@@ -164,14 +164,15 @@ def test_bad_values_are_refused_by_name(tmp_path, run_ffn, ffn_module):
 
 
 def test_gemma3n_gguf_with_block_types_decodes_on_q8_0_copies(tmp_path, run_ffn):
-    """A Gemma 3n GGUF whose up and down are q4_0 (the gate f32, so that no quantised
-    activation enters the bound), `--sparse exact`, one token a call: the sparse path reads
-    up and down as q8_0 copies along d_model, requantised from the file's values. The copies
-    are made here by the gguf package (llama.cpp's own quantiser and dequantiser), and y is
-    the module with those values within the f32 bound, and twenty times nearer it than the
-    module of the file's own values is (so the test sees which values ran). `--sparse off`
-    is the module of the file's values within the bound (its activations quantised to q8_0, so
-    not nearer it than that)."""
+    """A Gemma 3n GGUF whose up and down are q4_0 (the gate f32), `--sparse exact`, one
+    token a call: the sparse path reads up and down as q8_0 copies along d_model, requantised
+    from the file's values, and up's products take x in q8_0 (as the dense q8_0 products
+    do). The copies and x in q8_0 are made here by the gguf package (llama.cpp's own
+    quantiser and dequantiser, bit for bit ggml's reference, which ffn's activation quantiser
+    is too), and y is the module with those values within the f32 bound, and twenty times
+    nearer it than the module of the file's own values is (so the test sees which values
+    ran). `--sparse off` is the module of the file's values within the bound (its activations
+    quantised to q8_0, so not nearer it than that)."""
     import gguf
 
     q4, q8 = gguf.GGMLQuantizationType.Q4_0, gguf.GGMLQuantizationType.Q8_0
@@ -200,7 +201,9 @@ def test_gemma3n_gguf_with_block_types_decodes_on_q8_0_copies(tmp_path, run_ffn)
     copies["up.weight"] = torch.tensor(requantised(file_values["up.weight"].numpy(), q8))
     copies["down.weight"] = torch.tensor(requantised(file_values["down.weight"].numpy().T, q8).T.copy())
     x = torch.randn(3, GD, generator=torch.Generator().manual_seed(11))
-    y_copies, err = exact_and_bound(copies, x, 0.95)
+    x_q8 = torch.tensor(requantised(x.numpy(), q8))
+    y_copies, err = exact_and_bound(copies, x, 0.95, x_up=x_q8)
+    y_file_q8, _ = exact_and_bound(file_values, x, 0.95, x_up=x_q8)
     y_file, err_file = exact_and_bound(file_values, x, 0.95)
     for t in range(3):
         y, out = forward_cli(tmp_path, run_ffn, tmp_path / "g3n.gguf", x[t:t + 1].numpy(), "--sparse", "exact")
@@ -208,7 +211,7 @@ def test_gemma3n_gguf_with_block_types_decodes_on_q8_0_copies(tmp_path, run_ffn)
         assert ratio(y, y_copies[t:t + 1], err[t:t + 1]) <= 1.0
         # The bound is loose here (its cutoff term), so also: y is twenty times nearer the
         # copies' module than that is to the file's — the copies' values ran.
-        assert np.max(np.abs(y - y_copies[t:t + 1])) < 0.05 * np.max(np.abs(y_copies[t] - y_file[t]))
+        assert np.max(np.abs(y - y_copies[t:t + 1])) < 0.05 * np.max(np.abs(y_copies[t] - y_file_q8[t]))
     y, out = forward_cli(tmp_path, run_ffn, tmp_path / "g3n.gguf", x[:1].numpy(), "--sparse", "off")
     assert "sparse decode" not in out
     assert ratio(y, y_file[:1], err_file[:1]) <= 1.0

@@ -1,13 +1,19 @@
-// The loops of activation-sparse decode (kernels.hpp: rows_dot, rows_axpy) registered on
-// every ISA, for each weight type they read (f32, f16 / bf16 widened exactly, q8_0's d·q):
-//   rows_dot  against a double-precision sum over a listed subset of rows, within the
+// The loops of activation-sparse decode (kernels.hpp: rows_dot, rows_dot_q8_0, rows_axpy)
+// registered on every ISA, for each weight type they read (f32, f16 / bf16 widened exactly,
+// q8_0):
+//   rows_dot  (f32, f16, bf16) against a double-precision sum over a listed subset of rows, within the
 //             summation bound K·u·Σ|x·w| (u = 2⁻²⁴: any order of K f32 products and sums
 //             stays inside it, while one product dropped or doubled, or a wrong row, misses
 //             by far more at these random values); and the same bits for a row alone, in
 //             another list, or beside other tokens;
+//   rows_dot_q8_0 bit for bit the scalar q8_0 panel kernel over the same rows packed into a
+//             panel (one contract, qblock_panels.hpp): for T = 4 + 2 + 1 tokens, lists of
+//             every remainder of a pass, and at the integer sums' extremes (codes −128 and
+//             127 against ±127), where a pairwise int16 sum that saturated would show;
 //   rows_axpy bit for bit the chain its contract names — std::fma over the listed rows in
-//             order, computed here in plain C++ — at column counts around the vector widths
-//             and for any column range; a row with h = 0 changes no bit.
+//             order (q8_0: of h·d and the code q), computed here in plain C++ — at column
+//             counts around the vector widths and for any column range; a row with h = 0
+//             changes no bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +25,7 @@
 #include "core/weight_type_table.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
+#include "panel_support.hpp"
 #include "random_data.hpp"
 
 namespace ffn {
@@ -30,6 +37,7 @@ class SparseRows : public testing::TestWithParam<Isa> {};
 
 const test::CheckedOps kDotOps = test::checks_ops({Op::rows_dot});
 const test::CheckedOps kAxpyOps = test::checks_ops({Op::rows_axpy});
+const test::CheckedOps kDotQ8Ops = test::checks_ops({Op::rows_dot_q8_0});
 
 // A [rows][cols] matrix stored as `type` (f32, f16, bf16, or q8_0 with cols whole blocks),
 // rows `row_bytes` apart with
@@ -77,6 +85,7 @@ StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t see
 }
 
 const WeightType kTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16, WeightType::q8_0};
+const WeightType kElementTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16};
 
 // The lengths a test runs for a type: q8_0's rows and column cuts are whole blocks of 32.
 std::vector<int64_t> lengths(WeightType type, std::initializer_list<int64_t> element_lengths) {
@@ -86,8 +95,8 @@ std::vector<int64_t> lengths(WeightType type, std::initializer_list<int64_t> ele
 
 TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
   for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
-    for (WeightType type : kTypes)
-      for (int64_t K : lengths(type, {1, 3, 4, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 257, 1000})) {
+    for (WeightType type : kElementTypes)
+      for (int64_t K : {1, 3, 4, 7, 8, 15, 16, 17, 31, 63, 64, 65, 100, 257, 1000}) {
         const int64_t H = 23, T = 3;
         const StoredRows W = stored_rows(type, H, K, uint32_t(K));
         const auto x = test::random_vector(size_t(T * K), uint32_t(K + 1));
@@ -114,8 +123,8 @@ TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
 
 TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
   for (const auto& dot : test::registered_entries<kernels::RowsDot>(GetParam(), kDotOps))
-    for (WeightType type : kTypes) {
-      const int64_t H = 9, K = type == WeightType::q8_0 ? 224 : 203, T = 7;  // tokens 4 + 2 + 1 at once
+    for (WeightType type : kElementTypes) {
+      const int64_t H = 9, K = 203, T = 7;  // tokens 4 + 2 + 1 at once
       const StoredRows W = stored_rows(type, H, K, 7);
       const auto x = test::random_vector(size_t(T * K), 8);
       const std::vector<int32_t> all = {8, 1, 4, 0, 3};
@@ -131,14 +140,94 @@ TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
     }
 }
 
-// y after the contract's chain, in plain C++ (q8_0's values d·q, exact in f32).
+// out[t·ldo + i] of the scalar q8_0 panel kernel over `rows` of W (rows_bytes apart), packed
+// into one panel in list order (at most 64 rows).
+std::vector<float> panel_product(const std::byte* W, int64_t row_bytes, const std::vector<int32_t>& rows, int64_t K,
+                                 const kernels::ActivationRows& x, int64_t T, int64_t ldo) {
+  const int64_t n = int64_t(rows.size()), packed_bytes = weight_type_info(WeightType::q8_0).row_bytes(K);
+  std::vector<std::byte> listed(size_t(n * packed_bytes));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(listed.data() + i * packed_bytes, W + int64_t(rows[size_t(i)]) * row_bytes, size_t(packed_bytes));
+  const test::Panel panel = test::pack(WeightType::q8_0, listed.data(), packed_bytes, n, K);
+  std::vector<float> tile(size_t(T * 64)), out(size_t(T * ldo), NAN);
+  kernels::kernel_table(Isa::scalar).panel(WeightType::q8_0).fn(T, K, x, panel.data(), tile.data(), 64);
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < n; ++i) out[size_t(t * ldo + i)] = tile[size_t(t * 64 + i)];
+  return out;
+}
+
+TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
+  for (const auto& dot : test::registered_entries<kernels::RowsDotQ8_0>(GetParam(), kDotQ8Ops))
+    for (int64_t K : {32, 64, 96, 160, 1024}) {
+      const int64_t H = 31, T = 7;  // tokens 4 + 2 + 1 at once
+      const StoredRows W = stored_rows(WeightType::q8_0, H, K, uint32_t(K + 5));
+      const test::Activations x =
+          test::quantise(WeightType::q8_0, T, K, test::random_vector(size_t(T * K), uint32_t(K + 6)));
+      // 1 … 17 rows: whole passes of 8, 4 and 2 rows and every remainder, one row twice.
+      for (size_t n : {size_t(1), size_t(3), size_t(7), size_t(8), size_t(9), size_t(17)}) {
+        std::vector<int32_t> rows;
+        for (size_t i = 0; i < n; ++i) rows.push_back(int32_t((i * 7 + 3) % size_t(H)));
+        if (n > 3) rows[n - 1] = rows[0];
+        const int64_t ldo = int64_t(n) + 2;
+        const auto expected = panel_product(W.bytes.data(), W.row_bytes, rows, K, x.rows, T, ldo);
+        std::vector<float> out(size_t(T * ldo), NAN);
+        dot.fn(T, int64_t(n), rows.data(), K, x.rows, W.bytes.data(), W.row_bytes, out.data(), ldo);
+        for (size_t e = 0; e < out.size(); ++e) {
+          if (std::isnan(expected[e])) {  // the padding of out is untouched
+            ASSERT_TRUE(std::isnan(out[e])) << dot.name << " K=" << K << " n=" << n << " element " << e;
+          } else {
+            ASSERT_EQ(out[e], expected[e]) << dot.name << " K=" << K << " n=" << n << " element " << e;
+          }
+        }
+      }
+    }
+}
+
+// Codes −128 and 127 (all one or alternating) against activations all +1, all −1 or
+// alternating (codes ±127): each block's integer sum at its extremes, ±32·128·127.
+TEST_P(SparseRows, DotQ8_0AtExtremeCodesIsThePanelProduct) {
+  const int64_t K = 128, H = 8, T = 3, row_bytes = K / 32 * 34;
+  std::vector<std::byte> W(size_t(H * row_bytes));
+  for (int64_t r = 0; r < H; ++r)
+    for (int64_t b = 0; b < K / 32; ++b) {
+      std::byte* block = W.data() + r * row_bytes + b * 34;
+      const uint16_t d = 0x3C00;  // 1.0
+      std::memcpy(block, &d, 2);
+      for (int64_t i = 0; i < 32; ++i) {
+        const bool high = r % 4 == 0 || (r % 4 >= 2 && (i + r / 4) % 2 == 0);
+        block[2 + i] = std::byte(high ? 0x7F : 0x80);
+      }
+    }
+  std::vector<float> xs(size_t(T * K));
+  for (int64_t i = 0; i < T * K; ++i) xs[size_t(i)] = i / K == 0 ? 1.0f : i / K == 1 ? -1.0f : (i % 2 ? -1.0f : 1.0f);
+  const test::Activations x = test::quantise(WeightType::q8_0, T, K, xs);
+  const std::vector<int32_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
+  const auto expected = panel_product(W.data(), row_bytes, rows, K, x.rows, T, H);
+  for (const auto& dot : test::registered_entries<kernels::RowsDotQ8_0>(GetParam(), kDotQ8Ops)) {
+    std::vector<float> out(size_t(T * H), NAN);
+    dot.fn(T, H, rows.data(), K, x.rows, W.data(), row_bytes, out.data(), H);
+    for (size_t e = 0; e < out.size(); ++e) ASSERT_EQ(out[e], expected[e]) << dot.name << " element " << e;
+  }
+}
+
+// y after the contract's chain, in plain C++: fma(h, w, y), for q8_0 fma(h·d, q, y) with d
+// and q read from the block's bytes.
 std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& rows, const std::vector<float>& h,
                               int64_t T, std::vector<float> y, int64_t N) {
   for (int64_t t = 0; t < T; ++t)
     for (size_t i = 0; i < rows.size(); ++i)
       for (int64_t c = 0; c < N; ++c) {
         float& acc = y[size_t(t * N + c)];
-        acc = std::fma(h[size_t(t) * rows.size() + i], W.values[size_t(rows[i] * W.cols + c)], acc);
+        const float hi = h[size_t(t) * rows.size() + i];
+        if (W.type == WeightType::q8_0) {
+          const std::byte* block = W.bytes.data() + rows[i] * W.row_bytes + c / 32 * 34;
+          uint16_t d;
+          std::memcpy(&d, block, 2);
+          const auto q = static_cast<int8_t>(block[2 + c % 32]);
+          acc = std::fma(hi * f16_to_f32(d), float(q), acc);
+        } else {
+          acc = std::fma(hi, W.values[size_t(rows[i] * W.cols + c)], acc);
+        }
       }
   return y;
 }

@@ -36,5 +36,6 @@ extern const F32Erfc f32_erfc_avx2;
 
 extern const RowsDot rows_dot_avx2;
 extern const RowsAxpy rows_axpy_avx2;
+extern const RowsDotQ8_0 rows_dot_q8_0_avx2;
 
 }  // namespace ffn::kernels

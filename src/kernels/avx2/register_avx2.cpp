@@ -29,6 +29,7 @@ KernelTable avx2_entries() {
       .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx2),
       .stream_read = FFN_KERNEL(stream_read_avx2),
       .rows_dot = FFN_KERNEL(rows_dot_avx2),
+      .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_avx2),
       .rows_axpy = FFN_KERNEL(rows_axpy_avx2),
   };
   add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx2_2x64_3x32_6x16>,

@@ -3,22 +3,32 @@
 #include <cstring>
 
 #include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/avx2/sparse_rows_q8_0_avx2.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/avx2/widen16_avx2.hpp"
 #include "kernels/sparse_rows.hpp"
+#include "kernels/sparse_rows_q8_0.hpp"
 
 namespace ffn::kernels {
 namespace {
-// q8_0's values: d broadcast from its binary16 (F16C), 8 int8 sign-extended, converted, times d.
+// q8_0 rows (rows_axpy): d broadcast from its binary16 (F16C); 8 int8 codes sign-extended, converted.
 struct Q8x8 {
   static __m256 scale(const std::byte* block) {
     uint16_t d;
     std::memcpy(&d, block, sizeof d);
     return _mm256_set1_ps(_cvtsh_ss(d));
   }
-  static __m256 load(const int8_t* q, __m256 d) {
+  static __m256 load(const int8_t* q) {
     const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q));
-    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), d);
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes));
+  }
+};
+
+// Unsigned × signed bytes by vpmaddubsw (pairs into int16: at most 2·128·127, no saturation)
+// and vpmaddwd against ones (pairs into int32).
+struct MaddubsDot {
+  static __m256i dot(__m256i u, __m256i s) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1));
   }
 };
 }  // namespace
@@ -26,4 +36,5 @@ struct Q8x8 {
 using SparseRowsAvx2 = sparse_rows::Entries<Avx2Store, F16x8, Bf16x8, Q8x8>;
 const RowsDot rows_dot_avx2 = SparseRowsAvx2::dot;
 const RowsAxpy rows_axpy_avx2 = SparseRowsAvx2::axpy;
+const RowsDotQ8_0 rows_dot_q8_0_avx2 = sparse_rows::rows_dot_q8_0<I8x32<MaddubsDot>>;
 }  // namespace ffn::kernels

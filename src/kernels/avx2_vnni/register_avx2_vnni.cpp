@@ -10,7 +10,8 @@ KernelTable avx2_vnni_entries() {
   KernelTable t{.isa = Isa::avx2_vnni,
                 .int8_roof_chains = 12,
                 .int8_roof_lanes = 8,
-                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx2_vnni)};
+                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx2_vnni),
+                .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_avx2_vnni)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx2_vnni_1x64);
   FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_vnni_1x64);
   return t;

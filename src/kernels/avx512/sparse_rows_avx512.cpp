@@ -9,16 +9,16 @@
 
 namespace ffn::kernels {
 namespace {
-// q8_0's values: d broadcast from its binary16 (F16C), 16 int8 sign-extended, converted, times d.
+// q8_0 rows (rows_axpy): d broadcast from its binary16 (F16C); 16 int8 codes sign-extended, converted.
 struct Q8x16 {
   static __m512 scale(const std::byte* block) {
     uint16_t d;
     std::memcpy(&d, block, sizeof d);
     return _mm512_set1_ps(_cvtsh_ss(d));
   }
-  static __m512 load(const int8_t* q, __m512 d) {
+  static __m512 load(const int8_t* q) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes)), d);
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(bytes));
   }
 };
 }  // namespace

@@ -10,7 +10,8 @@ KernelTable avx512_vnni_entries() {
   KernelTable t{.isa = Isa::avx512_vnni,
                 .int8_roof_chains = 24,
                 .int8_roof_lanes = 16,
-                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx512_vnni)};
+                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx512_vnni),
+                .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_avx512_vnni)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx512_vnni_2x64);
   FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx512_vnni_2x64);
   return t;

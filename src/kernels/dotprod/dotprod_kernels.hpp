@@ -3,6 +3,7 @@
 // that streams the panel and a 4-token tile; the rest of the table is the neon level's.
 #pragma once
 
+#include "kernels/kernels.hpp"
 #include "kernels/panel_kernels.hpp"
 
 namespace ffn::kernels {
@@ -10,5 +11,7 @@ namespace ffn::kernels {
 extern const PanelGemmSet qblock_panel_gemm_dotprod_1x64_4x8;
 extern const PanelGemmSet qsub_panel_gemm_dotprod_1x64_4x64;
 float int8_dot_roof_dotprod(int64_t iterations);
+
+extern const RowsDotQ8_0 rows_dot_q8_0_dotprod;
 
 }  // namespace ffn::kernels

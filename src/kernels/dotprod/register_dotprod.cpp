@@ -11,7 +11,8 @@ KernelTable dotprod_entries() {
   KernelTable t{.isa = Isa::dotprod,
                 .int8_roof_chains = 24,
                 .int8_roof_lanes = 4,
-                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_dotprod)};
+                .int8_dot_roof = FFN_KERNEL(int8_dot_roof_dotprod),
+                .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_dotprod)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_dotprod_1x64_4x8);
   FFN_PANEL_KERNELS(t, qsub, panel_gemm_dotprod_1x64_4x64);
   return t;

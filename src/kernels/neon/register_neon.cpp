@@ -25,6 +25,7 @@ KernelTable neon_entries() {
       .f32_fma_roof = FFN_KERNEL(f32_fma_roof_neon),
       .stream_read = FFN_KERNEL(stream_read_neon),
       .rows_dot = FFN_KERNEL(rows_dot_neon),
+      .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_neon),
       .rows_axpy = FFN_KERNEL(rows_axpy_neon),
   };
   add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_neon_1x64_6x16>, "f32_panel_gemm_neon_1x64_6x16",

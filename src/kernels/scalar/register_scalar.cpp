@@ -27,6 +27,7 @@ const KernelTable& table_scalar() {
         .f32_fma_roof = FFN_KERNEL(f32_fma_roof_scalar),
         .stream_read = FFN_KERNEL(stream_read_scalar),
         .rows_dot = FFN_KERNEL(rows_dot_scalar),
+        .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_scalar),
         .rows_axpy = FFN_KERNEL(rows_axpy_scalar),
     };
     add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_scalar>, "f32_panel_gemm_scalar",

@@ -7,6 +7,7 @@
 #include "core/quant.hpp"
 #include "kernels/scalar/scalar_kernels.hpp"
 #include "kernels/sparse_rows.hpp"
+#include "kernels/sparse_rows_q8_0.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -32,21 +33,46 @@ struct Load16 {
   static float load_tail(const uint16_t*, int64_t) { return 0.0f; }
 };
 
-// q8_0's values, d·q one at a time.
+// q8_0 rows (rows_axpy): d, and each code q as it is.
 struct Q8x1 {
   static float scale(const std::byte* block) {
     uint16_t d;
     std::memcpy(&d, block, sizeof d);
     return f16_to_f32(d);
   }
-  static float load(const int8_t* q, float d) { return float(*q) * d; }
+  static float load(const int8_t* q) { return float(*q); }
 };
 
 using SparseRowsScalar = sparse_rows::Entries<ScalarLane, Load16<f16_to_f32>, Load16<bf16_to_f32>, Q8x1>;
+
+// The integer block dot of sparse_rows_q8_0.hpp, a block's sum at a time.
+struct I8x1 {
+  using Weights = const int8_t*;
+  using Codes = const int8_t*;
+  using Sums = int32_t;
+  struct Acc {
+    float lane[8];
+  };
+  static Weights weights(const int8_t* q) { return q; }
+  static Codes codes(const int8_t* q) { return q; }
+  static Sums zero() { return 0; }
+  static Sums dot(Weights w, Codes x) {
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += int32_t(w[i]) * int32_t(x[i]);
+    return s;
+  }
+  static Acc acc_zero() { return {}; }
+  static void accumulate(const int32_t (&s)[8], const float (&scale)[8], Acc& acc) {
+    for (int l = 0; l < 8; ++l) acc.lane[l] = std::fma(float(s[l]), scale[l], acc.lane[l]);
+  }
+  static void store(const Acc& acc, float* out) { std::memcpy(out, acc.lane, sizeof acc.lane); }
+  static float half(const std::byte* p) { return Q8x1::scale(p); }
+};
 
 }  // namespace
 
 const RowsDot rows_dot_scalar = SparseRowsScalar::dot;
 const RowsAxpy rows_axpy_scalar = SparseRowsScalar::axpy;
+const RowsDotQ8_0 rows_dot_q8_0_scalar = sparse_rows::rows_dot_q8_0<I8x1>;
 
 }  // namespace ffn::kernels
