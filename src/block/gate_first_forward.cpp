@@ -11,8 +11,9 @@
 //      u of those channels by rows_dot over up's rows (split across the pool by channels;
 //      q8_0 rows by rows_dot_q8_0 against x in q8_0, the bits the dense q8_0 panels give),
 //      h = a ⊙ u where the token keeps the channel, else 0; y = Σ_j h_j·down_rows[j] by
-//      rows_axpy (split by output columns: every element is one chain over the channels in
-//      order, whatever the split).
+//      rows_axpy, a fixed group of channels a thread (Panels::down_group: each group's sum
+//      one chain over its channels in order, the groups' sums added in group order, whatever
+//      the threads).
 //      dense (otherwise): up's panels, h = a ⊙ u (0 where the threshold drops the channel),
 //      then the fused forward's down stage.
 // A token's y depends only on its own x: its kept channels are its own, another token's
@@ -140,16 +141,40 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       h[t * H + i] = v;
     }
   }
-  // y = h·down_rows (+ b), a column chunk of down's transpose at a time across the pool.
-  run_in_guided_chunks(p, w.down_chunks(), w.down_chunks(), 1, [&](int64_t k0, int64_t k1) {
-    for (int64_t chunk = k0; chunk < k1; ++chunk) {
-      const int64_t c0 = chunk * w.down_chunk, width = w.down_chunk_width(chunk);
-      const int64_t row_bytes = weight_type_info(w.down_rows.type).row_bytes(width);
-      for (int64_t t = 0; t < T; ++t) std::fill(y.row(t) + c0, y.row(t) + c0 + width, 0.0f);
-      k.rows_axpy(w.down_rows.type, T, n, lists, h, H, width, w.down_rows.bytes.data() + w.down_chunk_offset(chunk),
-                  row_bytes, y.data + c0, y.stride);
-      if (c.bias) add_bias_rows(y.data + c0, y.stride, T, w.down_bias.data() + c0, width);
+  // y = h·down_rows (+ b): each group of channels (Panels::down_group) summed over its kept
+  // ones by one thread, a chain in channel order from +0 into the group's own [T][D]; then,
+  // the columns shared across the pool, y = the groups' sums added in group order. A group
+  // with no kept channel adds nothing (a sum that would be +0; chains never end at −0).
+  const int64_t groups = w.down_groups(), row_bytes = w.down_rows.row_bytes();
+  std::vector<int64_t> first(size_t(groups + 1), n);  // group g's kept: lists[first[g], first[g + 1])
+  for (int64_t g = 0, i = 0; g < groups; ++g) {
+    first[size_t(g)] = i;
+    while (i < n && lists[i] < (g + 1) * w.down_group) ++i;
+  }
+  float* const sums = reinterpret_cast<float*>(scratch_bytes(Scratch::sparse_group_sums, groups * T * D * 4));
+  auto kept_in = [&](int64_t g) { return first[size_t(g) + 1] - first[size_t(g)]; };
+  run_in_guided_chunks(p, groups, groups, 1, [&](int64_t g0, int64_t g1) {
+    for (int64_t g = g0; g < g1; ++g) {
+      if (kept_in(g) == 0) continue;
+      float* sum = sums + g * T * D;
+      std::fill(sum, sum + T * D, 0.0f);
+      const int64_t i0 = first[size_t(g)];
+      k.rows_axpy(w.down_rows.type, T, kept_in(g), lists + i0, h + i0, H, D, w.down_rows.bytes.data(), row_bytes, sum,
+                  D);
     }
+  });
+  p.run([&](int ith, int nth) {
+    const auto [c0, c1] = split_range(D, ith, nth, 16);
+    for (int64_t t = 0; t < T; ++t) {
+      float* yt = y.row(t);
+      std::fill(yt + c0, yt + c1, 0.0f);
+      for (int64_t g = 0; g < groups; ++g) {
+        if (kept_in(g) == 0) continue;
+        const float* sum = sums + (g * T + t) * D;
+        for (int64_t col = c0; col < c1; ++col) yt[col] += sum[col];
+      }
+    }
+    if (c.bias && c1 > c0) add_bias_rows(y.data + c0, y.stride, T, w.down_bias.data() + c0, c1 - c0);
   });
 }
 

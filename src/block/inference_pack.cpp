@@ -152,20 +152,16 @@ StoredMatrix up_rows_of(const RowSource& src, int64_t rows, ThreadPool& pool) {
   return m;
 }
 
-// Columns of a chunk of down's transpose (Panels::down_chunk): D cut into as many equal
-// chunks as a row's bytes span 4 KiB (at least one), each a whole number of the type's blocks.
-int64_t down_chunk_columns(WeightType t, int64_t D) {
-  const WeightTypeInfo& info = weight_type_info(t);
-  const int64_t chunks = std::max<int64_t>(1, (info.row_bytes(D) + 4095) / 4096);
-  const int64_t block = info.block_elements;
-  return ((D + chunks - 1) / chunks + block - 1) / block * block;
-}
+// Channels a group of down's transpose (Panels::down_group): enough that a thread's share
+// of a group's rows is a long read and the groups' partial sums ([T][D] each, added once) stay
+// small beside it, few enough that many threads still find groups to share.
+constexpr int64_t kDownGroupChannels = 256;
 
-// Down ([D][H]) transposed into Panels::down_rows' column chunks in sparse_rows_type: f32 /
-// f16 / bf16 a bit copy of every value; a block type's values (exactly widened; q8_0's too,
-// whose blocks ran along H) requantised to q8_0 along D, 32 output columns a block. 64 rows
-// of down at a time across the pool (each writes its own 64 columns of every output row:
-// whole q8_0 blocks, as chunks are).
+// Down ([D][H]) transposed into Panels::down_rows ([H][D], a row per hidden channel) in
+// sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's values (exactly
+// widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D, 32 output
+// columns a block. 64 rows of down at a time across the pool (each writes its own 64 columns
+// of every output row: whole q8_0 blocks).
 void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool& pool) {
   const int64_t D = p.config.d_model, H = src.cols;
   const WeightType type = sparse_rows_type(src.type);
@@ -173,9 +169,10 @@ void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool&
   // An element type's bytes a value (bit copies), or 0: a block type's blocks run along H.
   const int64_t elem = type == src.type && info.block_elements == 1 ? info.row_bytes(1) : 0;
   const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
-  p.down_chunk = down_chunk_columns(type, D);
+  p.down_group = kDownGroupChannels;
   p.down_rows = StoredMatrix{type, H, D, {}};
-  p.down_rows.bytes.resize(static_cast<size_t>(H * info.row_bytes(D)));
+  const int64_t row_bytes = info.row_bytes(D);
+  p.down_rows.bytes.resize(static_cast<size_t>(H * row_bytes));
   const int64_t blocks = (D + kW - 1) / kW;
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
@@ -184,29 +181,21 @@ void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool&
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * kW, n = std::min(kW, D - r0), ld = src.row_bytes();
       const std::byte* in = src.rows(r0, n, buf);
-      // The chunk of output column d, and the bytes from a row's start in it to column d.
-      auto place = [&](int64_t d) {
-        const int64_t c = d / p.down_chunk;
-        return std::pair{c, p.down_chunk_offset(c) + info.row_bytes(d - c * p.down_chunk)};
-      };
       if (elem > 0) {
         for (int64_t r = 0; r < n; ++r) {
-          const auto [c, offset] = place(r0 + r);
-          const int64_t row_bytes = info.row_bytes(p.down_chunk_width(c));
+          std::byte* out = p.down_rows.bytes.data() + info.row_bytes(r0 + r);  // column r0 + r of row 0
           for (int64_t j = 0; j < H; ++j)
-            std::memcpy(p.down_rows.bytes.data() + offset + j * row_bytes, in + r * ld + j * elem,
-                        static_cast<size_t>(elem));
+            std::memcpy(out + j * row_bytes, in + r * ld + j * elem, static_cast<size_t>(elem));
         }
         continue;
       }
       values.resize(static_cast<size_t>(n * H));
       for (int64_t r = 0; r < n; ++r) weight_type_traits(src.type).to_f32(in + r * ld, values.data() + r * H, H);
       for (int64_t d0 = 0; d0 < n; d0 += q8_block) {
-        const auto [c, offset] = place(r0 + d0);
-        const int64_t row_bytes = info.row_bytes(p.down_chunk_width(c));
+        std::byte* out = p.down_rows.bytes.data() + info.row_bytes(r0 + d0);  // the block of row 0
         for (int64_t j = 0; j < H; ++j) {
           for (int64_t i = 0; i < q8_block; ++i) column[size_t(i)] = values[size_t((d0 + i) * H + j)];
-          weight_type_traits(type).from_f32(column.data(), p.down_rows.bytes.data() + offset + j * row_bytes, q8_block);
+          weight_type_traits(type).from_f32(column.data(), out + j * row_bytes, q8_block);
         }
       }
     }

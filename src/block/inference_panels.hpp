@@ -14,8 +14,8 @@
 // Rows past the end of a matrix are zero in the last panel (their outputs are dropped).
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/weight_type_table.hpp"
@@ -56,19 +56,15 @@ struct InferenceBlock::Panels {
   // down's transpose) at most sparse.max_kept_share of up's and down's stored bytes.
   int64_t sparse_kept_limit = 0;
   StoredMatrix up_rows;
-  // Down transposed in column chunks of down_chunk columns (the last may be narrower): chunk
-  // c holds, for every hidden channel j, its values of output columns [c·C, c·C + width) —
-  // [H][width], rows of width values — so that a thread summing one chunk reads one run per
-  // kept channel (D cut into as many equal chunks as its row's bytes span 4 KiB, each whole
-  // blocks of the type: runs of 2–4 KiB), and all kept read one chunk's bytes in order.
+  // Down transposed, [H][D]: a row per hidden channel, read whole (whole rows stream about
+  // 1.2× faster than the 2–4 KiB column chunks of them each thread read before:
+  // docs/performance.md, "Sparse decode"). The sum over the kept channels is cut at fixed
+  // groups of down_group channels (the last may be smaller): a group's sum is one chain over
+  // its kept channels in order, a thread takes whole groups, and y adds the groups' sums in
+  // group order — the same bits whatever the threads, the groups being fixed by H alone.
   StoredMatrix down_rows;
-  int64_t down_chunk = 0;
-  int64_t down_chunks() const { return (config.d_model + down_chunk - 1) / down_chunk; }
-  int64_t down_chunk_width(int64_t c) const { return std::min(down_chunk, config.d_model - c * down_chunk); }
-  // Bytes from the start of down_rows to chunk c.
-  int64_t down_chunk_offset(int64_t c) const {
-    return c * config.hidden * weight_type_info(down_rows.type).row_bytes(down_chunk);
-  }
+  int64_t down_group = 0;
+  int64_t down_groups() const { return (config.hidden + down_group - 1) / down_group; }
   // The forward computes every gate value of a token before any of its up values (the
   // Gaussian top-k needs them all; sparse decode needs them to choose the channels): gate
   // and up in panel sets of their own then, never fused.

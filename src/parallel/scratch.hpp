@@ -33,6 +33,7 @@ enum class Scratch : int {
   hidden_activations,  // h in the format of the down panels' kernel
   gate_values,         // [T][H] activated gate values of a gate-first forward
   sparse_lists,        // sparse decode's channel list and its up and h values
+  sparse_group_sums,   // [groups][T][D] sparse decode's sums of down's channel groups
   moe_logits,          // [T][E] router logits of a MoE forward
   moe_tokens,          // [T·k][D] the experts' tokens, gathered by expert
   moe_outputs,         // [T·k][D] their outputs
