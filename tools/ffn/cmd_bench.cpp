@@ -469,7 +469,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--sparsity", o->sparsity,
                   "instead of the usual rows: activation-sparse decode against the dense block, per target share "
                   "of hidden channels dropped (e.g. 0,0.5,0.7,0.95; a threshold calibrated to each on other tokens); "
-                  "sparse decode reads f32, f16 and bf16 up and down (--dtype)");
+                  "f32, f16 and bf16 (--dtype) read up and down as stored, the block types as q8_0 copies along "
+                  "d_model");
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o, dtype, variant] {
