@@ -115,19 +115,21 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
     const int64_t row_bytes = w.up_rows.row_bytes();
     const int64_t min_rows = std::max<int64_t>(1, (int64_t(1) << 18) / row_bytes);
     const std::byte* up = w.up_rows.bytes.data();
-    if (w.up_rows.type == WeightType::q8_0) {
-      // x in q8_0 for the integer dot, as the dense q8_0 panels take it (a few KB: this thread).
-      const kernels::ActivationRows xq = activation_rows(
-          WeightType::q8_0, scratch_bytes(Scratch::x_activations, activation_bytes(WeightType::q8_0, T, D)), T, D);
+    // q8_0 rows take x in q8_0 for the integer dot, as the dense q8_0 panels take it (a few
+    // KB: this thread).
+    const bool q8 = w.up_rows.type == WeightType::q8_0;
+    kernels::ActivationRows xq;
+    if (q8) {
+      xq = activation_rows(WeightType::q8_0,
+                           scratch_bytes(Scratch::x_activations, activation_bytes(WeightType::q8_0, T, D)), T, D);
       quantize_activations(k, xq, 0, T, 0, D, x.data, x.stride);
-      run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
-        k.rows_dot_q8_0(T, i1 - i0, lists + i0, D, xq, up, row_bytes, u + i0, H);
-      });
-    } else {
-      run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
-        k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, up, row_bytes, u + i0, H);
-      });
     }
+    run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
+      if (q8)
+        k.rows_dot_q8_0(T, i1 - i0, lists + i0, D, xq, up, row_bytes, u + i0, H);
+      else
+        k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, up, row_bytes, u + i0, H);
+    });
   }
   const Activation act = c.variant.activation;
   for (int64_t t = 0; t < T; ++t) {

@@ -152,11 +152,6 @@ StoredMatrix up_rows_of(const RowSource& src, int64_t rows, ThreadPool& pool) {
   return m;
 }
 
-// Channels a group of down's transpose (Panels::down_group): enough that a thread's share
-// of a group's rows is a long read and the groups' partial sums ([T][D] each, added once) stay
-// small beside it, few enough that many threads still find groups to share.
-constexpr int64_t kDownGroupChannels = 256;
-
 // Down ([D][H]) transposed into Panels::down_rows ([H][D], a row per hidden channel) in
 // sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's values (exactly
 // widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D, 32 output
@@ -169,7 +164,6 @@ void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool&
   // An element type's bytes a value (bit copies), or 0: a block type's blocks run along H.
   const int64_t elem = type == src.type && info.block_elements == 1 ? info.row_bytes(1) : 0;
   const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
-  p.down_group = kDownGroupChannels;
   p.down_rows = StoredMatrix{type, H, D, {}};
   const int64_t row_bytes = info.row_bytes(D);
   p.down_rows.bytes.resize(static_cast<size_t>(H * row_bytes));

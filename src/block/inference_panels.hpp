@@ -62,8 +62,11 @@ struct InferenceBlock::Panels {
   // groups of down_group channels (the last may be smaller): a group's sum is one chain over
   // its kept channels in order, a thread takes whole groups, and y adds the groups' sums in
   // group order — the same bits whatever the threads, the groups being fixed by H alone.
+  // down_group: enough channels that a thread's share of a group's rows is a long read and
+  // the groups' sums ([T][D] each, added once) stay small beside it, few enough that many
+  // threads still find groups to share.
   StoredMatrix down_rows;
-  int64_t down_group = 0;
+  static constexpr int64_t down_group = 256;
   int64_t down_groups() const { return (config.hidden + down_group - 1) / down_group; }
   // The forward computes every gate value of a token before any of its up values (the
   // Gaussian top-k needs them all; sparse decode needs them to choose the channels): gate
