@@ -7,13 +7,13 @@
 //
 //   1. a = act(gate products (+ b_g)) [T][H] (2-matrix blocks: act(up products (+ b_u)),
 //      which is h itself), the gate panels swept across the pool as in the fused forward.
-//   2. sparse (enabled, T ≤ max_tokens): the channels some token keeps, in ascending order;
-//      u of those channels by rows_dot over up's rows (split across the pool by channels;
-//      q8_0 rows by rows_dot_q8_0 against x in q8_0, the bits the dense q8_0 panels give),
-//      h = a ⊙ u where the token keeps the channel, else 0; y = Σ_j h_j·down_rows[j] by
-//      rows_axpy, a fixed group of channels a thread (Panels::down_group: each group's sum
-//      one chain over its channels in order, the groups' sums added in group order, whatever
-//      the threads).
+//   2. sparse (enabled, T ≤ max_tokens): the channels some token keeps, in ascending order,
+//      a fixed group of channels a thread (Panels::down_group) and for each group: u of its
+//      channels by rows_dot over their up rows (q8_0 rows by rows_dot_q8_0 against x in q8_0,
+//      the bits the dense q8_0 panels give), h = a ⊙ u where the token keeps the channel,
+//      else 0, and the group's sum Σ_j h_j·down_rows[j] by rows_axpy (one chain over its
+//      channels in order); y = the groups' sums added in group order, whatever the threads.
+//      (Panels::channel_rows: a channel's up and down rows side by side.)
 //      dense (otherwise): up's panels, h = a ⊙ u (0 where the threshold drops the channel),
 //      then the fused forward's down stage.
 // A token's y depends only on its own x: its kept channels are its own, another token's
@@ -111,43 +111,38 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   }
   float* const u = reinterpret_cast<float*>(lists + H);
   float* const h = u + T * H;
-  if (c.variant.gated) {
-    const int64_t row_bytes = w.up_rows.row_bytes();
-    const int64_t min_rows = std::max<int64_t>(1, (int64_t(1) << 18) / row_bytes);
-    const std::byte* up = w.up_rows.bytes.data();
-    // q8_0 rows take x in q8_0 for the integer dot, as the dense q8_0 panels take it (a few
-    // KB: this thread).
-    const bool q8 = w.up_rows.type == WeightType::q8_0;
-    kernels::ActivationRows xq;
-    if (q8) {
-      xq = activation_rows(WeightType::q8_0,
-                           scratch_bytes(Scratch::x_activations, activation_bytes(WeightType::q8_0, T, D)), T, D);
-      quantize_activations(k, xq, 0, T, 0, D, x.data, x.stride);
-    }
-    run_in_guided_chunks(p, n, n, min_rows, [&](int64_t i0, int64_t i1) {
-      if (q8)
-        k.rows_dot_q8_0(T, i1 - i0, lists + i0, D, xq, up, row_bytes, u + i0, H);
-      else
-        k.rows_dot(w.up_rows.type, T, i1 - i0, lists + i0, D, x.data, x.stride, up, row_bytes, u + i0, H);
-    });
+  const InferenceBlock::Panels::ChannelRows& rows = w.channel_rows;
+  // q8_0 up rows take x in q8_0 for the integer dot, as the dense q8_0 panels take it (a few
+  // KB: this thread).
+  const bool q8 = c.variant.gated && rows.up_type == WeightType::q8_0;
+  kernels::ActivationRows xq;
+  if (q8) {
+    xq = activation_rows(WeightType::q8_0,
+                         scratch_bytes(Scratch::x_activations, activation_bytes(WeightType::q8_0, T, D)), T, D);
+    quantize_activations(k, xq, 0, T, 0, D, x.data, x.stride);
   }
   const Activation act = c.variant.activation;
-  for (int64_t t = 0; t < T; ++t) {
-    const float* at = a.row(t);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t j = lists[i];
-      float v = 0.0f;
-      if (kept(at[j], threshold))
-        v = c.variant.gated ? at[j] * up_factor(act, c.bias ? u[t * H + i] + w.up_bias.data()[j] : u[t * H + i])
-                            : at[j];
-      h[t * H + i] = v;
+  // h of the listed channels [i0, i1): a ⊙ u where the token keeps the channel, else 0.
+  auto hidden = [&](int64_t i0, int64_t i1) {
+    for (int64_t t = 0; t < T; ++t) {
+      const float* at = a.row(t);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t j = lists[i];
+        float v = 0.0f;
+        if (kept(at[j], threshold))
+          v = c.variant.gated ? at[j] * up_factor(act, c.bias ? u[t * H + i] + w.up_bias.data()[j] : u[t * H + i])
+                              : at[j];
+        h[t * H + i] = v;
+      }
     }
-  }
-  // y = h·down_rows (+ b): each group of channels (Panels::down_group) summed over its kept
-  // ones by one thread, a chain in channel order from +0 into the group's own [T][D]; then,
-  // the columns shared across the pool, y = the groups' sums added in group order. A group
-  // with no kept channel adds nothing (a sum that would be +0; chains never end at −0).
-  const int64_t groups = w.down_groups(), row_bytes = w.down_rows.row_bytes();
+  };
+  // A group of channels (Panels::down_group) a step, whole groups a thread: its kept
+  // channels' u by rows_dot over their up rows, their h, then its share of y — one chain in
+  // channel order from +0 into the group's own [T][D] by rows_axpy over their down rows, the
+  // up and down rows of a channel neighbours in memory. Then, the columns shared across the
+  // pool, y = the groups' sums added in group order. A group with no kept channel adds nothing
+  // (a sum that would be +0; chains never end at −0).
+  const int64_t groups = w.down_groups(), stride = rows.stride();
   std::vector<int64_t> first(size_t(groups + 1), n);  // group g's kept: lists[first[g], first[g + 1])
   for (int64_t g = 0, i = 0; g < groups; ++g) {
     first[size_t(g)] = i;
@@ -157,12 +152,16 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   auto kept_in = [&](int64_t g) { return first[size_t(g) + 1] - first[size_t(g)]; };
   run_in_guided_chunks(p, groups, groups, 1, [&](int64_t g0, int64_t g1) {
     for (int64_t g = g0; g < g1; ++g) {
-      if (kept_in(g) == 0) continue;
+      const int64_t i0 = first[size_t(g)], m = kept_in(g);
+      if (m == 0) continue;
+      if (q8)
+        k.rows_dot_q8_0(T, m, lists + i0, D, xq, rows.up(), stride, u + i0, H);
+      else if (c.variant.gated)
+        k.rows_dot(rows.up_type, T, m, lists + i0, D, x.data, x.stride, rows.up(), stride, u + i0, H);
+      hidden(i0, i0 + m);
       float* sum = sums + g * T * D;
       std::fill(sum, sum + T * D, 0.0f);
-      const int64_t i0 = first[size_t(g)];
-      k.rows_axpy(w.down_rows.type, T, kept_in(g), lists + i0, h + i0, H, D, w.down_rows.bytes.data(), row_bytes, sum,
-                  D);
+      k.rows_axpy(rows.down_type, T, m, lists + i0, h + i0, H, D, rows.down(), stride, sum, D);
     }
   });
   p.run([&](int ith, int nth) {

@@ -127,46 +127,43 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
     throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
 }
 
-// Up's rows ([H][D]) in sparse_rows_type: as stored, or a block type's values (exactly
-// widened) requantised to q8_0 along the same row, rows split across the pool.
-StoredMatrix up_rows_of(const RowSource& src, int64_t rows, ThreadPool& pool) {
-  const WeightType type = sparse_rows_type(src.type);
-  StoredMatrix m{type, rows, src.cols, {}};
-  const int64_t out_bytes = m.row_bytes();
-  m.bytes.resize(static_cast<size_t>(rows * out_bytes));
+// Up's rows ([H][D]) into Panels::channel_rows' up rows, in sparse_rows_type: as stored, or
+// a block type's values (exactly widened) requantised to q8_0 along the same row, rows split
+// across the pool.
+void copy_up_rows(const RowSource& src, int64_t H, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
+  const int64_t stride = out.stride(), in_bytes = src.row_bytes();
+  std::byte* const first = out.bytes.data();
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
     std::vector<float> values(static_cast<size_t>(src.cols));
-    const auto [r0, r1] = split_range(rows, ith, nth, 64);
+    const auto [r0, r1] = split_range(H, ith, nth, 64);
     if (r1 <= r0) return;
     const std::byte* in = src.rows(r0, r1 - r0, buf);
-    if (type == src.type) {
-      std::memcpy(m.bytes.data() + r0 * out_bytes, in, static_cast<size_t>((r1 - r0) * out_bytes));
-      return;
-    }
     for (int64_t r = r0; r < r1; ++r) {
-      weight_type_traits(src.type).to_f32(in + (r - r0) * src.row_bytes(), values.data(), src.cols);
-      weight_type_traits(type).from_f32(values.data(), m.bytes.data() + r * out_bytes, src.cols);
+      const std::byte* row = in + (r - r0) * in_bytes;
+      if (out.up_type == src.type) {
+        std::memcpy(first + r * stride, row, static_cast<size_t>(in_bytes));
+      } else {
+        weight_type_traits(src.type).to_f32(row, values.data(), src.cols);
+        weight_type_traits(out.up_type).from_f32(values.data(), first + r * stride, src.cols);
+      }
     }
   });
-  return m;
 }
 
-// Down ([D][H]) transposed into Panels::down_rows ([H][D], a row per hidden channel) in
-// sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's values (exactly
-// widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D, 32 output
-// columns a block. 64 rows of down at a time across the pool (each writes its own 64 columns
-// of every output row: whole q8_0 blocks).
-void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool& pool) {
-  const int64_t D = p.config.d_model, H = src.cols;
-  const WeightType type = sparse_rows_type(src.type);
+// Down ([D][H]) transposed into Panels::channel_rows' down rows ([H][D], a row per hidden
+// channel) in sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's
+// values (exactly widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D,
+// 32 output columns a block. 64 rows of down at a time across the pool (each writes its own
+// 64 columns of every output row: whole q8_0 blocks).
+void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
+  const int64_t H = src.cols, stride = out.stride();
+  const WeightType type = out.down_type;
   const WeightTypeInfo& info = weight_type_info(type);
   // An element type's bytes a value (bit copies), or 0: a block type's blocks run along H.
   const int64_t elem = type == src.type && info.block_elements == 1 ? info.row_bytes(1) : 0;
   const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
-  p.down_rows = StoredMatrix{type, H, D, {}};
-  const int64_t row_bytes = info.row_bytes(D);
-  p.down_rows.bytes.resize(static_cast<size_t>(H * row_bytes));
+  std::byte* const first = out.bytes.data() + out.up_bytes;  // channel 0's down row
   const int64_t blocks = (D + kW - 1) / kW;
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
@@ -177,23 +174,38 @@ void transpose_down(const RowSource& src, InferenceBlock::Panels& p, ThreadPool&
       const std::byte* in = src.rows(r0, n, buf);
       if (elem > 0) {
         for (int64_t r = 0; r < n; ++r) {
-          std::byte* out = p.down_rows.bytes.data() + info.row_bytes(r0 + r);  // column r0 + r of row 0
+          std::byte* col = first + info.row_bytes(r0 + r);  // column r0 + r of channel 0's row
           for (int64_t j = 0; j < H; ++j)
-            std::memcpy(out + j * row_bytes, in + r * ld + j * elem, static_cast<size_t>(elem));
+            std::memcpy(col + j * stride, in + r * ld + j * elem, static_cast<size_t>(elem));
         }
         continue;
       }
       values.resize(static_cast<size_t>(n * H));
       for (int64_t r = 0; r < n; ++r) weight_type_traits(src.type).to_f32(in + r * ld, values.data() + r * H, H);
       for (int64_t d0 = 0; d0 < n; d0 += q8_block) {
-        std::byte* out = p.down_rows.bytes.data() + info.row_bytes(r0 + d0);  // the block of row 0
+        std::byte* block = first + info.row_bytes(r0 + d0);  // the block of channel 0's row
         for (int64_t j = 0; j < H; ++j) {
           for (int64_t i = 0; i < q8_block; ++i) column[size_t(i)] = values[size_t((d0 + i) * H + j)];
-          weight_type_traits(type).from_f32(column.data(), out + j * row_bytes, q8_block);
+          weight_type_traits(type).from_f32(column.data(), block + j * stride, q8_block);
         }
       }
     }
   });
+}
+
+// Panels::channel_rows of a block: a 2-matrix block (gate null) holds down rows only.
+InferenceBlock::Panels::ChannelRows channel_rows_of(const RowSource* gate, const RowSource& up, const RowSource& down,
+                                                    int64_t D, ThreadPool& pool) {
+  const int64_t H = down.cols;
+  InferenceBlock::Panels::ChannelRows rows;
+  rows.up_type = sparse_rows_type(up.type);
+  rows.down_type = sparse_rows_type(down.type);
+  rows.up_bytes = gate ? weight_type_info(rows.up_type).row_bytes(D) : 0;
+  rows.down_bytes = weight_type_info(rows.down_type).row_bytes(D);
+  rows.bytes.resize(static_cast<size_t>(H * rows.stride()));
+  if (gate) copy_up_rows(up, H, rows, pool);
+  transpose_down(down, D, rows, pool);
+  return rows;
 }
 
 std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSource* gate, const RowSource& up,
@@ -214,10 +226,9 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
   }
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
   if (sparse.enabled) {
-    if (gate) p->up_rows = up_rows_of(up, H, pool);  // a 2-matrix block's up values are its gate: all computed
-    transpose_down(down, *p, pool);
+    p->channel_rows = channel_rows_of(gate, up, down, D, pool);
     const double stored = double((gate ? up.row_bytes() * H : 0) + down.row_bytes() * D);
-    const double a_channel = double((gate ? p->up_rows.row_bytes() : 0) + p->down_rows.row_bytes());
+    const double a_channel = double(p->channel_rows.stride());
     p->sparse_kept_limit = int64_t(std::floor(sparse.max_kept_share * stored / a_channel));
   }
   return p;
@@ -286,9 +297,7 @@ InferenceBlock& InferenceBlock::operator=(InferenceBlock&&) noexcept = default;
 const BlockConfig& InferenceBlock::config() const { return panels_->config; }
 const MatrixTypes& InferenceBlock::types() const { return panels_->types; }
 const SparseDecode& InferenceBlock::sparse() const { return panels_->sparse; }
-int64_t InferenceBlock::sparse_layout_bytes() const {
-  return int64_t(panels_->up_rows.bytes.size() + panels_->down_rows.bytes.size());
-}
+int64_t InferenceBlock::sparse_layout_bytes() const { return int64_t(panels_->channel_rows.bytes.size()); }
 
 int64_t InferenceBlock::weight_bytes() const { return *ffn::weight_bytes(panels_->config, panels_->types); }
 
@@ -314,7 +323,7 @@ std::string InferenceBlock::describe() const {
     text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" +
             (p.sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(p.sparse.threshold) + " dropped"
                                     : std::string("exact zeros skipped")) +
-            "): " + (p.up_rows.type == WeightType::q8_0 ? k.rows_dot_q8_0.name : k.rows_dot.name) + ", " +
+            "): " + (p.channel_rows.up_type == WeightType::q8_0 ? k.rows_dot_q8_0.name : k.rows_dot.name) + ", " +
             k.rows_axpy.name + " on up's rows and down transposed";
   return text;
 }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/weight_type_table.hpp"
 #include "ffn/inference_block.hpp"
@@ -47,25 +48,35 @@ struct InferenceBlock::Panels {
   Matrix gate_bias;  // [1][H]; empty without bias or gate
   Matrix up_bias;    // [1][H]; empty without bias
   Matrix down_bias;  // [1][D]; empty without bias
-  // Activation-sparse decode (SparseDecode; gate_first_forward.cpp), when enabled: up's rows,
-  // [H][D], and down transposed, [H][D], each in sparse_rows_type of its stored type (f32,
-  // f16, bf16 as stored; a block type requantised to q8_0 along D) — a hidden channel's
-  // weights contiguous in each, so a skipped channel is bytes never read.
+  // Activation-sparse decode (SparseDecode; gate_first_forward.cpp), when enabled.
   SparseDecode sparse;
   // The most channels a token may keep and take the sparse path: their rows' bytes (up's and
   // down's transpose) at most sparse.max_kept_share of up's and down's stored bytes.
   int64_t sparse_kept_limit = 0;
-  StoredMatrix up_rows;
-  // Down transposed, [H][D]: a row per hidden channel, read whole (whole rows stream about
-  // 1.2× faster than the 2–4 KiB column chunks of them each thread read before:
-  // docs/performance.md, "Sparse decode"). The sum over the kept channels is cut at fixed
-  // groups of down_group channels (the last may be smaller): a group's sum is one chain over
-  // its kept channels in order, a thread takes whole groups, and y adds the groups' sums in
-  // group order — the same bits whatever the threads, the groups being fixed by H alone.
+  // A hidden channel's weights side by side: channel j's up row (up's row j, D values) then
+  // its down row (down's column j, D values: down transposed), each in sparse_rows_type of its
+  // stored type (f32, f16, bf16 as stored; a block type requantised to q8_0 along D) — so a
+  // skipped channel is bytes never read, and a kept one is one run of memory whose halves a
+  // thread reads close together (a group's kept up rows, then their down rows: below) —
+  // 1.1–1.2× faster than up's and down's rows in matrices of their own, read the same way
+  // (docs/performance.md, "Sparse decode"). 2-matrix blocks hold down rows only (their up
+  // values are the gate's: all computed).
+  struct ChannelRows {
+    WeightType up_type = WeightType::f32, down_type = WeightType::f32;
+    int64_t up_bytes = 0, down_bytes = 0;  // a row of each; up_bytes 0 without up rows
+    std::vector<std::byte> bytes;          // [H][up_bytes + down_bytes]
+    int64_t stride() const { return up_bytes + down_bytes; }
+    const std::byte* up() const { return bytes.data(); }
+    const std::byte* down() const { return bytes.data() + up_bytes; }
+  };
+  ChannelRows channel_rows;
+  // Down's sum over the kept channels is cut at fixed groups of down_group channels (the last
+  // may be smaller): a group's sum is one chain over its kept channels in order, a thread
+  // takes whole groups (their up rows' dots and down rows' sum), and y adds the groups' sums
+  // in group order — the same bits whatever the threads, the groups being fixed by H alone.
   // down_group: enough channels that a thread's share of a group's rows is a long read and
   // the groups' sums ([T][D] each, added once) stay small beside it, few enough that many
   // threads still find groups to share.
-  StoredMatrix down_rows;
   static constexpr int64_t down_group = 256;
   int64_t down_groups() const { return (config.hidden + down_group - 1) / down_group; }
   // The forward computes every gate value of a token before any of its up values (the
