@@ -147,10 +147,13 @@ class InferenceBlock {
   // integer sums per super-block on q8_K activations, …; down q6_K panels: …".
   std::string describe() const;
   // Bytes of scratch a forward of T tokens on `threads` threads uses beyond the weights, x
-  // and y: the hidden values [T][H] in f32, a [min(T, 256)][64] tile per thread ([..][128]
-  // when gate and up differ in type), and x and h in the activation formats the kernels take
-  // (bf16: 2 bytes a value; q8_0 / q8_K: a byte a value, a 4-byte scale per block of 32 /
-  // 256, a 2-byte sum per 16).
+  // and y (at most; kept by each thread between calls): the hidden values [T][H] in f32, a
+  // [min(T, 256)][64] tile per thread ([..][128] when gate and up run side by side in types
+  // of their own), and x and h in the activation formats the kernels take (bf16: 2 bytes a
+  // value; q8_0 / q8_K: a byte a value, a 4-byte scale per block of 32 / 256, a 2-byte sum
+  // per 16); a gate-first block (sparse decode, a Gaussian top-k) its gate values [T][H]
+  // too, and where sparse decode may run at T, its channel list and its channel groups' sums
+  // ([H / 256][T][D] in f32).
   int64_t workspace_bytes(int64_t T, int threads) const;
 
   // y = block(x). x: [T][D], y: [T][D] (may not alias x). Uses `pool` (default: a

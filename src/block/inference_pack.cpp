@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "block/inference_panels.hpp"
+#include "block/inference_stages.hpp"
 #include "block/loaded_weights.hpp"
 #include "core/activation_formats.hpp"
 #include "core/quant.hpp"
@@ -331,13 +332,27 @@ std::string InferenceBlock::describe() const {
 int64_t InferenceBlock::workspace_bytes(int64_t T, int threads) const {
   const Panels& p = *panels_;
   const int64_t D = p.config.d_model, H = p.config.hidden;
-  const bool split = p.config.variant.gated && !p.fused;
   const auto& k = kernels::active_kernels();
-  // The activations' buffers beyond the f32 rows the forward already has (core/activation_formats.hpp).
   auto format_bytes = [&](WeightType t, int64_t K) { return activation_bytes(k.panel(t).activations, T, K); };
-  const int64_t tile = std::min<int64_t>(T, kernels::kPanelTokenBlock) * (split ? 2 * kW : kW) * 4;
-  return 4 * T * H + tile * threads + format_bytes(p.types.up, D) + (split ? format_bytes(p.types.gate, D) : 0) +
-         format_bytes(p.types.down, H);
+  // A tile per thread: [min(T, 256)][64], twice as wide where gate and up run side by side.
+  const bool split = p.config.variant.gated && !p.fused && !p.gate_first();
+  const int64_t tiles = std::min<int64_t>(T, kernels::kPanelTokenBlock) * (split ? 2 * kW : kW) * 4 * threads;
+  if (!p.gate_first()) return inference::dense_batch_bytes(p, T) + tiles;  // the fused forward's one buffer
+  // Gate-first (gate_first_forward.cpp): the activated gate values [T][H] and x in the gate
+  // panels' format; then the dense rest (h [T][H], x and h in up's and down's formats), and
+  // where the sparse path may run, its channel list with u and h, and its groups' sums.
+  // Slots the two paths share (x_activations) counted at the larger.
+  const bool gated = p.config.variant.gated;
+  const PanelSet& gate_panels = gated ? p.gate : p.first;
+  int64_t bytes = 4 * T * H + format_bytes(gate_panels.type, D) + tiles;
+  int64_t x_rest = gated ? format_bytes(p.first.type, D) : 0;
+  bytes += 4 * T * H + format_bytes(p.types.down, H);
+  if (p.sparse.enabled && T <= p.sparse.max_tokens) {
+    bytes += (4 + 8 * T) * H + 64 + p.down_groups() * T * D * 4;
+    if (gated && p.channel_rows.up_type == WeightType::q8_0)
+      x_rest = std::max(x_rest, activation_bytes(WeightType::q8_0, T, D));
+  }
+  return bytes + x_rest;
 }
 
 }  // namespace ffn

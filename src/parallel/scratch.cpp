@@ -25,6 +25,12 @@ std::byte* scratch_bytes(Scratch slot, int64_t bytes) {
   return reinterpret_cast<std::byte*>(scratch_matrix(slot, 1, (bytes + 3) / 4).data);
 }
 
+int64_t scratch_held_bytes() {
+  int64_t bytes = 0;
+  for (const auto& b : t_buffers) bytes += b.size() * int64_t(sizeof(float));
+  return bytes;
+}
+
 void release_scratch() {
   for (auto& b : t_buffers) b = AlignedFloats();
 }

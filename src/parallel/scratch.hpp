@@ -54,5 +54,8 @@ enum class Scratch : int {
 MatrixView scratch_matrix(Scratch slot, int64_t rows, int64_t cols);
 // `bytes` bytes (64-byte aligned) of the calling thread's buffer for `slot`.
 std::byte* scratch_bytes(Scratch slot, int64_t bytes);
+// Bytes the calling thread's buffers hold now, all slots (what InferenceBlock::workspace_bytes
+// bounds; its tests compare the two).
+int64_t scratch_held_bytes();
 
 }  // namespace ffn

@@ -16,6 +16,7 @@
 #include "forward_checks.hpp"
 #include "isa_param.hpp"
 #include "kernels/kernels.hpp"
+#include "parallel/scratch.hpp"
 #include "random_data.hpp"
 #include "same_bits.hpp"
 
@@ -138,6 +139,59 @@ TEST(PackedBlock, ScratchReuseChangesNothing) {
   release_scratch();
   packed.forward({x.data(), 3, 64, 64}, again.view());
   EXPECT_TRUE(test::same_bits(first, again));
+}
+
+// workspace_bytes bounds the scratch a forward takes: on a one-thread pool every buffer is
+// the calling thread's, so what its slots hold after a forward from none is all of it. The
+// bound is counted per slot from the shapes, so it must hold exactly (≤); it over-counts only
+// the path a call did not take (a gate-first block's dense rest beside its sparse path: held
+// 0.79–0.84 of it here, every other case all of it), so what was taken must be at least 3/4
+// of it — a forgotten buffer or a double count of a large one fails one side or the other.
+TEST(PackedBlock, WorkspaceBytesBoundsTheScratchOfAForward) {
+  ThreadPool pool(1);
+  const Variant swiglu{true, Activation::swish}, reglu{true, Activation::relu}, gelu{false, Activation::gelu};
+  struct Case {
+    const char* name;
+    BlockConfig config;
+    MatrixTypes types;
+    SparseDecode sparse;
+  };
+  BlockConfig top_k{swiglu, 256, 512, false};
+  top_k.gate_sparsity = 0.9;
+  const Case cases[] = {
+      {"fused f32", {swiglu, 256, 512, true}, MatrixTypes::all(WeightType::f32), {}},
+      {"fused q4_K", {swiglu, 256, 512, false}, MatrixTypes::all(WeightType::q4_K), {}},
+      {"gate q4_K, up q6_K, down q8_0",
+       {swiglu, 256, 512, false},
+       {WeightType::q4_K, WeightType::q6_K, WeightType::q8_0},
+       {}},
+      {"2-matrix bf16", {gelu, 256, 512, true}, MatrixTypes::all(WeightType::bf16), {}},
+      {"sparse f32",
+       {reglu, 256, 512, true},
+       MatrixTypes::all(WeightType::f32),
+       {.enabled = true, .max_tokens = 2, .max_kept_share = 1.0}},
+      {"sparse q4_K copies",
+       {reglu, 256, 512, false},
+       MatrixTypes::all(WeightType::q4_K),
+       {.enabled = true, .max_tokens = 2, .max_kept_share = 1.0}},
+      {"sparse 2-matrix",
+       {{false, Activation::relu}, 256, 512, false},
+       MatrixTypes::all(WeightType::f32),
+       {.enabled = true, .max_tokens = 2, .max_kept_share = 1.0}},
+      {"Gaussian top-k", top_k, MatrixTypes::all(WeightType::q8_0), {}},
+  };
+  for (const Case& c : cases)
+    for (const int64_t T : {1, 2, 5, 300}) {
+      const InferenceBlock block(Block::random(c.config, 3, &pool), c.types, &pool, c.sparse);
+      const Matrix x = random_matrix(T, c.config.d_model, 5);
+      Matrix y(T, c.config.d_model);
+      release_scratch();
+      block.forward(x.view(), y.view(), &pool);
+      const int64_t held = scratch_held_bytes(), bound = block.workspace_bytes(T, 1);
+      EXPECT_LE(held, bound) << c.name << " T = " << T;
+      EXPECT_GE(4 * held, 3 * bound) << c.name << " T = " << T << ": held " << held << " of " << bound;
+    }
+  release_scratch();
 }
 
 TEST(PackedBlock, NonFiniteTokensStayInTheirRow) {
