@@ -20,8 +20,9 @@ void reshape(Matrix& m, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, MaskedForwardWork& work,
-                          LayerSparsity& counts, std::vector<float>* magnitudes, ThreadPool& pool) {
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, SparsityRule rule,
+                          MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
+                          ThreadPool& pool) {
   const BlockConfig& c = block.config();
   if (c.bias) throw Error("masked_block_forward: blocks with bias are not supported (W_down's bias has no channel)");
   if (std::isnan(threshold)) throw Error("masked_block_forward: threshold is NaN");
@@ -32,8 +33,8 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, f
   if (T == 0) return;
   reshape(work.hidden, T, H);
   if (c.variant.gated) reshape(work.act, T, H);
-  // a: what decides a channel; for 2-matrix blocks h itself.
-  const float* const a = c.variant.gated ? work.act.data() : work.hidden.data();
+  // a: what decides a channel (the rule); for 2-matrix blocks h itself.
+  const float* const a = c.variant.gated && rule == SparsityRule::gate ? work.act.data() : work.hidden.data();
   const float* const u = work.cache.up.data();
   const float* const g = c.variant.gated ? work.cache.gate.data() : nullptr;
   float* const h = work.hidden.data();
@@ -54,7 +55,7 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, f
     }
     LayerSparsity& p = part[size_t(ith)];
     for (int64_t i = t0 * H; i < t1 * H; ++i) {
-      const float m = std::fabs(a[i]);
+      const float m = std::fabs(a[i]);  // before h[i] is zeroed: a may be h
       if (mag) mag[i] = m;
       const bool zero = a[i] == 0.0f;
       const bool drop = zero || m < threshold;
@@ -85,7 +86,7 @@ double SparseEvaluation::exact_fraction() const {
 }
 
 SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std::vector<float>& thresholds,
-                             ThreadPool& pool) {
+                             SparsityRule rule, ThreadPool& pool) {
   const auto L = static_cast<size_t>(model.config().layers);
   if (thresholds.size() != L)
     throw Error("sparse_loss: " + std::to_string(thresholds.size()) + " thresholds for a model of " +
@@ -96,7 +97,7 @@ SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std
   out.loss = model.loss_with(
       batch,
       [&](size_t l, const Block& block, ConstMatrixView x, MatrixView y) {
-        masked_block_forward(block, x, y, thresholds[l], work, out.layers[l], nullptr, pool);
+        masked_block_forward(block, x, y, thresholds[l], rule, work, out.layers[l], nullptr, pool);
       },
       &pool);
   return out;

@@ -3,12 +3,18 @@
 // activation-sparse decode would drop them (row j of W_up — and of W_gate — and column j
 // of W_down left unread).
 //
-// Which value decides (CATS' rule): a_j = act(g_j) for gated blocks (g = x·W_gateᵀ), the
-// gate being what a decode reads first; a_j = act(u_j) for 2-matrix blocks (u = x·W_upᵀ),
-// which is h_j itself. Channel j of token t in layer l is dropped — h_j set to 0 before
-// W_down — when |a_j| < t_l (strictly). Exact zeros (ReLU's and ReGLU's act(g) = 0) need no
-// threshold: h_j is 0 already, and they are counted as dropped at every threshold, t_l = 0
-// included, besides being counted on their own as the natural ("exact") sparsity.
+// Which value decides (SparsityRule):
+//   gate (CATS' rule): a_j = act(g_j) for gated blocks (g = x·W_gateᵀ), the gate being what a
+//     decode reads first, so that W_up's row j and W_down's column j are left unread;
+//   hidden (TEAL's and SCAP's rule for W_down, whose input it thresholds): a_j = h_j =
+//     act(g_j)·u_j, so that a decode must read W_gate and W_up whole and leaves only W_down's
+//     column j unread — a share s of channels dropped reads 1 − s/3 of a gated block's
+//     weights where the gate rule reads 1 − 2s/3;
+//   for 2-matrix blocks both are a_j = act(u_j) (u = x·W_upᵀ), which is h_j itself.
+// Channel j of token t in layer l is dropped — h_j set to 0 before W_down — when |a_j| < t_l
+// (strictly). Exact zeros (ReLU's and ReGLU's act(g) = 0) need no threshold: h_j is 0
+// already, and they are counted as dropped at every threshold, t_l = 0 included, besides
+// being counted on their own as the natural ("exact") sparsity.
 //
 // Calibration (calibrated_threshold): from the |a| of N calibration channels of a layer
 // (tokens × hidden, from the TRAINING split: the validation loss must not choose its own
@@ -38,6 +44,9 @@ namespace ffn {
 // empty list, or a negative or NaN magnitude.
 float calibrated_threshold(std::vector<float> magnitudes, double s);
 
+// The value that decides whether a hidden channel is dropped (see above).
+enum class SparsityRule { gate, hidden };
+
 // Channels of one layer seen by a masked forward, over its T tokens × H hidden channels.
 struct LayerSparsity {
   int64_t channels = 0;     // T·H
@@ -54,18 +63,21 @@ struct MaskedForwardWork {
   Matrix hidden;       // [T][H] h = act(g) ⊙ u (or act(u)), then masked
 };
 
-// y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold) — threshold 0
+// y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold), a_j by `rule`
+// (the work's act holds act(g) for gated blocks whatever the rule) — threshold 0
 // keeps every channel, and y is then Block::forward's bit for bit (the same kernels: the
 // pre-activations by forward_train, h by the activation kernels, y by the forward GEMM).
 // Adds this call's channels to `counts`; appends every |a| (token-major) to `magnitudes`
 // when given (calibration). Blocks without bias only (ffn::Error otherwise: a bias on
 // W_down would survive the dropped channels and need its own rule).
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, MaskedForwardWork& work,
-                          LayerSparsity& counts, std::vector<float>* magnitudes, ThreadPool& pool);
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, SparsityRule rule,
+                          MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
+                          ThreadPool& pool);
 
-// Every layer's |a| over the batch, from the dense forward (per layer: T·H values,
-// token-major). Dense models only.
-std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Batch& batch, ThreadPool& pool);
+// Every layer's |a| (a by `rule`) over the batch, from the dense forward (per layer: T·H
+// values, token-major). Dense models only.
+std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Batch& batch, SparsityRule rule,
+                                                  ThreadPool& pool);
 
 // One threshold per layer at target s, each by calibrated_threshold from its magnitudes.
 std::vector<float> calibrated_thresholds(const std::vector<std::vector<float>>& magnitudes, double s);
@@ -80,6 +92,6 @@ struct SparseEvaluation {
 // The model's loss on the batch with layer l's channels below thresholds[l] dropped, and
 // what was dropped. ffn::Error when thresholds does not hold one value per layer.
 SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std::vector<float>& thresholds,
-                             ThreadPool& pool);
+                             SparsityRule rule, ThreadPool& pool);
 
 }  // namespace ffn

@@ -26,7 +26,8 @@ float calibrated_threshold(std::vector<float> magnitudes, double s) {
   return magnitudes[size_t(k)];
 }
 
-std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Batch& batch, ThreadPool& pool) {
+std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Batch& batch, SparsityRule rule,
+                                                  ThreadPool& pool) {
   const auto L = static_cast<size_t>(model.config().layers);
   std::vector<std::vector<float>> out(L);
   std::vector<LayerSparsity> counts(L);
@@ -35,7 +36,7 @@ std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Ba
   model.loss_with(
       batch,
       [&](size_t l, const Block& block, ConstMatrixView x, MatrixView y) {
-        masked_block_forward(block, x, y, 0.0f, work, counts[l], &out[l], pool);
+        masked_block_forward(block, x, y, 0.0f, rule, work, counts[l], &out[l], pool);
       },
       &pool);
   return out;

@@ -152,6 +152,12 @@ def test_activation_sparsity(run_ffn, tmp_path):
         assert half["increase"] == pytest.approx(half["valid_loss_mean"] - r["valid_loss_mean"], abs=1e-12)
         if r["variant"] == "relu":
             assert dense["exact_zeros"] > 0  # ReLU's natural sparsity
+        # The gate rule reads 1 − 2s/3 of a gated block (up's rows and down's columns
+        # skipped), 1 − s/2 of a 2-matrix one (its up read whole).
+        share = 2 / 3 if r["variant"] == "swiglu" else 1 / 2
+        for row in rows:
+            assert row["rule"] == "gate"
+            assert row["weights_read"] == pytest.approx(1 - share * row["achieved"], abs=1e-12)
     table = list(csv.DictReader(csv_path.open()))
     assert len(table) == 2 * 2 * 2  # variants × seeds × targets
     # The statistics from the per-seed rows: the mean increase, its noise the standard error
@@ -171,11 +177,40 @@ def test_activation_sparsity(run_ffn, tmp_path):
     assert svg_path.read_text().count("<polyline") == 2
 
 
+def test_activation_sparsity_by_the_hidden_value(run_ffn, tmp_path):
+    """--sparsity-rule hidden thresholds |h| = |act(gate)·up|, the input of down: a gated
+    block's evaluation differs from the gate rule's and reads 1 − s/3 of its weights; a
+    2-matrix block's value is the same under both rules (act(up) = h), so its losses and
+    thresholds are the gate rule's bit for bit — the same seeds train the same models."""
+    data = text(tmp_path / "t.txt", 20000)
+    args = ["compare", "--data", data, "--variants", "relu,swiglu", "--d", 16, "--layers", 2, "--steps", 20,
+            "--batch", 16, "--seeds", 2, "--eval-tokens", 128, "--threads", 2, "--sparsity", "0,60", "--json"]
+    by_gate = {r["variant"]: r for r in json.loads(run_ffn(*args).stdout)["results"]}
+    csv_path = tmp_path / "hidden.csv"
+    by_hidden = {r["variant"]: r
+                 for r in json.loads(run_ffn(*args, "--sparsity-rule", "hidden", "--sparsity-csv", csv_path).stdout)["results"]}
+    for name in ("relu", "swiglu"):
+        g, h = by_gate[name]["sparsity"], by_hidden[name]["sparsity"]
+        assert [row["rule"] for row in h] == ["hidden", "hidden"]
+        assert h[0]["increase"] == 0.0  # threshold 0: the dense model, only exact zeros dropped
+        if name == "relu":
+            assert [row["valid_losses"] for row in h] == [row["valid_losses"] for row in g]
+            assert [row["thresholds"] for row in h] == [row["thresholds"] for row in g]
+            assert h[1]["weights_read"] == pytest.approx(1 - h[1]["achieved"] / 2, abs=1e-12)
+        else:
+            assert h[1]["thresholds"] != g[1]["thresholds"]
+            assert h[1]["valid_losses"] != g[1]["valid_losses"]
+            assert h[1]["weights_read"] == pytest.approx(1 - h[1]["achieved"] / 3, abs=1e-12)
+    table = list(csv.DictReader(csv_path.open()))
+    assert len(table) == 2 * 2 * 2 and all(row["rule"] == "hidden" for row in table)
+
+
 def test_activation_sparsity_errors(run_ffn, tmp_path):
     data = text(tmp_path / "t.txt", 20000)
     tiny = ["--data", data, "--d", 16, "--layers", 1, "--steps", 5, "--batch", 16, "--seeds", 1, "--eval-tokens", 64]
     for bad_args, message in [(["--sparsity", "100"], "[0, 100)"), (["--sparsity", "50,50"], "named twice"),
                               (["--sparsity-csv", tmp_path / "x.csv"], "need --sparsity"),
+                              (["--sparsity-rule", "hidden"], "need --sparsity"),
                               (["--variants", "swiglu,moe", "--experts", 4, "--sparsity", "50"], "moe variant is not evaluated")]:
         bad = run_ffn("compare", *tiny, *bad_args, check=False)
         assert bad.returncode == 1 and message in bad.stderr, (bad_args, bad.stderr)

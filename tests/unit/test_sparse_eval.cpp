@@ -87,81 +87,85 @@ BlockCase block_case(const char* variant, int64_t T, int64_t D = 16, int64_t H =
 }
 
 // Reference: every pre-activation, activation and product in double. keep_j decided from
-// the double a_j, with a threshold chosen in the middle of a wide gap between the |a|
+// the double a_j — act(g_j) by the gate rule, h_j by the hidden rule (the same for 2-matrix
+// blocks) — with a threshold chosen in the middle of a wide gap between the |a|
 // (so the f32 and double decisions cannot differ). Tolerance per output: 1e-5·(1 + Σ|terms|)
 // — f32 sums of ≤ 40 terms with inputs rounded once err by ≲ 40·6e-8 of Σ|terms| — while a
 // channel kept that should be dropped or the reverse moves y by one term, |a_j·u_j·w| ~ 0.1.
 class MaskedForward : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MaskedForward, MatchesADoublePrecisionReference) {
-  for (int64_t T : {5, 70}) {  // below and above the packed GEMM's token count
-    BlockCase c = block_case(GetParam(), T);
-    const BlockConfig& cfg = c.block.config();
-    const auto& w = c.block.weights();
-    const int64_t D = cfg.d_model, H = cfg.hidden;
-    std::vector<double> a(size_t(T * H)), h(size_t(T * H));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < H; ++j) {
-        double up = 0, gate = 0;
-        for (int64_t d = 0; d < D; ++d) {
-          up += double(c.x.row(t)[d]) * double(w.up.row(j)[d]);
-          if (cfg.variant.gated) gate += double(c.x.row(t)[d]) * double(w.gate.row(j)[d]);
-        }
-        const double act = reference::activation(cfg.variant.activation, cfg.variant.gated ? gate : up);
-        a[size_t(t * H + j)] = act;
-        h[size_t(t * H + j)] = cfg.variant.gated ? act * up : act;
-      }
-    // A threshold near the median of |a|, in the middle of the widest gap nearby.
-    std::vector<double> m;
-    for (double v : a) m.push_back(std::fabs(v));
-    std::sort(m.begin(), m.end());
-    size_t best = m.size() / 2;
-    for (size_t i = m.size() / 3; i < 2 * m.size() / 3; ++i)
-      if (m[i + 1] - m[i] > m[best + 1] - m[best]) best = i;
-    ASSERT_GT(m[best + 1] - m[best], 1e-4);
-    const auto threshold = float((m[best] + m[best + 1]) / 2);
-
-    Matrix y(T, D);
-    MaskedForwardWork work;
-    LayerSparsity counts;
-    std::vector<float> magnitudes;
-    ThreadPool pool(2);
-    masked_block_forward(c.block, c.x.view(), y.view(), threshold, work, counts, &magnitudes, pool);
-
-    int64_t dropped = 0, zeros = 0;
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t d = 0; d < D; ++d) {
-        double ref = 0, mass = 0;
+  for (const SparsityRule rule : {SparsityRule::gate, SparsityRule::hidden})
+    for (int64_t T : {5, 70}) {  // below and above the packed GEMM's token count
+      BlockCase c = block_case(GetParam(), T);
+      const BlockConfig& cfg = c.block.config();
+      const auto& w = c.block.weights();
+      const int64_t D = cfg.d_model, H = cfg.hidden;
+      std::vector<double> a(size_t(T * H)), h(size_t(T * H));
+      for (int64_t t = 0; t < T; ++t)
         for (int64_t j = 0; j < H; ++j) {
-          const double aj = a[size_t(t * H + j)];
-          if (std::fabs(aj) < threshold || aj == 0) continue;
-          const double term = h[size_t(t * H + j)] * double(w.down.row(d)[j]);
-          ref += term;
-          mass += std::fabs(term);
+          double up = 0, gate = 0;
+          for (int64_t d = 0; d < D; ++d) {
+            up += double(c.x.row(t)[d]) * double(w.up.row(j)[d]);
+            if (cfg.variant.gated) gate += double(c.x.row(t)[d]) * double(w.gate.row(j)[d]);
+          }
+          const double act = reference::activation(cfg.variant.activation, cfg.variant.gated ? gate : up);
+          h[size_t(t * H + j)] = cfg.variant.gated ? act * up : act;
+          a[size_t(t * H + j)] = rule == SparsityRule::gate ? act : h[size_t(t * H + j)];
         }
-        EXPECT_NEAR(y.row(t)[d], ref, 1e-5 * (1 + mass)) << GetParam() << " T " << T << " t " << t << " d " << d;
+      // A threshold near the median of |a|, in the middle of the widest gap nearby.
+      std::vector<double> m;
+      for (double v : a) m.push_back(std::fabs(v));
+      std::sort(m.begin(), m.end());
+      size_t best = m.size() / 2;
+      for (size_t i = m.size() / 3; i < 2 * m.size() / 3; ++i)
+        if (m[i + 1] - m[i] > m[best + 1] - m[best]) best = i;
+      ASSERT_GT(m[best + 1] - m[best], 1e-4);
+      const auto threshold = float((m[best] + m[best + 1]) / 2);
+
+      Matrix y(T, D);
+      MaskedForwardWork work;
+      LayerSparsity counts;
+      std::vector<float> magnitudes;
+      ThreadPool pool(2);
+      masked_block_forward(c.block, c.x.view(), y.view(), threshold, rule, work, counts, &magnitudes, pool);
+
+      int64_t dropped = 0, zeros = 0;
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < D; ++d) {
+          double ref = 0, mass = 0;
+          for (int64_t j = 0; j < H; ++j) {
+            const double aj = a[size_t(t * H + j)];
+            if (std::fabs(aj) < threshold || aj == 0) continue;
+            const double term = h[size_t(t * H + j)] * double(w.down.row(d)[j]);
+            ref += term;
+            mass += std::fabs(term);
+          }
+          EXPECT_NEAR(y.row(t)[d], ref, 1e-5 * (1 + mass))
+              << GetParam() << " rule " << int(rule) << " T " << T << " t " << t << " d " << d;
+        }
+      for (double aj : a) {
+        dropped += std::fabs(aj) < threshold || aj == 0;
+        zeros += aj == 0;
       }
-    for (double aj : a) {
-      dropped += std::fabs(aj) < threshold || aj == 0;
-      zeros += aj == 0;
+      EXPECT_EQ(counts.channels, T * H);
+      EXPECT_EQ(counts.dropped, dropped);
+      // Exact zeros: ReLU's act(z) = 0 for every z ≤ 0 (and none for the smooth activations
+      // at these inputs); counted from the f32 pre-activation the block kept (h = act(g)·u is
+      // ±0 there too, for the hidden rule).
+      if (cfg.variant.activation == Activation::relu) {
+        const Matrix& z = cfg.variant.gated ? work.cache.gate : work.cache.up;
+        int64_t nonpositive = 0;
+        for (int64_t i = 0; i < z.size(); ++i) nonpositive += z.data()[i] <= 0.0f;
+        EXPECT_EQ(counts.exact_zeros, nonpositive);
+        EXPECT_GT(nonpositive, 0);
+      } else {
+        EXPECT_EQ(counts.exact_zeros, zeros);
+      }
+      ASSERT_EQ(magnitudes.size(), size_t(T * H));
+      for (size_t i = 0; i < magnitudes.size(); ++i)  // |a| as f32 from f32 pre-activations: ~1e-6 relative
+        EXPECT_NEAR(magnitudes[i], std::fabs(a[i]), 1e-5 * (1 + std::fabs(a[i])));
     }
-    EXPECT_EQ(counts.channels, T * H);
-    EXPECT_EQ(counts.dropped, dropped);
-    // Exact zeros: ReLU's act(z) = 0 for every z ≤ 0 (and none for the smooth activations
-    // at these inputs); counted from the f32 pre-activation the block kept.
-    if (cfg.variant.activation == Activation::relu) {
-      const Matrix& z = cfg.variant.gated ? work.cache.gate : work.cache.up;
-      int64_t nonpositive = 0;
-      for (int64_t i = 0; i < z.size(); ++i) nonpositive += z.data()[i] <= 0.0f;
-      EXPECT_EQ(counts.exact_zeros, nonpositive);
-      EXPECT_GT(nonpositive, 0);
-    } else {
-      EXPECT_EQ(counts.exact_zeros, zeros);
-    }
-    ASSERT_EQ(magnitudes.size(), size_t(T * H));
-    for (size_t i = 0; i < magnitudes.size(); ++i)  // |a| as f32 from f32 pre-activations: ~1e-6 relative
-      EXPECT_NEAR(magnitudes[i], std::fabs(a[i]), 1e-5 * (1 + std::fabs(a[i])));
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, MaskedForward, ::testing::Values("relu", "gelu", "swiglu", "reglu", "geglu"));
@@ -172,7 +176,9 @@ TEST(MaskedForward, BlocksWithBiasAreRefused) {
   MaskedForwardWork work;
   LayerSparsity counts;
   ThreadPool pool(1);
-  test::expect_error([&] { masked_block_forward(b, x.view(), y.view(), 0.1f, work, counts, nullptr, pool); }, {"bias"});
+  test::expect_error(
+      [&] { masked_block_forward(b, x.view(), y.view(), 0.1f, SparsityRule::gate, work, counts, nullptr, pool); },
+      {"bias"});
 }
 
 // A small model and the text it reads.
@@ -201,27 +207,30 @@ ModelConfig small_model(const char* variant) {
 
 class SparseModel : public ::testing::TestWithParam<const char*> {};
 
+const SparsityRule kRules[] = {SparsityRule::gate, SparsityRule::hidden};
+
 TEST_P(SparseModel, ThresholdZeroIsTheDenseLossBitForBit) {
   const ByteData data(sample_text(3000));
   LanguageModel model(small_model(GetParam()), 3);
   ThreadPool pool(2);
-  for (int64_t T : {7, 100}) {
-    const Batch batch = spaced_batch(data.valid(), 4, T);
-    const double dense = model.loss(batch, &pool);
-    const SparseEvaluation e = sparse_loss(model, batch, {0.0f, 0.0f}, pool);
-    EXPECT_EQ(e.loss, dense) << GetParam() << " T " << T;
-    // Only the exact zeros are dropped; none for the smooth activations.
-    for (const auto& l : e.layers) {
-      EXPECT_EQ(l.dropped, l.exact_zeros);
-      EXPECT_EQ(l.channels, batch.tokens() * model.config().hidden);
+  for (const SparsityRule rule : kRules)
+    for (int64_t T : {7, 100}) {
+      const Batch batch = spaced_batch(data.valid(), 4, T);
+      const double dense = model.loss(batch, &pool);
+      const SparseEvaluation e = sparse_loss(model, batch, {0.0f, 0.0f}, rule, pool);
+      EXPECT_EQ(e.loss, dense) << GetParam() << " rule " << int(rule) << " T " << T;
+      // Only the exact zeros are dropped; none for the smooth activations.
+      for (const auto& l : e.layers) {
+        EXPECT_EQ(l.dropped, l.exact_zeros);
+        EXPECT_EQ(l.channels, batch.tokens() * model.config().hidden);
+      }
+      EXPECT_EQ(e.dropped_fraction(), e.exact_fraction());
+      if (model.config().variant.activation == Activation::relu) {
+        EXPECT_GT(e.exact_fraction(), 0.1);
+      } else {
+        EXPECT_EQ(e.exact_fraction(), 0.0);
+      }
     }
-    EXPECT_EQ(e.dropped_fraction(), e.exact_fraction());
-    if (model.config().variant.activation == Activation::relu) {
-      EXPECT_GT(e.exact_fraction(), 0.1);
-    } else {
-      EXPECT_EQ(e.exact_fraction(), 0.0);
-    }
-  }
 }
 
 TEST_P(SparseModel, ThresholdAboveEveryValueIsTheModelWithoutItsFfns) {
@@ -230,8 +239,11 @@ TEST_P(SparseModel, ThresholdAboveEveryValueIsTheModelWithoutItsFfns) {
   ThreadPool pool(2);
   const Batch batch = spaced_batch(data.valid(), 4, 100);
   const float inf = std::numeric_limits<float>::infinity();
-  const SparseEvaluation e = sparse_loss(model, batch, {inf, inf}, pool);
+  const SparseEvaluation e = sparse_loss(model, batch, {inf, inf}, SparsityRule::gate, pool);
   EXPECT_EQ(e.dropped_fraction(), 1.0);
+  const SparseEvaluation by_hidden = sparse_loss(model, batch, {inf, inf}, SparsityRule::hidden, pool);
+  EXPECT_EQ(by_hidden.dropped_fraction(), 1.0);
+  EXPECT_EQ(by_hidden.loss, e.loss);
   // The independent path: the dense forward of the same model with every W_down zero,
   // whose blocks then add exactly 0 to the residual stream.
   const double with_ffn = model.loss(batch, &pool);
@@ -248,26 +260,51 @@ TEST_P(SparseModel, CalibrationOnABatchDropsItsTargetOnThatBatch) {
   LanguageModel model(small_model(GetParam()), 3);
   ThreadPool pool(2);
   const Batch calibration = spaced_batch(data.train(), 4, 100);
-  const auto magnitudes = hidden_magnitudes(model, calibration, pool);
-  ASSERT_EQ(magnitudes.size(), 2u);
-  const int64_t n = 100 * model.config().hidden;
-  for (double s : {0.0, 0.25, 0.5, 0.9}) {
-    const std::vector<float> t = calibrated_thresholds(magnitudes, s);
-    const SparseEvaluation e = sparse_loss(model, calibration, t, pool);
-    for (size_t l = 0; l < 2; ++l) {
-      ASSERT_EQ(int64_t(magnitudes[l].size()), n);
-      const int64_t below = count_below(magnitudes[l], t[l]);
-      EXPECT_LE(below, std::lround(s * double(n)));  // ties are kept: never more than k
+  for (const SparsityRule rule : kRules) {
+    const auto magnitudes = hidden_magnitudes(model, calibration, rule, pool);
+    ASSERT_EQ(magnitudes.size(), 2u);
+    const int64_t n = 100 * model.config().hidden;
+    for (double s : {0.0, 0.25, 0.5, 0.9}) {
+      const std::vector<float> t = calibrated_thresholds(magnitudes, s);
+      const SparseEvaluation e = sparse_loss(model, calibration, t, rule, pool);
+      for (size_t l = 0; l < 2; ++l) {
+        ASSERT_EQ(int64_t(magnitudes[l].size()), n);
+        const int64_t below = count_below(magnitudes[l], t[l]);
+        EXPECT_LE(below, std::lround(s * double(n)));  // ties are kept: never more than k
+      }
+      // Layer 0 sees the same input as in the dense forward, so the same |a|: its dropped
+      // channels are those below t (by the list) plus the exact zeros not below it (only
+      // t = 0 leaves zeros there). Layer 1 does not: its input has lost layer 0's dropped
+      // channels, while its threshold came from the dense forward (as CATS calibrates).
+      const int64_t zeros_kept_by_t = t[0] > 0 ? 0 : e.layers[0].exact_zeros;
+      EXPECT_EQ(e.layers[0].dropped, count_below(magnitudes[0], t[0]) + zeros_kept_by_t) << s;
+      if (s == 0.0) {
+        EXPECT_EQ(e.layers[1].dropped, e.layers[1].exact_zeros);
+      }
     }
-    // Layer 0 sees the same input as in the dense forward, so the same |a|: its dropped
-    // channels are those below t (by the list) plus the exact zeros not below it (only
-    // t = 0 leaves zeros there). Layer 1 does not: its input has lost layer 0's dropped
-    // channels, while its threshold came from the dense forward (as CATS calibrates).
-    const int64_t zeros_kept_by_t = t[0] > 0 ? 0 : e.layers[0].exact_zeros;
-    EXPECT_EQ(e.layers[0].dropped, count_below(magnitudes[0], t[0]) + zeros_kept_by_t) << s;
-    if (s == 0.0) {
-      EXPECT_EQ(e.layers[1].dropped, e.layers[1].exact_zeros);
-    }
+  }
+}
+
+// The two rules judge different values in gated blocks (act(g) against act(g)·u) and the
+// same in 2-matrix ones (act(u)): at one target the gated blocks' calibrated thresholds and
+// dropped channels differ between the rules, the 2-matrix blocks' are identical. (0.75: above
+// the share of exact zeros of ReLU's gates, where both rules' thresholds would be 0.)
+TEST_P(SparseModel, TheRulesDifferInGatedBlocksOnly) {
+  const ByteData data(sample_text(3000));
+  LanguageModel model(small_model(GetParam()), 3);
+  ThreadPool pool(2);
+  const Batch batch = spaced_batch(data.train(), 4, 100);
+  const auto by_gate = hidden_magnitudes(model, batch, SparsityRule::gate, pool);
+  const auto by_hidden = hidden_magnitudes(model, batch, SparsityRule::hidden, pool);
+  const SparseEvaluation g = sparse_loss(model, batch, calibrated_thresholds(by_gate, 0.75), SparsityRule::gate, pool);
+  const SparseEvaluation h =
+      sparse_loss(model, batch, calibrated_thresholds(by_hidden, 0.75), SparsityRule::hidden, pool);
+  if (model.config().variant.gated) {
+    EXPECT_NE(by_gate, by_hidden);
+    EXPECT_NE(g.loss, h.loss);
+  } else {
+    EXPECT_EQ(by_gate, by_hidden);
+    EXPECT_EQ(g.loss, h.loss);
   }
 }
 
@@ -278,12 +315,13 @@ TEST(SparseModelErrors, WrongThresholdCountAndExpertsAreRefused) {
   LanguageModel model(small_model("swiglu"), 3);
   ThreadPool pool(1);
   const Batch batch = spaced_batch(data.valid(), 4, 10);
-  test::expect_error([&] { sparse_loss(model, batch, {0.0f}, pool); }, {"1 thresholds", "2 layers"});
+  test::expect_error([&] { sparse_loss(model, batch, {0.0f}, SparsityRule::gate, pool); },
+                     {"1 thresholds", "2 layers"});
   ModelConfig moe = small_model("swiglu");
   moe.experts = 2;
   moe.top_k = 1;
   LanguageModel with_experts(moe, 3);
-  test::expect_error([&] { sparse_loss(with_experts, batch, {0.0f, 0.0f}, pool); }, {"experts"});
+  test::expect_error([&] { sparse_loss(with_experts, batch, {0.0f, 0.0f}, SparsityRule::gate, pool); }, {"experts"});
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ struct CompareOptions {
   std::string csv_path, svg_path, save_dir, resume_dir;
   std::vector<double> sparsity;  // --sparsity: targets in percent; empty: no sparse evaluation
   std::string sparsity_csv, sparsity_svg;
+  std::string sparsity_rule = "gate";  // --sparsity-rule: gate or hidden
   int64_t save_every = 0;
   int threads = ThreadPool::default_threads();
 };
@@ -118,8 +119,13 @@ struct VariantResult {
   std::vector<std::vector<SparsityPoint>> sparsity;  // per seed, per target (with --sparsity)
 };
 
-VariantSparsity sparsity_of(const VariantResult& r) {
-  VariantSparsity v{r.name, {}, r.sparsity};
+// --sparsity-rule's value (CLI checks it is one of the two).
+SparsityRule sparsity_rule_of(const CompareOptions& o) {
+  return o.sparsity_rule == "hidden" ? SparsityRule::hidden : SparsityRule::gate;
+}
+
+VariantSparsity sparsity_of(const VariantResult& r, SparsityRule rule) {
+  VariantSparsity v{r.name, r.model.variant.gated, rule, {}, r.sparsity};
   for (const auto& run : r.runs) v.dense_losses.push_back(run.valid_loss);
   return v;
 }
@@ -154,6 +160,7 @@ struct Plan {
   double mismatch = 0;           // |p3 − p2| / p2
   std::string state_dir;         // where runs are saved and resumed; empty: neither
   std::vector<double> sparsity;  // activation-sparsity targets, fractions (empty: none)
+  SparsityRule sparsity_rule = SparsityRule::gate;
 };
 
 // The data and the machinery every run trains with, set up once.
@@ -199,7 +206,8 @@ int64_t moe_hidden(const Plan& plan, const CompareOptions& o) {
   if (o.experts < 2 || o.top_k < 1 || o.top_k > o.experts)
     throw Error("--experts " + std::to_string(o.experts) + " --top-k " + std::to_string(o.top_k) +
                 ": need at least 2 experts and 1 ≤ top-k ≤ experts");
-  const double h = (3.0 * double(plan.d * plan.hidden3) - double(o.experts * plan.d)) / (3.0 * double(plan.d * o.top_k));
+  const double h =
+      (3.0 * double(plan.d * plan.hidden3) - double(o.experts * plan.d)) / (3.0 * double(plan.d * o.top_k));
   if (h < 1)
     throw Error("--experts " + std::to_string(o.experts) + " --top-k " + std::to_string(o.top_k) +
                 ": the router alone exceeds the dense block's parameters at d " + std::to_string(plan.d));
@@ -271,8 +279,8 @@ std::string prepare_files(const CompareOptions& o) {
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
   if (!o.csv_path.empty()) check_file_writable(o.csv_path, "--csv");
   if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
-  if (o.sparsity.empty() && (!o.sparsity_csv.empty() || !o.sparsity_svg.empty()))
-    throw Error("--sparsity-csv and --sparsity-svg need --sparsity (the targets to evaluate)");
+  if (o.sparsity.empty() && (!o.sparsity_csv.empty() || !o.sparsity_svg.empty() || o.sparsity_rule != "gate"))
+    throw Error("--sparsity-csv, --sparsity-svg and --sparsity-rule need --sparsity (the targets to evaluate)");
   if (!o.sparsity_csv.empty()) check_file_writable(o.sparsity_csv, "--sparsity-csv");
   if (!o.sparsity_svg.empty()) check_file_writable(o.sparsity_svg, "--sparsity-svg");
   return state_dir;
@@ -305,8 +313,9 @@ void print_header(FILE* out, const CompareOptions& o, const Plan& plan, const Wo
                  "moe: %lld SwiGLU experts of hidden %lld, top %lld (softmax, renormalised), load-balancing loss × "
                  "%g — %s active parameters (%.2f%% from the dense SwiGLU model's), %s in all (%.1f×)\n\n",
                  (long long)r->model.experts, (long long)r->model.hidden, (long long)r->model.top_k, r->model.balance,
-                 grouped(r->parameters).c_str(), 100.0 * std::abs(double(r->parameters) - double(plan.p3)) / double(plan.p3),
-                 grouped(total).c_str(), double(total) / double(r->parameters));
+                 grouped(r->parameters).c_str(),
+                 100.0 * std::abs(double(r->parameters) - double(plan.p3)) / double(plan.p3), grouped(total).c_str(),
+                 double(total) / double(r->parameters));
   }
   std::fflush(out);
 }
@@ -358,7 +367,8 @@ void train_all(std::vector<VariantResult>& results, const CompareOptions& o, con
       };
       r.runs.push_back(train(model, bench.data, t, &bench.pool, progress, ckpt, bench.data_parallel));
       if (!plan.sparsity.empty())
-        r.sparsity.push_back(evaluate_sparsity(model, bench.data, plan.sparsity, t.eval_tokens, bench.pool));
+        r.sparsity.push_back(
+            evaluate_sparsity(model, bench.data, plan.sparsity, plan.sparsity_rule, t.eval_tokens, bench.pool));
       const TrainResult& last = r.runs.back();
       if (!tty)
         std::fprintf(stderr, "[%lld/%lld] %s seed %lld: validation loss %.4f, %.0f tokens/s, elapsed %s\n",
@@ -417,7 +427,7 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
     curves.push_back(c);
   }
   row["curves"] = curves;
-  if (!r.sparsity.empty()) row["sparsity"] = sparsity_json(sparsity_of(r));
+  if (!r.sparsity.empty()) row["sparsity"] = sparsity_json(sparsity_of(r, sparsity_rule_of(o)));
   if (r.model.moe()) {
     row["experts"] = r.model.experts;
     row["top_k"] = r.model.top_k;
@@ -433,7 +443,8 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
     // Switch Transformer's question: the mixture against the dense block of the same
     // active parameters.
     const std::string against = versus(row, losses, r, swiglu, "vs_swiglu");
-    if (!o.json) std::printf("%-10s %7s %11s  vs SwiGLU at the same active parameters: %s\n", "", "", "", against.c_str());
+    if (!o.json)
+      std::printf("%-10s %7s %11s  vs SwiGLU at the same active parameters: %s\n", "", "", "", against.c_str());
   }
   return row;
 }
@@ -460,13 +471,20 @@ nlohmann::json report_results(const CompareOptions& o, const Plan& plan, const s
         (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.valid().size()) - o.window),
         (long long)plan.seeds, plan.seeds == 1 ? "" : "s", clock_text(seconds_since(start)).c_str());
   if (!o.json && !plan.sparsity.empty()) {
-    for (const auto& r : results) print_sparsity_table(stdout, sparsity_of(r));
+    for (const auto& r : results) print_sparsity_table(stdout, sparsity_of(r, plan.sparsity_rule));
     std::printf(
-        "\nactivation sparsity: per layer, hidden channels with |act(gate)| (gated) or |act(up)| (2-matrix) below "
-        "a threshold are dropped; thresholds calibrated per layer on %lld windows of the TRAINING split (the target "
-        "fraction's quantile, ties kept); achieved: fraction dropped on validation, mean over layers, exact zeros "
-        "included; increase: over the variant's dense loss, noise the standard error of the per-seed difference\n",
-        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.train().size()) - o.window));
+        "\nactivation sparsity: per layer, hidden channels with %s below a threshold are dropped; thresholds "
+        "calibrated per layer on %lld windows of the TRAINING split (the target fraction's quantile, ties kept); "
+        "achieved: fraction dropped on validation, mean over layers, exact zeros included; weights read: the share "
+        "of the block's weights a decode reads at that sparsity (%s); increase: over the variant's dense loss, noise "
+        "the standard error of the per-seed difference\n",
+        plan.sparsity_rule == SparsityRule::gate ? "|act(gate)| (gated) or |act(up)| (2-matrix)"
+                                                 : "|h| = |act(gate)·up| (gated) or |act(up)| (2-matrix)",
+        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.train().size()) - o.window),
+        plan.sparsity_rule == SparsityRule::gate ? "gated 1 − 2s/3: gate whole, up's rows and down's columns skipped; "
+                                                   "2-matrix 1 − s/2"
+                                                 : "gated 1 − s/3: gate and up whole, down's columns skipped; 2-matrix "
+                                                   "1 − s/2");
   }
   return rows;
 }
@@ -504,15 +522,18 @@ void print_json(const CompareOptions& o, const Plan& plan, const std::string& da
 void run_compare(const CompareOptions& o) {
   Plan plan = resolve_sizes(o);
   plan.sparsity = sparsity_targets(o.sparsity);
+  plan.sparsity_rule = sparsity_rule_of(o);
   std::vector<VariantResult> results = build_variants(o, plan);
   for (const auto& r : results)
     if (r.model.moe() && !plan.sparsity.empty())
-      throw Error("--sparsity: the moe variant is not evaluated (its experts' channels would need a rule of their "
-                  "own); name dense variants only");
+      throw Error(
+          "--sparsity: the moe variant is not evaluated (its experts' channels would need a rule of their "
+          "own); name dense variants only");
   check_equal_parameters(plan, results[0].model, results);
   plan.state_dir = prepare_files(o);
   const std::string path = resolve_data(o.data);
-  Workbench bench{path, ByteData::from_file(path), data_parallel_group(), ThreadPool(threads_per_process(o.threads)), {}};
+  Workbench bench{
+      path, ByteData::from_file(path), data_parallel_group(), ThreadPool(threads_per_process(o.threads)), {}};
   for (const auto& r : results)
     if (r.model.moe()) bench.moe_rows.push_back(&r);
   print_header(o.json ? stderr : stdout, o, plan, bench);  // with --json stdout carries only the JSON
@@ -525,7 +546,7 @@ void run_compare(const CompareOptions& o) {
   if (!o.csv_path.empty()) write_csv(o.csv_path, results);
   if (!o.svg_path.empty()) write_svg(o.svg_path, results, plan.train.steps);
   std::vector<VariantSparsity> sparsity;
-  for (const auto& r : results) sparsity.push_back(sparsity_of(r));
+  for (const auto& r : results) sparsity.push_back(sparsity_of(r, plan.sparsity_rule));
   if (!o.sparsity_csv.empty()) write_sparsity_csv(o.sparsity_csv, sparsity);
   if (!o.sparsity_svg.empty()) write_sparsity_svg(o.sparsity_svg, sparsity);
   if (o.json) print_json(o, plan, path, rows);
@@ -576,9 +597,15 @@ void add_compare_command(CLI::App& app) {
                   "training split)")
       ->delimiter(',')
       ->option_text("PERCENT,…");
+  cmd->add_option("--sparsity-rule", o->sparsity_rule,
+                  "which value --sparsity thresholds in gated blocks: gate (|act(gate)|, CATS: a decode skips up's "
+                  "rows and down's columns) or hidden (|act(gate)·up|, the input of down as TEAL thresholds it: a "
+                  "decode reads gate and up whole and skips down's columns only)")
+      ->check(CLI::IsMember({"gate", "hidden"}))
+      ->capture_default_str();
   cmd->add_option("--sparsity-csv", o->sparsity_csv,
-                  "write every run's sparse evaluation (variant,seed,target,achieved,exact_zeros,valid_loss,"
-                  "dense_loss,increase) here")
+                  "write every run's sparse evaluation (variant,rule,seed,target,achieved,exact_zeros,weights_read,"
+                  "valid_loss,dense_loss,increase) here")
       ->option_text("FILE");
   cmd->add_option("--sparsity-svg", o->sparsity_svg, "plot the loss increase against the sparsity target here")
       ->option_text("FILE");

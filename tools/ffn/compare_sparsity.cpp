@@ -24,25 +24,32 @@ std::vector<double> sparsity_targets(const std::vector<double>& percent) {
 }
 
 std::vector<SparsityPoint> evaluate_sparsity(LanguageModel& model, const ByteData& data,
-                                             const std::vector<double>& targets, int64_t eval_tokens,
+                                             const std::vector<double>& targets, SparsityRule rule, int64_t eval_tokens,
                                              ThreadPool& pool) {
   const int64_t K = model.config().window;
   // Calibration never sees the validation split: the windows come from the training text.
   const Batch calibration = spaced_batch(data.train(), K, eval_tokens);
   const Batch valid = spaced_batch(data.valid(), K, eval_tokens);
-  const auto magnitudes = hidden_magnitudes(model, calibration, pool);
+  const auto magnitudes = hidden_magnitudes(model, calibration, rule, pool);
   std::vector<SparsityPoint> out;
   for (double s : targets) {
     SparsityPoint p;
     p.target = s;
     p.thresholds = calibrated_thresholds(magnitudes, s);
-    p.eval = sparse_loss(model, valid, p.thresholds, pool);
+    p.eval = sparse_loss(model, valid, p.thresholds, rule, pool);
     out.push_back(std::move(p));
   }
   return out;
 }
 
+double weights_read(bool gated, SparsityRule rule, double dropped) {
+  if (!gated) return 1.0 - dropped / 2;
+  return rule == SparsityRule::gate ? 1.0 - 2 * dropped / 3 : 1.0 - dropped / 3;
+}
+
 namespace {
+
+const char* rule_name(SparsityRule rule) { return rule == SparsityRule::gate ? "gate" : "hidden"; }
 
 struct MeanSd {
   double mean = 0, sd = 0;  // sd: sample standard deviation (n − 1), 0 for one value
@@ -77,8 +84,11 @@ nlohmann::json sparsity_json(const VariantSparsity& v) {
     }
     const MeanSd l = mean_sd(losses), d = mean_sd(diffs);
     const double se = d.sd / std::sqrt(double(seeds));
+    const double achieved_mean = mean_sd(achieved).mean;
     nlohmann::json row{{"target", v.points[0][i].target},
-                       {"achieved", mean_sd(achieved).mean},
+                       {"rule", rule_name(v.rule)},
+                       {"achieved", achieved_mean},
+                       {"weights_read", weights_read(v.gated, v.rule, achieved_mean)},
                        {"exact_zeros", mean_sd(exact).mean},
                        {"valid_loss_mean", l.mean},
                        {"valid_loss_std", l.sd},
@@ -96,8 +106,9 @@ nlohmann::json sparsity_json(const VariantSparsity& v) {
 
 void print_sparsity_table(FILE* out, const VariantSparsity& v) {
   const MeanSd dense = mean_sd(v.dense_losses);
-  std::fprintf(out, "\nactivation sparsity — %s (dense %.4f)\n%7s %9s %12s %18s  %s\n", v.name.c_str(), dense.mean,
-               "target", "achieved", "exact zeros", "valid loss (std)", "increase (noise)");
+  std::fprintf(out, "\nactivation sparsity — %s, %s rule (dense %.4f)\n%7s %9s %12s %13s %18s  %s\n", v.name.c_str(),
+               rule_name(v.rule), dense.mean, "target", "achieved", "exact zeros", "weights read", "valid loss (std)",
+               "increase (noise)");
   for (const auto& row : sparsity_json(v)) {
     std::string increase;
     char buf[96];
@@ -110,23 +121,23 @@ void print_sparsity_table(FILE* out, const VariantSparsity& v) {
       std::snprintf(buf, sizeof buf, "%+.4f (one seed: noise unknown)", row["increase"].get<double>());
     }
     increase = buf;
-    std::fprintf(out, "%6.0f%% %8.1f%% %11.1f%% %11s (%.4f)  %s\n", 100 * row["target"].get<double>(),
+    std::fprintf(out, "%6.0f%% %8.1f%% %11.1f%% %12.1f%% %11s (%.4f)  %s\n", 100 * row["target"].get<double>(),
                  100 * row["achieved"].get<double>(), 100 * row["exact_zeros"].get<double>(),
-                 fixed(row["valid_loss_mean"].get<double>(), 4).c_str(), row["valid_loss_std"].get<double>(),
-                 increase.c_str());
+                 100 * row["weights_read"].get<double>(), fixed(row["valid_loss_mean"].get<double>(), 4).c_str(),
+                 row["valid_loss_std"].get<double>(), increase.c_str());
   }
 }
 
 void write_sparsity_csv(const std::string& path, const std::vector<VariantSparsity>& variants) {
   std::ostringstream csv;
-  csv << "variant,seed,target,achieved,exact_zeros,valid_loss,dense_loss,increase\n";
+  csv << "variant,rule,seed,target,achieved,exact_zeros,weights_read,valid_loss,dense_loss,increase\n";
   csv.precision(9);
   for (const auto& v : variants)
     for (size_t s = 0; s < v.points.size(); ++s)
       for (const auto& p : v.points[s])
-        csv << v.name << ',' << s + 1 << ',' << p.target << ',' << p.eval.dropped_fraction() << ','
-            << p.eval.exact_fraction() << ',' << p.eval.loss << ',' << v.dense_losses[s] << ','
-            << p.eval.loss - v.dense_losses[s] << '\n';
+        csv << v.name << ',' << rule_name(v.rule) << ',' << s + 1 << ',' << p.target << ',' << p.eval.dropped_fraction()
+            << ',' << p.eval.exact_fraction() << ',' << weights_read(v.gated, v.rule, p.eval.dropped_fraction()) << ','
+            << p.eval.loss << ',' << v.dense_losses[s] << ',' << p.eval.loss - v.dense_losses[s] << '\n';
   write_file_atomically(path, csv.str());
 }
 
