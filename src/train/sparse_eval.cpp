@@ -20,12 +20,13 @@ void reshape(Matrix& m, int64_t rows, int64_t cols) {
 
 }  // namespace
 
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, SparsityRule rule,
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, const ChannelMask& mask,
                           MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
                           ThreadPool& pool) {
   const BlockConfig& c = block.config();
   if (c.bias) throw Error("masked_block_forward: blocks with bias are not supported (W_down's bias has no channel)");
-  if (std::isnan(threshold)) throw Error("masked_block_forward: threshold is NaN");
+  if (std::isnan(mask.threshold) || std::isnan(mask.hidden_threshold))
+    throw Error("masked_block_forward: threshold is NaN");
   const int64_t T = x.rows, H = c.hidden;
   const Activation act = c.variant.activation;
   // The pre-activations, by the block's own forward (y is overwritten below).
@@ -34,7 +35,8 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, f
   reshape(work.hidden, T, H);
   if (c.variant.gated) reshape(work.act, T, H);
   // a: what decides a channel (the rule); for 2-matrix blocks h itself.
-  const float* const a = c.variant.gated && rule == SparsityRule::gate ? work.act.data() : work.hidden.data();
+  const bool by_gate = c.variant.gated && mask.rule == SparsityRule::gate;  // up's row skipped with a drop
+  const float* const a = by_gate ? work.act.data() : work.hidden.data();
   const float* const u = work.cache.up.data();
   const float* const g = c.variant.gated ? work.cache.gate.data() : nullptr;
   float* const h = work.hidden.data();
@@ -58,8 +60,10 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, f
       const float m = std::fabs(a[i]);  // before h[i] is zeroed: a may be h
       if (mag) mag[i] = m;
       const bool zero = a[i] == 0.0f;
-      const bool drop = zero || m < threshold;
+      const bool by_a = zero || m < mask.threshold;
+      const bool drop = by_a || std::fabs(h[i]) < mask.hidden_threshold;
       p.exact_zeros += zero;
+      p.up_skipped += by_gate && by_a;
       p.dropped += drop;
       if (drop) h[i] = 0.0f;
     }
@@ -67,6 +71,7 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, f
   counts.channels += T * H;
   for (const auto& p : part) {
     counts.dropped += p.dropped;
+    counts.up_skipped += p.up_skipped;
     counts.exact_zeros += p.exact_zeros;
   }
   // y = h·W_downᵀ by the forward GEMM the block's second stage uses (chosen by T alone).
@@ -79,6 +84,12 @@ double SparseEvaluation::dropped_fraction() const {
   return layers.empty() ? 0.0 : sum / double(layers.size());
 }
 
+double SparseEvaluation::up_skipped_fraction() const {
+  double sum = 0;
+  for (const auto& l : layers) sum += l.up_skipped_fraction();
+  return layers.empty() ? 0.0 : sum / double(layers.size());
+}
+
 double SparseEvaluation::exact_fraction() const {
   double sum = 0;
   for (const auto& l : layers) sum += l.exact_fraction();
@@ -86,10 +97,13 @@ double SparseEvaluation::exact_fraction() const {
 }
 
 SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std::vector<float>& thresholds,
-                             SparsityRule rule, ThreadPool& pool) {
+                             SparsityRule rule, ThreadPool& pool, const std::vector<float>& hidden_thresholds) {
   const auto L = static_cast<size_t>(model.config().layers);
   if (thresholds.size() != L)
     throw Error("sparse_loss: " + std::to_string(thresholds.size()) + " thresholds for a model of " +
+                std::to_string(L) + " layers");
+  if (!hidden_thresholds.empty() && hidden_thresholds.size() != L)
+    throw Error("sparse_loss: " + std::to_string(hidden_thresholds.size()) + " hidden thresholds for a model of " +
                 std::to_string(L) + " layers");
   SparseEvaluation out;
   out.layers.resize(L);
@@ -97,7 +111,8 @@ SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std
   out.loss = model.loss_with(
       batch,
       [&](size_t l, const Block& block, ConstMatrixView x, MatrixView y) {
-        masked_block_forward(block, x, y, thresholds[l], rule, work, out.layers[l], nullptr, pool);
+        const ChannelMask mask{rule, thresholds[l], hidden_thresholds.empty() ? 0.0f : hidden_thresholds[l]};
+        masked_block_forward(block, x, y, mask, work, out.layers[l], nullptr, pool);
       },
       &pool);
   return out;

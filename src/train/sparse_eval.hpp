@@ -12,8 +12,10 @@
 //     weights where the gate rule reads 1 − 2s/3;
 //   for 2-matrix blocks both are a_j = act(u_j) (u = x·W_upᵀ), which is h_j itself.
 // Channel j of token t in layer l is dropped — h_j set to 0 before W_down — when |a_j| < t_l
-// (strictly). Exact zeros (ReLU's and ReGLU's act(g) = 0) need no threshold: h_j is 0
-// already, and they are counted as dropped at every threshold, t_l = 0 included, besides
+// (strictly), or, given a second threshold (ChannelMask::hidden_threshold), when |h_j| is
+// below it: both rules at once, the gate skipping up's rows and down's columns, h then
+// skipping more of down's columns among the channels whose up row was read. Exact zeros (ReLU's and ReGLU's act(g) = 0)
+// need no threshold: h_j is 0 already, and they are counted as dropped at every threshold, t_l = 0 included, besides
 // being counted on their own as the natural ("exact") sparsity.
 //
 // Calibration (calibrated_threshold): from the |a| of N calibration channels of a layer
@@ -47,12 +49,22 @@ float calibrated_threshold(std::vector<float> magnitudes, double s);
 // The value that decides whether a hidden channel is dropped (see above).
 enum class SparsityRule { gate, hidden };
 
+// How one layer's channels are dropped: |a_j| < threshold (a_j by rule; a == 0 always), or
+// |h_j| < hidden_threshold (0: no such test).
+struct ChannelMask {
+  SparsityRule rule = SparsityRule::gate;
+  float threshold = 0;
+  float hidden_threshold = 0;
+};
+
 // Channels of one layer seen by a masked forward, over its T tokens × H hidden channels.
 struct LayerSparsity {
   int64_t channels = 0;     // T·H
-  int64_t dropped = 0;      // |a| < t or a == 0: h_j = 0, W_up/W_down's row/column j unread
+  int64_t dropped = 0;      // h_j = 0: W_down's column j unread
+  int64_t up_skipped = 0;   // of those, W_up's row j unread too: gated blocks, the gate rule's drops
   int64_t exact_zeros = 0;  // a == 0 (±0): dropped whatever t is
   double dropped_fraction() const { return channels ? double(dropped) / double(channels) : 0.0; }
+  double up_skipped_fraction() const { return channels ? double(up_skipped) / double(channels) : 0.0; }
   double exact_fraction() const { return channels ? double(exact_zeros) / double(channels) : 0.0; }
 };
 
@@ -63,14 +75,14 @@ struct MaskedForwardWork {
   Matrix hidden;       // [T][H] h = act(g) ⊙ u (or act(u)), then masked
 };
 
-// y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold), a_j by `rule`
-// (the work's act holds act(g) for gated blocks whatever the rule) — threshold 0
-// keeps every channel, and y is then Block::forward's bit for bit (the same kernels: the
+// y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold || |h_j| <
+// hidden_threshold), a_j by mask.rule (the work's act holds act(g) for gated blocks whatever
+// the rule) — thresholds 0 keep every channel, and y is then Block::forward's bit for bit (the same kernels: the
 // pre-activations by forward_train, h by the activation kernels, y by the forward GEMM).
 // Adds this call's channels to `counts`; appends every |a| (token-major) to `magnitudes`
 // when given (calibration). Blocks without bias only (ffn::Error otherwise: a bias on
 // W_down would survive the dropped channels and need its own rule).
-void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, float threshold, SparsityRule rule,
+void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, const ChannelMask& mask,
                           MaskedForwardWork& work, LayerSparsity& counts, std::vector<float>* magnitudes,
                           ThreadPool& pool);
 
@@ -85,13 +97,15 @@ std::vector<float> calibrated_thresholds(const std::vector<std::vector<float>>& 
 struct SparseEvaluation {
   double loss = 0;  // mean cross-entropy, nats per byte
   std::vector<LayerSparsity> layers;
-  double dropped_fraction() const;  // mean over layers of each layer's dropped fraction
-  double exact_fraction() const;    // mean over layers of each layer's exact-zero fraction
+  double dropped_fraction() const;     // mean over layers of each layer's dropped fraction
+  double up_skipped_fraction() const;  // … of its up_skipped fraction
+  double exact_fraction() const;       // mean over layers of each layer's exact-zero fraction
 };
 
-// The model's loss on the batch with layer l's channels below thresholds[l] dropped, and
-// what was dropped. ffn::Error when thresholds does not hold one value per layer.
+// The model's loss on the batch with layer l's channels below thresholds[l] dropped (and
+// those with |h| below hidden_thresholds[l], when given), and what was dropped. ffn::Error
+// when thresholds (or a non-empty hidden_thresholds) does not hold one value per layer.
 SparseEvaluation sparse_loss(LanguageModel& model, const Batch& batch, const std::vector<float>& thresholds,
-                             SparsityRule rule, ThreadPool& pool);
+                             SparsityRule rule, ThreadPool& pool, const std::vector<float>& hidden_thresholds = {});
 
 }  // namespace ffn

@@ -36,7 +36,7 @@ std::vector<std::vector<float>> hidden_magnitudes(LanguageModel& model, const Ba
   model.loss_with(
       batch,
       [&](size_t l, const Block& block, ConstMatrixView x, MatrixView y) {
-        masked_block_forward(block, x, y, 0.0f, rule, work, counts[l], &out[l], pool);
+        masked_block_forward(block, x, y, ChannelMask{rule, 0.0f, 0.0f}, work, counts[l], &out[l], pool);
       },
       &pool);
   return out;

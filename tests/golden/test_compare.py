@@ -203,6 +203,25 @@ def test_activation_sparsity_by_the_hidden_value(run_ffn, tmp_path):
             assert h[1]["weights_read"] == pytest.approx(1 - h[1]["achieved"] / 3, abs=1e-12)
     table = list(csv.DictReader(csv_path.open()))
     assert len(table) == 2 * 2 * 2 and all(row["rule"] == "hidden" for row in table)
+    # Both at once (--sparsity-hidden): the gate rule's targets, then |h| below the threshold
+    # that drops 60 % by |h| alone. At target 0 that is the hidden rule at 60 % exactly (the
+    # same thresholds, the same losses). Above it up's rows are skipped for the gate's drops
+    # only and down's columns for both; the shares are means over layers, and the second
+    # layer's input differs from the gate rule's run (the first layer dropped more), so the
+    # gate's share is compared with the gate rule's within 0.05, not bit for bit.
+    both = {r["variant"]: r for r in json.loads(run_ffn(*args, "--sparsity-hidden", "60").stdout)["results"]}
+    for name in ("relu", "swiglu"):
+        g, h, b = by_gate[name]["sparsity"], by_hidden[name]["sparsity"], both[name]["sparsity"]
+        assert b[0]["valid_losses"] == h[1]["valid_losses"] and b[0]["hidden_thresholds"] == h[1]["thresholds"]
+        assert b[0]["up_skipped"] == (g[0]["up_skipped"])  # exact zeros only (ReLU's)
+        assert b[1]["thresholds"] == g[1]["thresholds"] and b[1]["hidden_target"] == 0.6
+        if name == "swiglu":
+            assert abs(b[1]["up_skipped"] - g[1]["achieved"]) < 0.05
+            assert b[1]["achieved"] > b[1]["up_skipped"] + 0.05  # |h| dropped channels of its own
+            assert b[1]["weights_read"] == pytest.approx((1 + (1 - b[1]["up_skipped"]) + (1 - b[1]["achieved"])) / 3,
+                                                          abs=1e-12)
+        else:
+            assert b[1]["up_skipped"] == 0.0  # a 2-matrix block reads up whole
 
 
 def test_activation_sparsity_errors(run_ffn, tmp_path):
@@ -211,6 +230,10 @@ def test_activation_sparsity_errors(run_ffn, tmp_path):
     for bad_args, message in [(["--sparsity", "100"], "[0, 100)"), (["--sparsity", "50,50"], "named twice"),
                               (["--sparsity-csv", tmp_path / "x.csv"], "need --sparsity"),
                               (["--sparsity-rule", "hidden"], "need --sparsity"),
+                              (["--sparsity-hidden", "50"], "need --sparsity"),
+                              (["--sparsity", "50", "--sparsity-hidden", "100"], "[0, 100)"),
+                              (["--sparsity", "50", "--sparsity-rule", "hidden", "--sparsity-hidden", "50"],
+                               "already threshold |h|"),
                               (["--variants", "swiglu,moe", "--experts", 4, "--sparsity", "50"], "moe variant is not evaluated")]:
         bad = run_ffn("compare", *tiny, *bad_args, check=False)
         assert bad.returncode == 1 and message in bad.stderr, (bad_args, bad.stderr)

@@ -88,15 +88,32 @@ BlockCase block_case(const char* variant, int64_t T, int64_t D = 16, int64_t H =
 
 // Reference: every pre-activation, activation and product in double. keep_j decided from
 // the double a_j — act(g_j) by the gate rule, h_j by the hidden rule (the same for 2-matrix
-// blocks) — with a threshold chosen in the middle of a wide gap between the |a|
-// (so the f32 and double decisions cannot differ). Tolerance per output: 1e-5·(1 + Σ|terms|)
-// — f32 sums of ≤ 40 terms with inputs rounded once err by ≲ 40·6e-8 of Σ|terms| — while a
-// channel kept that should be dropped or the reverse moves y by one term, |a_j·u_j·w| ~ 0.1.
+// blocks) — and, with a second threshold, |h_j|; each threshold chosen in the middle of a
+// wide gap between the values it judges (so the f32 and double decisions cannot differ).
+// Tolerance per output: 1e-5·(1 + Σ|terms|) — f32 sums of ≤ 40 terms with inputs rounded
+// once err by ≲ 40·6e-8 of Σ|terms| — while a channel kept that should be dropped or the
+// reverse moves y by one term, |a_j·u_j·w| ~ 0.1.
 class MaskedForward : public ::testing::TestWithParam<const char*> {};
 
+// A threshold among the non-zero |values| (zeros drop whatever the threshold) between their
+// quantiles lo and hi, in the middle of the widest gap there.
+float threshold_in_gap(const std::vector<double>& values, double lo, double hi) {
+  std::vector<double> m;
+  for (double v : values)
+    if (v != 0) m.push_back(std::fabs(v));
+  std::sort(m.begin(), m.end());
+  size_t best = size_t(lo * double(m.size()));
+  for (size_t i = best; i < size_t(hi * double(m.size())); ++i)
+    if (m[i + 1] - m[i] > m[best + 1] - m[best]) best = i;
+  EXPECT_GT(m[best + 1] - m[best], 1e-4);
+  return float((m[best] + m[best + 1]) / 2);
+}
+
 TEST_P(MaskedForward, MatchesADoublePrecisionReference) {
-  for (const SparsityRule rule : {SparsityRule::gate, SparsityRule::hidden})
+  // The gate rule, the hidden rule, and the gate rule with a threshold on |h| besides.
+  for (const int mode : {0, 1, 2})
     for (int64_t T : {5, 70}) {  // below and above the packed GEMM's token count
+      const SparsityRule rule = mode == 1 ? SparsityRule::hidden : SparsityRule::gate;
       BlockCase c = block_case(GetParam(), T);
       const BlockConfig& cfg = c.block.config();
       const auto& w = c.block.weights();
@@ -113,43 +130,49 @@ TEST_P(MaskedForward, MatchesADoublePrecisionReference) {
           h[size_t(t * H + j)] = cfg.variant.gated ? act * up : act;
           a[size_t(t * H + j)] = rule == SparsityRule::gate ? act : h[size_t(t * H + j)];
         }
-      // A threshold near the median of |a|, in the middle of the widest gap nearby.
-      std::vector<double> m;
-      for (double v : a) m.push_back(std::fabs(v));
-      std::sort(m.begin(), m.end());
-      size_t best = m.size() / 2;
-      for (size_t i = m.size() / 3; i < 2 * m.size() / 3; ++i)
-        if (m[i + 1] - m[i] > m[best + 1] - m[best]) best = i;
-      ASSERT_GT(m[best + 1] - m[best], 1e-4);
-      const auto threshold = float((m[best] + m[best + 1]) / 2);
+      // Alone, a threshold near the median of |a|; with |h| besides, one near the lower
+      // third of |a| and one above the median of |h| (quantiles of the non-zero values).
+      const bool both = mode == 2;
+      const float threshold = both ? threshold_in_gap(a, 0.2, 0.45) : threshold_in_gap(a, 1.0 / 3, 2.0 / 3);
+      const float hidden_threshold = both ? threshold_in_gap(h, 0.55, 0.8) : 0.0f;
+      auto drops = [&](size_t i) {
+        return a[i] == 0 || std::fabs(a[i]) < threshold || std::fabs(h[i]) < hidden_threshold;
+      };
 
       Matrix y(T, D);
       MaskedForwardWork work;
       LayerSparsity counts;
       std::vector<float> magnitudes;
       ThreadPool pool(2);
-      masked_block_forward(c.block, c.x.view(), y.view(), threshold, rule, work, counts, &magnitudes, pool);
+      masked_block_forward(c.block, c.x.view(), y.view(), ChannelMask{rule, threshold, hidden_threshold}, work, counts,
+                           &magnitudes, pool);
 
-      int64_t dropped = 0, zeros = 0;
       for (int64_t t = 0; t < T; ++t)
         for (int64_t d = 0; d < D; ++d) {
           double ref = 0, mass = 0;
           for (int64_t j = 0; j < H; ++j) {
-            const double aj = a[size_t(t * H + j)];
-            if (std::fabs(aj) < threshold || aj == 0) continue;
+            if (drops(size_t(t * H + j))) continue;
             const double term = h[size_t(t * H + j)] * double(w.down.row(d)[j]);
             ref += term;
             mass += std::fabs(term);
           }
           EXPECT_NEAR(y.row(t)[d], ref, 1e-5 * (1 + mass))
-              << GetParam() << " rule " << int(rule) << " T " << T << " t " << t << " d " << d;
+              << GetParam() << " mode " << mode << " T " << T << " t " << t << " d " << d;
         }
-      for (double aj : a) {
-        dropped += std::fabs(aj) < threshold || aj == 0;
-        zeros += aj == 0;
+      int64_t dropped = 0, up_skipped = 0, zeros = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        dropped += drops(i);
+        // A gated block's up row is unread for the gate rule's drops (not for |h|'s, which needed it).
+        up_skipped += cfg.variant.gated && rule == SparsityRule::gate && (a[i] == 0 || std::fabs(a[i]) < threshold);
+        zeros += a[i] == 0;
       }
       EXPECT_EQ(counts.channels, T * H);
-      EXPECT_EQ(counts.dropped, dropped);
+      EXPECT_EQ(counts.dropped, dropped) << GetParam() << " mode " << mode;
+      EXPECT_EQ(counts.up_skipped, up_skipped) << GetParam() << " mode " << mode;
+      if (both && cfg.variant.gated) {
+        EXPECT_GT(dropped, up_skipped);  // the second threshold dropped channels of its own
+        EXPECT_GT(up_skipped, 0);
+      }
       // Exact zeros: ReLU's act(z) = 0 for every z ≤ 0 (and none for the smooth activations
       // at these inputs); counted from the f32 pre-activation the block kept (h = act(g)·u is
       // ±0 there too, for the hidden rule).
@@ -177,7 +200,10 @@ TEST(MaskedForward, BlocksWithBiasAreRefused) {
   LayerSparsity counts;
   ThreadPool pool(1);
   test::expect_error(
-      [&] { masked_block_forward(b, x.view(), y.view(), 0.1f, SparsityRule::gate, work, counts, nullptr, pool); },
+      [&] {
+        masked_block_forward(b, x.view(), y.view(), ChannelMask{SparsityRule::gate, 0.1f, 0.0f}, work, counts, nullptr,
+                             pool);
+      },
       {"bias"});
 }
 
@@ -315,6 +341,11 @@ TEST(SparseModelErrors, WrongThresholdCountAndExpertsAreRefused) {
   LanguageModel model(small_model("swiglu"), 3);
   ThreadPool pool(1);
   const Batch batch = spaced_batch(data.valid(), 4, 10);
+  test::expect_error(
+      [&] {
+        sparse_loss(model, batch, {0.0f, 0.0f}, SparsityRule::gate, pool, {0.0f});
+      },
+      {"1 hidden thresholds", "2 layers"});
   test::expect_error([&] { sparse_loss(model, batch, {0.0f}, SparsityRule::gate, pool); },
                      {"1 thresholds", "2 layers"});
   ModelConfig moe = small_model("swiglu");

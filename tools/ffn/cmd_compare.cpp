@@ -63,7 +63,8 @@ struct CompareOptions {
   std::string csv_path, svg_path, save_dir, resume_dir;
   std::vector<double> sparsity;  // --sparsity: targets in percent; empty: no sparse evaluation
   std::string sparsity_csv, sparsity_svg;
-  std::string sparsity_rule = "gate";  // --sparsity-rule: gate or hidden
+  std::string sparsity_rule = "gate";     // --sparsity-rule: gate or hidden
+  std::optional<double> sparsity_hidden;  // --sparsity-hidden: percent
   int64_t save_every = 0;
   int threads = ThreadPool::default_threads();
 };
@@ -124,8 +125,8 @@ SparsityRule sparsity_rule_of(const CompareOptions& o) {
   return o.sparsity_rule == "hidden" ? SparsityRule::hidden : SparsityRule::gate;
 }
 
-VariantSparsity sparsity_of(const VariantResult& r, SparsityRule rule) {
-  VariantSparsity v{r.name, r.model.variant.gated, rule, {}, r.sparsity};
+VariantSparsity sparsity_of(const VariantResult& r, SparsityRule rule, double hidden_share) {
+  VariantSparsity v{r.name, r.model.variant.gated, rule, hidden_share, {}, r.sparsity};
   for (const auto& run : r.runs) v.dense_losses.push_back(run.valid_loss);
   return v;
 }
@@ -161,6 +162,7 @@ struct Plan {
   std::string state_dir;         // where runs are saved and resumed; empty: neither
   std::vector<double> sparsity;  // activation-sparsity targets, fractions (empty: none)
   SparsityRule sparsity_rule = SparsityRule::gate;
+  double sparsity_hidden = 0;  // fraction; 0: none
 };
 
 // The data and the machinery every run trains with, set up once.
@@ -279,8 +281,17 @@ std::string prepare_files(const CompareOptions& o) {
   if (!state_dir.empty()) std::filesystem::create_directories(state_dir);
   if (!o.csv_path.empty()) check_file_writable(o.csv_path, "--csv");
   if (!o.svg_path.empty()) check_file_writable(o.svg_path, "--svg");
-  if (o.sparsity.empty() && (!o.sparsity_csv.empty() || !o.sparsity_svg.empty() || o.sparsity_rule != "gate"))
-    throw Error("--sparsity-csv, --sparsity-svg and --sparsity-rule need --sparsity (the targets to evaluate)");
+  if (o.sparsity.empty() &&
+      (!o.sparsity_csv.empty() || !o.sparsity_svg.empty() || o.sparsity_rule != "gate" || o.sparsity_hidden))
+    throw Error(
+        "--sparsity-csv, --sparsity-svg, --sparsity-rule and --sparsity-hidden need --sparsity (the targets to "
+        "evaluate)");
+  if (o.sparsity_hidden && !(*o.sparsity_hidden >= 0 && *o.sparsity_hidden < 100))
+    throw Error("--sparsity-hidden " + std::to_string(*o.sparsity_hidden) + ": a percent of channels in [0, 100)");
+  if (o.sparsity_hidden && o.sparsity_rule == "hidden")
+    throw Error(
+        "--sparsity-hidden adds a threshold on |h| to the gate rule's; with --sparsity-rule hidden the "
+        "targets already threshold |h|");
   if (!o.sparsity_csv.empty()) check_file_writable(o.sparsity_csv, "--sparsity-csv");
   if (!o.sparsity_svg.empty()) check_file_writable(o.sparsity_svg, "--sparsity-svg");
   return state_dir;
@@ -367,8 +378,8 @@ void train_all(std::vector<VariantResult>& results, const CompareOptions& o, con
       };
       r.runs.push_back(train(model, bench.data, t, &bench.pool, progress, ckpt, bench.data_parallel));
       if (!plan.sparsity.empty())
-        r.sparsity.push_back(
-            evaluate_sparsity(model, bench.data, plan.sparsity, plan.sparsity_rule, t.eval_tokens, bench.pool));
+        r.sparsity.push_back(evaluate_sparsity(model, bench.data, plan.sparsity, plan.sparsity_rule,
+                                               plan.sparsity_hidden, t.eval_tokens, bench.pool));
       const TrainResult& last = r.runs.back();
       if (!tty)
         std::fprintf(stderr, "[%lld/%lld] %s seed %lld: validation loss %.4f, %.0f tokens/s, elapsed %s\n",
@@ -427,7 +438,8 @@ nlohmann::json result_row(const CompareOptions& o, const VariantResult& r, const
     curves.push_back(c);
   }
   row["curves"] = curves;
-  if (!r.sparsity.empty()) row["sparsity"] = sparsity_json(sparsity_of(r, sparsity_rule_of(o)));
+  if (!r.sparsity.empty())
+    row["sparsity"] = sparsity_json(sparsity_of(r, sparsity_rule_of(o), o.sparsity_hidden.value_or(0) / 100));
   if (r.model.moe()) {
     row["experts"] = r.model.experts;
     row["top_k"] = r.model.top_k;
@@ -471,20 +483,20 @@ nlohmann::json report_results(const CompareOptions& o, const Plan& plan, const s
         (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.valid().size()) - o.window),
         (long long)plan.seeds, plan.seeds == 1 ? "" : "s", clock_text(seconds_since(start)).c_str());
   if (!o.json && !plan.sparsity.empty()) {
-    for (const auto& r : results) print_sparsity_table(stdout, sparsity_of(r, plan.sparsity_rule));
+    for (const auto& r : results)
+      print_sparsity_table(stdout, sparsity_of(r, plan.sparsity_rule, plan.sparsity_hidden));
     std::printf(
-        "\nactivation sparsity: per layer, hidden channels with %s below a threshold are dropped; thresholds "
+        "\nactivation sparsity: per layer, hidden channels with %s below a threshold are dropped%s; thresholds "
         "calibrated per layer on %lld windows of the TRAINING split (the target fraction's quantile, ties kept); "
-        "achieved: fraction dropped on validation, mean over layers, exact zeros included; weights read: the share "
-        "of the block's weights a decode reads at that sparsity (%s); increase: over the variant's dense loss, noise "
-        "the standard error of the per-seed difference\n",
+        "achieved: fraction dropped on validation (down's columns unread), mean over layers, exact zeros included; "
+        "up skipped: of those, the ones whose up row is unread too (the gate rule's, in gated blocks); weights read: "
+        "the share of the block's weights a decode reads (gated: the gate whole, up's rows not skipped, down's "
+        "columns not dropped; 2-matrix: up whole, down's columns not dropped); increase: over the variant's dense "
+        "loss, noise the standard error of the per-seed difference\n",
         plan.sparsity_rule == SparsityRule::gate ? "|act(gate)| (gated) or |act(up)| (2-matrix)"
                                                  : "|h| = |act(gate)·up| (gated) or |act(up)| (2-matrix)",
-        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.train().size()) - o.window),
-        plan.sparsity_rule == SparsityRule::gate ? "gated 1 − 2s/3: gate whole, up's rows and down's columns skipped; "
-                                                   "2-matrix 1 − s/2"
-                                                 : "gated 1 − s/3: gate and up whole, down's columns skipped; 2-matrix "
-                                                   "1 − s/2");
+        plan.sparsity_hidden > 0 ? ", and those with |h| below a second threshold (--sparsity-hidden)" : "",
+        (long long)std::min<int64_t>(plan.train.eval_tokens, int64_t(data.train().size()) - o.window));
   }
   return rows;
 }
@@ -523,6 +535,7 @@ void run_compare(const CompareOptions& o) {
   Plan plan = resolve_sizes(o);
   plan.sparsity = sparsity_targets(o.sparsity);
   plan.sparsity_rule = sparsity_rule_of(o);
+  plan.sparsity_hidden = o.sparsity_hidden.value_or(0) / 100;
   std::vector<VariantResult> results = build_variants(o, plan);
   for (const auto& r : results)
     if (r.model.moe() && !plan.sparsity.empty())
@@ -546,7 +559,7 @@ void run_compare(const CompareOptions& o) {
   if (!o.csv_path.empty()) write_csv(o.csv_path, results);
   if (!o.svg_path.empty()) write_svg(o.svg_path, results, plan.train.steps);
   std::vector<VariantSparsity> sparsity;
-  for (const auto& r : results) sparsity.push_back(sparsity_of(r, plan.sparsity_rule));
+  for (const auto& r : results) sparsity.push_back(sparsity_of(r, plan.sparsity_rule, plan.sparsity_hidden));
   if (!o.sparsity_csv.empty()) write_sparsity_csv(o.sparsity_csv, sparsity);
   if (!o.sparsity_svg.empty()) write_sparsity_svg(o.sparsity_svg, sparsity);
   if (o.json) print_json(o, plan, path, rows);
@@ -603,6 +616,11 @@ void add_compare_command(CLI::App& app) {
                   "decode reads gate and up whole and skips down's columns only)")
       ->check(CLI::IsMember({"gate", "hidden"}))
       ->capture_default_str();
+  cmd->add_option("--sparsity-hidden", o->sparsity_hidden,
+                  "with the gate rule, also drop the channels whose |h| = |act(gate)·up| is below a threshold "
+                  "calibrated per layer to drop this percent by |h| alone: down's columns only, up's row having "
+                  "been read (both rules at once)")
+      ->option_text("PERCENT");
   cmd->add_option("--sparsity-csv", o->sparsity_csv,
                   "write every run's sparse evaluation (variant,rule,seed,target,achieved,exact_zeros,weights_read,"
                   "valid_loss,dense_loss,increase) here")

@@ -24,27 +24,31 @@ std::vector<double> sparsity_targets(const std::vector<double>& percent) {
 }
 
 std::vector<SparsityPoint> evaluate_sparsity(LanguageModel& model, const ByteData& data,
-                                             const std::vector<double>& targets, SparsityRule rule, int64_t eval_tokens,
-                                             ThreadPool& pool) {
+                                             const std::vector<double>& targets, SparsityRule rule, double hidden_share,
+                                             int64_t eval_tokens, ThreadPool& pool) {
   const int64_t K = model.config().window;
   // Calibration never sees the validation split: the windows come from the training text.
   const Batch calibration = spaced_batch(data.train(), K, eval_tokens);
   const Batch valid = spaced_batch(data.valid(), K, eval_tokens);
   const auto magnitudes = hidden_magnitudes(model, calibration, rule, pool);
+  std::vector<float> hidden_thresholds;
+  if (hidden_share > 0)
+    hidden_thresholds =
+        calibrated_thresholds(hidden_magnitudes(model, calibration, SparsityRule::hidden, pool), hidden_share);
   std::vector<SparsityPoint> out;
   for (double s : targets) {
     SparsityPoint p;
     p.target = s;
     p.thresholds = calibrated_thresholds(magnitudes, s);
-    p.eval = sparse_loss(model, valid, p.thresholds, rule, pool);
+    p.hidden_thresholds = hidden_thresholds;
+    p.eval = sparse_loss(model, valid, p.thresholds, rule, pool, p.hidden_thresholds);
     out.push_back(std::move(p));
   }
   return out;
 }
 
-double weights_read(bool gated, SparsityRule rule, double dropped) {
-  if (!gated) return 1.0 - dropped / 2;
-  return rule == SparsityRule::gate ? 1.0 - 2 * dropped / 3 : 1.0 - dropped / 3;
+double weights_read(bool gated, double up_skipped, double dropped) {
+  return gated ? (1.0 + (1.0 - up_skipped) + (1.0 - dropped)) / 3 : (1.0 + (1.0 - dropped)) / 2;
 }
 
 namespace {
@@ -72,29 +76,36 @@ nlohmann::json sparsity_json(const VariantSparsity& v) {
   if (v.points.empty()) return rows;
   const size_t seeds = v.points.size();
   for (size_t i = 0; i < v.points[0].size(); ++i) {
-    std::vector<double> losses, diffs, achieved, exact;
-    nlohmann::json thresholds = nlohmann::json::array();
+    std::vector<double> losses, diffs, achieved, up_skipped, read, exact;
+    nlohmann::json thresholds = nlohmann::json::array(), hidden_thresholds = nlohmann::json::array();
     for (size_t s = 0; s < seeds; ++s) {
       const SparsityPoint& p = v.points[s][i];
       losses.push_back(p.eval.loss);
       diffs.push_back(p.eval.loss - v.dense_losses[s]);
       achieved.push_back(p.eval.dropped_fraction());
+      up_skipped.push_back(p.eval.up_skipped_fraction());
+      read.push_back(weights_read(v.gated, up_skipped.back(), achieved.back()));
       exact.push_back(p.eval.exact_fraction());
       thresholds.push_back(p.thresholds);
+      hidden_thresholds.push_back(p.hidden_thresholds);
     }
     const MeanSd l = mean_sd(losses), d = mean_sd(diffs);
     const double se = d.sd / std::sqrt(double(seeds));
-    const double achieved_mean = mean_sd(achieved).mean;
     nlohmann::json row{{"target", v.points[0][i].target},
                        {"rule", rule_name(v.rule)},
-                       {"achieved", achieved_mean},
-                       {"weights_read", weights_read(v.gated, v.rule, achieved_mean)},
+                       {"achieved", mean_sd(achieved).mean},
+                       {"up_skipped", mean_sd(up_skipped).mean},
+                       {"weights_read", mean_sd(read).mean},
                        {"exact_zeros", mean_sd(exact).mean},
                        {"valid_loss_mean", l.mean},
                        {"valid_loss_std", l.sd},
                        {"valid_losses", losses},
                        {"increase", d.mean},
                        {"thresholds", thresholds}};
+    if (v.hidden_share > 0) {
+      row["hidden_target"] = v.hidden_share;
+      row["hidden_thresholds"] = hidden_thresholds;
+    }
     if (seeds > 1) {
       row["increase_noise"] = se;
       row["within_noise"] = !(std::abs(d.mean) > 2 * se);
@@ -106,9 +117,11 @@ nlohmann::json sparsity_json(const VariantSparsity& v) {
 
 void print_sparsity_table(FILE* out, const VariantSparsity& v) {
   const MeanSd dense = mean_sd(v.dense_losses);
-  std::fprintf(out, "\nactivation sparsity — %s, %s rule (dense %.4f)\n%7s %9s %12s %13s %18s  %s\n", v.name.c_str(),
-               rule_name(v.rule), dense.mean, "target", "achieved", "exact zeros", "weights read", "valid loss (std)",
-               "increase (noise)");
+  char hidden[64] = "";
+  if (v.hidden_share > 0) std::snprintf(hidden, sizeof hidden, ", and |h| at %.0f%%", 100 * v.hidden_share);
+  std::fprintf(out, "\nactivation sparsity — %s, %s rule%s (dense %.4f)\n%7s %9s %11s %12s %13s %18s  %s\n",
+               v.name.c_str(), rule_name(v.rule), hidden, dense.mean, "target", "achieved", "up skipped", "exact zeros",
+               "weights read", "valid loss (std)", "increase (noise)");
   for (const auto& row : sparsity_json(v)) {
     std::string increase;
     char buf[96];
@@ -121,23 +134,26 @@ void print_sparsity_table(FILE* out, const VariantSparsity& v) {
       std::snprintf(buf, sizeof buf, "%+.4f (one seed: noise unknown)", row["increase"].get<double>());
     }
     increase = buf;
-    std::fprintf(out, "%6.0f%% %8.1f%% %11.1f%% %12.1f%% %11s (%.4f)  %s\n", 100 * row["target"].get<double>(),
-                 100 * row["achieved"].get<double>(), 100 * row["exact_zeros"].get<double>(),
-                 100 * row["weights_read"].get<double>(), fixed(row["valid_loss_mean"].get<double>(), 4).c_str(),
-                 row["valid_loss_std"].get<double>(), increase.c_str());
+    std::fprintf(out, "%6.0f%% %8.1f%% %10.1f%% %11.1f%% %12.1f%% %11s (%.4f)  %s\n", 100 * row["target"].get<double>(),
+                 100 * row["achieved"].get<double>(), 100 * row["up_skipped"].get<double>(),
+                 100 * row["exact_zeros"].get<double>(), 100 * row["weights_read"].get<double>(),
+                 fixed(row["valid_loss_mean"].get<double>(), 4).c_str(), row["valid_loss_std"].get<double>(),
+                 increase.c_str());
   }
 }
 
 void write_sparsity_csv(const std::string& path, const std::vector<VariantSparsity>& variants) {
   std::ostringstream csv;
-  csv << "variant,rule,seed,target,achieved,exact_zeros,weights_read,valid_loss,dense_loss,increase\n";
+  csv << "variant,rule,hidden_target,seed,target,achieved,up_skipped,exact_zeros,weights_read,valid_loss,dense_loss,"
+         "increase\n";
   csv.precision(9);
   for (const auto& v : variants)
     for (size_t s = 0; s < v.points.size(); ++s)
       for (const auto& p : v.points[s])
-        csv << v.name << ',' << rule_name(v.rule) << ',' << s + 1 << ',' << p.target << ',' << p.eval.dropped_fraction()
-            << ',' << p.eval.exact_fraction() << ',' << weights_read(v.gated, v.rule, p.eval.dropped_fraction()) << ','
-            << p.eval.loss << ',' << v.dense_losses[s] << ',' << p.eval.loss - v.dense_losses[s] << '\n';
+        csv << v.name << ',' << rule_name(v.rule) << ',' << v.hidden_share << ',' << s + 1 << ',' << p.target << ','
+            << p.eval.dropped_fraction() << ',' << p.eval.up_skipped_fraction() << ',' << p.eval.exact_fraction() << ','
+            << weights_read(v.gated, p.eval.up_skipped_fraction(), p.eval.dropped_fraction()) << ',' << p.eval.loss
+            << ',' << v.dense_losses[s] << ',' << p.eval.loss - v.dense_losses[s] << '\n';
   write_file_atomically(path, csv.str());
 }
 
