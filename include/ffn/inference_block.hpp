@@ -79,7 +79,13 @@ struct StoredWeights {
 //     layers) — y within the dense block's accuracy contract (block types: that of the q8_0
 //     copies' values);
 //   threshold > 0: CATS (Lee et al. 2024) — channels with |a_j| ≤ threshold dropped, which
-//     changes y: calibrate it (sparsity_threshold) and measure the loss (`ffn compare`).
+//     changes y: calibrate it (sparsity_threshold) and measure the loss (`ffn compare`);
+//   down_threshold > 0 (gated blocks): of the channels the gate keeps, those with |h_j| ≤
+//     down_threshold (h_j = a_j·u_j, the input of down) are dropped from down too — their
+//     row of up was read to make h_j, their column of down is not. On the byte models, the
+//     gate skipping a fifth to two fifths and h then more of down's columns cost 1.3–2.2×
+//     less loss than the gate alone for the same bytes (docs/experiment.md, "Both at
+//     once"). Calibrate it with hidden_values and sparsity_threshold.
 // A token's y is the same bits whatever the thread count and whatever other tokens share a
 // call of at most max_tokens (or whatever tokens share one of more); a token takes the
 // sparse or the dense path by its own kept share, and the two agree within the contract.
@@ -95,8 +101,14 @@ struct SparseDecode {
   // most rows scattered costs more than streaming them all (docs/performance.md, "Sparse
   // decode"). f32, f16 and bf16: the share of channels kept; a q4_K block's q8_0 copies read
   // 8.5 bits a weight for its 4.5, so it takes the sparse path to about a third of them kept.
-  // 1: every token with at most as many bytes to read as the dense block's takes it.
+  // 1: every token with at most as many bytes to read as the dense block's takes it. The
+  // share counts the gate's kept channels for down too, down_threshold's drops being known
+  // only once their up rows are read: with a down threshold and a gate keeping more than it,
+  // raise it (the sparse path then reads up's kept rows and down's fewer ones).
   double max_kept_share = 0.6;
+  // Gated blocks: |h_j| ≤ down_threshold drops channel j from down too (above); 0: down reads
+  // every channel the gate keeps. (Last, so that positional initialisers keep their meaning.)
+  float down_threshold = 0.0f;
 };
 
 // The sparse decode a block gets unless asked otherwise (the checkpoint loader's default):
@@ -166,6 +178,10 @@ class InferenceBlock {
   // 2-matrix one — for calibrating a threshold (sparsity_threshold) and for measuring the
   // sparsity a model makes.
   void hidden_activations(ConstMatrixView x, MatrixView a, ThreadPool* pool = nullptr) const;
+  // h = the input of down, [T][H]: act(g + b_g) ⊙ (u + b_u) of a gated block (gpt-oss's
+  // clamped form as its forward takes it), act(u + b_u) of a 2-matrix one, with no channel
+  // dropped — for calibrating SparseDecode::down_threshold (sparsity_threshold(h, share)).
+  void hidden_values(ConstMatrixView x, MatrixView h, ThreadPool* pool = nullptr) const;
 
   // The panels (internal: src/block/inference_panels.hpp).
   struct Panels;
@@ -173,8 +189,8 @@ class InferenceBlock {
  private:
   // As the StoredWeights constructor, checking the block scales only when `check_scales`: the
   // checkpoint loader has checked those of every tensor it read (src/block/loaded_weights.hpp).
-  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool,
-                 const SparseDecode& sparse, bool check_scales);
+  InferenceBlock(const BlockConfig& config, const StoredWeights& weights, ThreadPool* pool, const SparseDecode& sparse,
+                 bool check_scales);
   friend InferenceBlock inference_block_of_checked_weights(const BlockConfig& config, const StoredWeights& weights,
                                                            ThreadPool* pool, const SparseDecode& sparse);
   // Runs its experts' panels together (src/moe/moe_block.cpp).

@@ -178,7 +178,7 @@ class InferenceBlock(_BlockShape):
         return self._core.describe()
 
     sparse = property(lambda self: self._core.sparse,
-                      doc="activation-sparse decode's settings (threshold, max_tokens, max_kept_share, "
+                      doc="activation-sparse decode's settings (threshold, down_threshold, max_tokens, max_kept_share, "
                           "layout_bytes: the memory it adds), or None when it is off")
 
     def hidden_activations(self, x, threads=None):
@@ -186,6 +186,13 @@ class InferenceBlock(_BlockShape):
         what sparse decode compares with its threshold — calibrate one with
         ffn.sparsity_threshold(a, share)."""
         return self._core.hidden_activations(_to_numpy(x), threads)
+
+    def hidden_values(self, x, threads=None):
+        """h = act(gate)·up, the input of down (a 2-matrix block: act(up)), of tokens x [T, d],
+        float32 [T, hidden], no channel dropped: what a down threshold compares — calibrate one
+        with ffn.sparsity_threshold(h, share) and pass ffn.load(..., sparse=(threshold,
+        down_threshold))."""
+        return self._core.hidden_values(_to_numpy(x), threads)
 
 
     def __repr__(self):
@@ -303,8 +310,11 @@ def load(path, layer=0, variant=None, dtype=None, sparse=None):
     `sparse` (a dense layer's activation-sparse decode: one token a call — Gemma 3n's sparse
     layers up to four — skips the up rows and down columns of hidden channels whose activated
     gate is small): None — on, exact, where the activation makes zeros (ReLU, ReGLU, relu2,
-    relu6, Gemma 3n's sparse layers) and up and down are f32/f16/bf16; "off"; "exact"; or a
-    threshold on |act(gate)|, which changes the output (see sparsity_threshold). It holds up
+    relu6, Gemma 3n's sparse layers) and up and down are f32/f16/bf16; "off"; "exact"; a
+    threshold on |act(gate)|, which changes the output (see sparsity_threshold); or a pair
+    (threshold, down_threshold): gated blocks also leave out of down the kept channels whose
+    |h| = |act(gate)·up| is at most down_threshold (hidden_values; docs/experiment.md: at
+    equal bytes, less loss than the gate's threshold alone). It holds up
     and down a second time — a block type's (q4_K, q8_0, …) as q8_0 copies along d_model,
     within half a q8_0 step of the file's values, which "exact" or a threshold asks for."""
     core = _core.load(str(path), layer, variant, dtype, sparse)

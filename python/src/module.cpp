@@ -40,11 +40,36 @@ std::optional<ffn::SparseDecode> sparse_decode_of(const py::object& sparse) {
     if (s == "auto") return std::nullopt;
     if (s == "off") return ffn::SparseDecode{};
     if (s == "exact") return ffn::SparseDecode{.enabled = true};
-    throw ffn::Error("sparse='" + s + "': give None or 'auto', 'off', 'exact', or a threshold ≥ 0");
+    throw ffn::Error("sparse='" + s +
+                     "': give None or 'auto', 'off', 'exact', a threshold ≥ 0, or (threshold, down_threshold)");
   }
-  const double t = sparse.cast<double>();
-  if (!std::isfinite(t) || t < 0) throw ffn::Error("sparse=" + std::to_string(t) + ": a threshold must be finite and ≥ 0");
-  return ffn::SparseDecode{.enabled = true, .threshold = float(t)};
+  auto threshold = [](const py::handle& v) {
+    const double t = v.cast<double>();
+    if (!std::isfinite(t) || t < 0)
+      throw ffn::Error("sparse=" + std::to_string(t) + ": a threshold must be finite and ≥ 0");
+    return float(t);
+  };
+  if (py::isinstance<py::tuple>(sparse) || py::isinstance<py::list>(sparse)) {
+    const auto pair = sparse.cast<py::sequence>();
+    if (pair.size() != 2)
+      throw ffn::Error("sparse: a pair (threshold, down_threshold), not " + std::to_string(pair.size()) + " values");
+    return ffn::SparseDecode{.enabled = true, .threshold = threshold(pair[0]), .down_threshold = threshold(pair[1])};
+  }
+  return ffn::SparseDecode{.enabled = true, .threshold = threshold(sparse)};
+}
+
+// An InferenceBlock's [T][H] values of tokens x by `method` (hidden_activations, hidden_values).
+template <void (ffn::InferenceBlock::*method)(ffn::ConstMatrixView, ffn::MatrixView, ffn::ThreadPool*) const>
+py::array_t<float> hidden_of(const ffn::InferenceBlock& b, const FloatArray& x, std::optional<int> threads) {
+  const int64_t D = b.config().d_model, H = b.config().hidden, T = tokens_of(x, D, "x");
+  py::array_t<float> out({T, H});
+  const float* xp = x.data();
+  float* op = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    (b.*method)({xp, T, D, D}, {op, T, H, H}, pool_for(threads));
+  }
+  return out;
 }
 
 // The options of a load from Python's arguments (names as the CLI takes them).
@@ -193,24 +218,16 @@ PYBIND11_MODULE(_core, m) {
                              [](const ffn::InferenceBlock& b) -> py::object {
                                const ffn::SparseDecode& s = b.sparse();
                                if (!s.enabled) return py::none();
-                               return py::dict(py::arg("threshold") = s.threshold, py::arg("max_tokens") = s.max_tokens,
+                               return py::dict(py::arg("threshold") = s.threshold,
+                                               py::arg("down_threshold") = s.down_threshold,
+                                               py::arg("max_tokens") = s.max_tokens,
                                                py::arg("max_kept_share") = s.max_kept_share,
                                                py::arg("layout_bytes") = b.sparse_layout_bytes());
                              })
-      .def(
-          "hidden_activations",
-          [](const ffn::InferenceBlock& b, const FloatArray& x, std::optional<int> threads) {
-            const int64_t D = b.config().d_model, H = b.config().hidden, T = tokens_of(x, D, "x");
-            py::array_t<float> a({T, H});
-            const float* xp = x.data();
-            float* ap = a.mutable_data();
-            {
-              py::gil_scoped_release release;
-              b.hidden_activations({xp, T, D, D}, {ap, T, H, H}, pool_for(threads));
-            }
-            return a;
-          },
-          py::arg("x"), py::arg("threads") = py::none())
+      .def("hidden_activations", hidden_of<&ffn::InferenceBlock::hidden_activations>, py::arg("x"),
+           py::arg("threads") = py::none())
+      .def("hidden_values", hidden_of<&ffn::InferenceBlock::hidden_values>, py::arg("x"),
+           py::arg("threads") = py::none())
       .def("forward", &forward<ffn::InferenceBlock>, py::arg("x"), py::arg("threads") = py::none());
   m.def(
       "sparsity_threshold",

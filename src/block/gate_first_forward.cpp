@@ -21,6 +21,7 @@
 // and chain is fixed by the ISA and the shapes.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -136,6 +137,28 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       }
     }
   };
+  // The group's listed channels [i0, i0 + m) that down reads with a down threshold: those
+  // some token keeps by |h| > down_threshold (NaN kept), moved to the front of the group's
+  // list with their h (0 for a token that drops the channel: an exact zero in its chain);
+  // returns their count. In place: the group's own stretch of lists and h.
+  const float down_threshold = c.variant.gated ? w.sparse.down_threshold : 0.0f;
+  auto drop_small_hidden = [&](int64_t i0, int64_t m) {
+    int64_t kept_for_down = i0;
+    for (int64_t i = i0; i < i0 + m; ++i) {
+      bool any = false;
+      for (int64_t t = 0; t < T; ++t) {
+        float& v = h[t * H + i];
+        const bool keep = kept(v, down_threshold);
+        if (!keep) v = 0.0f;
+        any = any || keep;
+      }
+      if (!any) continue;
+      lists[kept_for_down] = lists[i];
+      for (int64_t t = 0; t < T; ++t) h[t * H + kept_for_down] = h[t * H + i];
+      ++kept_for_down;
+    }
+    return kept_for_down - i0;
+  };
   // A group of channels (Panels::down_group) a step, whole groups a thread: its kept
   // channels' u by rows_dot over their up rows, their h, then its share of y — one chain in
   // channel order from +0 into the group's own [T][D] by rows_axpy over their down rows, the
@@ -159,9 +182,10 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       else if (c.variant.gated)
         k.rows_dot(rows.up_type, T, m, lists + i0, D, x.data, x.stride, rows.up(), stride, u + i0, H);
       hidden(i0, i0 + m);
+      const int64_t md = down_threshold > 0 ? drop_small_hidden(i0, m) : m;
       float* sum = sums + g * T * D;
       std::fill(sum, sum + T * D, 0.0f);
-      k.rows_axpy(rows.down_type, T, m, lists + i0, h + i0, H, D, rows.down(), stride, sum, D);
+      k.rows_axpy(rows.down_type, T, md, lists + i0, h + i0, H, D, rows.down(), stride, sum, D);
     }
   });
   p.run([&](int ith, int nth) {
@@ -179,13 +203,15 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   });
 }
 
-// Step 2, dense: up's panels, h = a ⊙ u (0 for a channel the threshold drops), down stage.
-void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView y, ThreadPool& p) {
+}  // namespace
+
+// h = a ⊙ u [T][H] from up's panels (2-matrix blocks: h = a), 0 for a channel the token
+// drops: |a| ≤ threshold (threshold < 0: none), or, gated, |h| ≤ down_threshold (0: none).
+void hidden_from_gate(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView h,
+                      float threshold, float down_threshold, ThreadPool& p) {
   const BlockConfig& c = w.config;
   const int64_t D = c.d_model, H = c.hidden, T = x.rows;
   const auto& k = kernels::active_kernels();
-  const float threshold = w.sparse.enabled ? w.sparse.threshold : -1.0f;  // -1: keep every channel
-  const MatrixView h = scratch_matrix(Scratch::hidden, T, H);
   if (c.variant.gated) {
     const Activation act = c.variant.activation;
     const StageInput in = stage_input(k, w.first.type, x, Scratch::x_activations);
@@ -200,7 +226,10 @@ void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixV
           const float* at = a.row(t) + j0;
           const float* ut = tile.row(t - t0);
           float* ht = h.row(t) + j0;
-          for (int64_t i = 0; i < nj; ++i) ht[i] = kept(at[i], threshold) ? at[i] * up_factor(act, ut[i]) : 0.0f;
+          for (int64_t i = 0; i < nj; ++i) {
+            const float v = kept(at[i], threshold) ? at[i] * up_factor(act, ut[i]) : 0.0f;
+            ht[i] = down_threshold > 0 && !kept(v, down_threshold) ? 0.0f : v;
+          }
         }
       }
     });
@@ -211,9 +240,20 @@ void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixV
         for (int64_t j = 0; j < H; ++j) h.row(t)[j] = kept(a.row(t)[j], threshold) ? a.row(t)[j] : 0.0f;
     });
   }
+}
+
+namespace {
+
+// Step 2, dense: h by up's panels (0 for a channel the thresholds drop), the down stage.
+void dense_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView y, ThreadPool& p) {
+  const auto& k = kernels::active_kernels();
+  const float threshold = w.sparse.enabled ? w.sparse.threshold : -1.0f;  // -1: keep every channel
+  const float down_threshold = w.sparse.enabled ? w.sparse.down_threshold : 0.0f;
+  const MatrixView h = scratch_matrix(Scratch::hidden, x.rows, w.config.hidden);
+  hidden_from_gate(w, x, a, h, threshold, down_threshold, p);
   const StageInput h_down = stage_input(k, w.down.type, h, Scratch::hidden_activations);
   fill_rows(k, h_down.rows, h, p);
-  down_stage(w, h_down, T, y, p);
+  down_stage(w, h_down, x.rows, y, p);
 }
 
 // The rows `tokens` of m, gathered.
@@ -262,6 +302,31 @@ void InferenceBlock::hidden_activations(ConstMatrixView x, MatrixView a, ThreadP
   if (views::overlap(x, a)) throw Error("hidden_activations: a overlaps x");
   if (x.rows == 0) return;
   inference::activated_gate(*panels_, x, a, pool ? *pool : default_thread_pool());
+}
+
+void InferenceBlock::hidden_values(ConstMatrixView x, MatrixView h, ThreadPool* pool) const {
+  const Panels& w = *panels_;
+  const int64_t D = w.config.d_model, H = w.config.hidden, T = x.rows;
+  views::check_view("input x", x, D);
+  if (h.rows != T || h.cols != H)
+    throw Error("hidden_values: h is [" + std::to_string(h.rows) + ", " + std::to_string(h.cols) +
+                "]; it must be [T, H] = [" + std::to_string(T) + ", " + std::to_string(H) + "]");
+  if (views::overlap(x, h)) throw Error("hidden_values: h overlaps x");
+  if (T == 0) return;
+  ThreadPool& p = pool ? *pool : default_thread_pool();
+  if (w.gate_first()) {  // the gate values, then up's own panels: no threshold
+    Matrix a(T, H);
+    inference::activated_gate(w, x, a.view(), p);
+    inference::hidden_from_gate(w, x, a.view(), h, -1.0f, 0.0f, p);
+    return;
+  }
+  // The fused forward, whose first stage leaves h in f32 (its down stage's y is discarded).
+  Matrix y(T, D);
+  std::vector<std::byte> storage(size_t(inference::dense_batch_bytes(w, T) + 64));
+  auto* buffer = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+  const inference::DenseBatch b = inference::dense_batch(w, x, y.view(), buffer);
+  inference::forward_dense_batches(&b, 1, p);
+  for (int64_t t = 0; t < T; ++t) std::memcpy(h.row(t), b.h.row(t), size_t(H) * sizeof(float));
 }
 
 }  // namespace ffn

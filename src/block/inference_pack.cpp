@@ -121,6 +121,10 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
                   " values, which must be whole blocks of 32 (run the block dense)");
   if (!std::isfinite(s.threshold) || s.threshold < 0)
     throw Error("sparse decode threshold " + std::to_string(s.threshold) + ": must be finite and ≥ 0");
+  if (!std::isfinite(s.down_threshold) || s.down_threshold < 0)
+    throw Error("sparse decode down_threshold " + std::to_string(s.down_threshold) + ": must be finite and ≥ 0");
+  if (s.down_threshold > 0 && !c.variant.gated)
+    throw Error("sparse decode down_threshold: a 2-matrix block's h is its activation, which threshold judges already");
   if (s.max_tokens < 1) throw Error("sparse decode max_tokens " + std::to_string(s.max_tokens) + ": must be ≥ 1");
   if (!(s.max_kept_share >= 0.0 && s.max_kept_share <= 1.0))
     throw Error("sparse decode max_kept_share " + std::to_string(s.max_kept_share) + ": must be in [0, 1]");
@@ -324,6 +328,8 @@ std::string InferenceBlock::describe() const {
     text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" +
             (p.sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(p.sparse.threshold) + " dropped"
                                     : std::string("exact zeros skipped")) +
+            (p.sparse.down_threshold > 0 ? ", from down also |h| ≤ " + std::to_string(p.sparse.down_threshold)
+                                         : std::string()) +
             "): " + (p.channel_rows.up_type == WeightType::q8_0 ? k.rows_dot_q8_0.name : k.rows_dot.name) + ", " +
             k.rows_axpy.name + " on up's rows and down transposed";
   return text;

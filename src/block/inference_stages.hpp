@@ -112,6 +112,12 @@ void forward_dense_batches(const DenseBatch* batches, int64_t count, ThreadPool&
 // Gaussian top-k where the config has one (gate_first_forward.cpp).
 void activated_gate(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView a, ThreadPool& p);
 
+// h = a ⊙ u [T][H] from up's own panels (w.first unfused; 2-matrix blocks: h = a), 0 for a
+// channel the token drops: |a| ≤ threshold (< 0: none), or, gated, |h| ≤ down_threshold (0:
+// none) (gate_first_forward.cpp).
+void hidden_from_gate(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrixView a, MatrixView h,
+                      float threshold, float down_threshold, ThreadPool& p);
+
 // The gate-first forward (gate_first_forward.cpp), for blocks whose Panels::gate_first().
 void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, MatrixView y, ThreadPool& p);
 

@@ -146,6 +146,58 @@ def test_calibrated_threshold_is_written_beside_and_drops_those_channels(tmp_pat
     assert ffn_module.sparsity_threshold(dense.hidden_activations(calibration), 0.6) == np.float32(layer["threshold"])
 
 
+def _gap_threshold(values, lo, hi):
+    """A threshold among sorted |values| between the quantiles lo and hi, in the middle of the
+    widest gap there (so that float32 and float64 decide every value alike)."""
+    m = np.sort(np.abs(values))
+    i0, i1 = int(lo * len(m)), int(hi * len(m))
+    i = i0 + int(np.argmax(m[i0 + 1:i1 + 1] - m[i0:i1]))
+    assert m[i + 1] - m[i] > 1e-4 * m[i + 1]
+    return float((m[i] + m[i + 1]) / 2)
+
+
+def test_down_threshold_leaves_small_hidden_values_out_of_down(tmp_path, ffn_module):
+    """ffn.load(sparse=(threshold, down_threshold)): of the channels whose |silu(g)| is above
+    the threshold, those whose |h| = |silu(g)·u| is at most down_threshold are left out of down
+    as well — y is the block of the channels above both, within its f32 bound; hidden_values
+    is torch's silu(g)·u (relative 1e-5: f32 sums of 64 products)."""
+    w = weights(7)
+    folder = write_llama(tmp_path / "swiglu", w, "silu")
+    rng = np.random.default_rng(8)
+    calibration = rng.standard_normal((16, D)).astype(np.float32)
+    dense = ffn_module.load(str(folder), sparse="off")
+    with torch.no_grad():
+        xt = torch.tensor(calibration, dtype=torch.float64)
+        h_torch = F.silu(F.linear(xt, w["gate_proj.weight"].double())) * F.linear(xt, w["up_proj.weight"].double())
+    h = dense.hidden_values(calibration)
+    assert h.shape == (16, H) and h.dtype == np.float32
+    assert np.max(np.abs(h - h_torch.numpy())) <= 1e-5 * float(h_torch.abs().max())
+
+    x = rng.standard_normal((1, D)).astype(np.float32)
+    g = x.astype(np.float64) @ w["gate_proj.weight"].double().numpy().T
+    u = x.astype(np.float64) @ w["up_proj.weight"].double().numpy().T
+    act = (g / (1 + np.exp(-g)))[0]
+    threshold = _gap_threshold(act, 0.2, 0.4)
+    by_gate = np.abs(act) > threshold
+    down_threshold = _gap_threshold((act * u[0])[by_gate], 0.3, 0.7)
+    kept = by_gate & (np.abs(act * u[0]) > down_threshold)
+    assert 0.2 < kept.mean() < by_gate.mean() - 0.1  # the second threshold drops channels of its own
+    block = ffn_module.load(str(folder), sparse=(threshold, down_threshold))
+    assert block.sparse["down_threshold"] == np.float32(down_threshold)
+    y = block(x)
+    state = state_of(w)
+    restricted = {"gate.weight": state["gate.weight"][kept], "up.weight": state["up.weight"][kept],
+                  "down.weight": state["down.weight"][:, kept]}
+    y_ref, err = bound.forward_and_bound(restricted, x.astype(np.float64), "swish", True)
+    assert ratio(y, y_ref, err) <= 1.0
+    gate_only = ffn_module.load(str(folder), sparse=threshold)(x)
+    assert ratio(gate_only, y_ref, err) > 100.0  # leaving those channels out is visible
+    with pytest.raises(ffn_module.Error, match="a pair"):
+        ffn_module.load(str(folder), sparse=(0.1, 0.1, 0.1))
+    with pytest.raises(ffn_module.Error, match="finite and ≥ 0"):
+        ffn_module.load(str(folder), sparse=(0.1, -1.0))
+
+
 def test_bad_values_are_refused_by_name(tmp_path, run_ffn, ffn_module):
     folder = write_llama(tmp_path / "m", weights(6), "silu")
     files.write_npy(tmp_path / "x.npy", np.zeros((1, D), np.float32))

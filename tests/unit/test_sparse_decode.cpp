@@ -18,6 +18,7 @@
 #include <optional>
 #include <vector>
 
+#include "block/reference_math.hpp"
 #include "block_copies.hpp"
 #include "core/quant.hpp"
 #include "core/weight_type_table.hpp"
@@ -158,6 +159,98 @@ TEST_P(SparseDecodeForward, CalibratedThresholdRunsTheKeptChannelsOnly) {
         // The quantile drops at least half of these very activations (ties may add more).
         EXPECT_GE(dropped * 2, s.tokens * s.hidden) << variant_name(v);
       }
+}
+
+// A threshold on |h| (down_threshold) besides the gate's: token t's y is the block of the
+// channels with |a_j| > threshold and |h_j| > down_threshold. h comes from hidden_values (the
+// dense panels) and the sparse path makes its own u by rows_dot, so the two may differ in the
+// last bits: down_threshold is put in the middle of a wide gap between the |h| of the kept
+// channels (a relative 1e-3 of the value, where the two differ by ~1e-6), so that both paths
+// and this test decide alike. The dense path (more tokens than max_tokens) drops the same.
+TEST_P(SparseDecodeForward, DownThresholdDropsSmallHiddenValuesFromDownToo) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (WeightType type : kTypes)
+    for (const Variant& v : {Variant{true, Activation::swish}, Variant{true, Activation::gelu_tanh}})
+      for (const Shape& s : kShapes) {
+        Block block = Block::random({v, s.d, s.hidden, s.bias}, 4, &pool);
+        round_weights_to(block, type);
+        const InferenceBlock dense(block, type, &pool);
+        const Matrix x = random_matrix(s.tokens, s.d, 22, 2.0f);
+        Matrix a(s.tokens, s.hidden), h(s.tokens, s.hidden);
+        dense.hidden_activations(x.view(), a.view(), &pool);
+        dense.hidden_values(x.view(), h.view(), &pool);
+        const float threshold = sparsity_threshold(a.view(), 0.3);
+        // The widest gap among the kept channels' |h| between their 40th and 80th percentiles.
+        std::vector<float> m;
+        for (int64_t i = 0; i < h.size(); ++i)
+          if (std::abs(a.data()[i]) > threshold) m.push_back(std::abs(h.data()[i]));
+        std::sort(m.begin(), m.end());
+        size_t best = m.size() * 2 / 5;
+        for (size_t i = best; i + 1 < m.size() * 4 / 5; ++i)
+          if ((m[i + 1] - m[i]) / m[i + 1] > (m[best + 1] - m[best]) / m[best + 1]) best = i;
+        if (m.size() < 5 || (m[best + 1] - m[best]) < 1e-3f * m[best + 1]) continue;  // no clean gap: skip shape
+        const float down_threshold = (m[best] + m[best + 1]) / 2;
+        for (const int64_t max_tokens : {int64_t(4), int64_t(1)}) {  // sparse where T ≤ 4; dense above
+          const InferenceBlock sparse(block, type, &pool,
+                                      SparseDecode{.enabled = true,
+                                                   .threshold = threshold,
+                                                   .max_tokens = max_tokens,
+                                                   .max_kept_share = 1.0,
+                                                   .down_threshold = down_threshold});
+          Matrix y(s.tokens, s.d);
+          sparse.forward(x.view(), y.view(), &pool);
+          int64_t dropped_by_h = 0;
+          for (int64_t t = 0; t < s.tokens; ++t) {
+            std::vector<int64_t> kept;
+            for (int64_t j = 0; j < s.hidden; ++j) {
+              if (!(std::abs(a.row(t)[j]) > threshold)) continue;
+              if (std::abs(h.row(t)[j]) > down_threshold)
+                kept.push_back(j);
+              else
+                ++dropped_by_h;
+            }
+            EXPECT_LE(restricted_ratio(block, kept, x, y, t, 0.0, operand_rounding_of(type)), 1.0)
+                << weight_type_name(type) << " " << variant_name(v) << " d=" << s.d << " T=" << s.tokens << " t=" << t
+                << " max_tokens " << max_tokens;
+          }
+          EXPECT_GT(dropped_by_h, 0);  // the second threshold dropped channels the gate kept
+        }
+      }
+}
+
+// hidden_values is the input of down: act(g + b_g)·(u + b_u) (2-matrix: act(u + b_u)), against
+// the double reference within 1e-5 of the terms' magnitudes (f32 sums of ≤ 65 products),
+// for a fused block and a gate-first one (sparse decode on: gate and up in panels of their own).
+TEST_P(SparseDecodeForward, HiddenValuesAreDownsInput) {
+  test::ScopedIsa isa(GetParam());
+  ThreadPool pool(2);
+  for (const Variant& v : {Variant{true, Activation::swish}, Variant{false, Activation::gelu}})
+    for (const bool gate_first : {false, true}) {
+      const Shape s{65, 130, 9, true};
+      const Block block = Block::random({v, s.d, s.hidden, s.bias}, 6, &pool);
+      const InferenceBlock b(block, WeightType::f32, &pool, SparseDecode{.enabled = gate_first});
+      const Matrix x = random_matrix(s.tokens, s.d, 24, 2.0f);
+      Matrix h(s.tokens, s.hidden);
+      b.hidden_values(x.view(), h.view(), &pool);
+      const auto& w = block.weights();
+      for (int64_t t = 0; t < s.tokens; ++t)
+        for (int64_t j = 0; j < s.hidden; ++j) {
+          double u = w.up_bias.data()[j], g = v.gated ? w.gate_bias.data()[j] : 0.0, mass_u = 1, mass_g = 1;
+          for (int64_t k = 0; k < s.d; ++k) {
+            u += double(x.row(t)[k]) * w.up.row(j)[k];
+            mass_u += std::abs(double(x.row(t)[k]) * w.up.row(j)[k]);
+            if (v.gated) {
+              g += double(x.row(t)[k]) * w.gate.row(j)[k];
+              mass_g += std::abs(double(x.row(t)[k]) * w.gate.row(j)[k]);
+            }
+          }
+          const double ref =
+              v.gated ? reference::activation(v.activation, g) * u : reference::activation(v.activation, u);
+          const double tol = 1e-5 * (v.gated ? mass_g * mass_u : mass_u);
+          EXPECT_NEAR(h.row(t)[j], ref, tol) << variant_name(v) << " gate-first " << gate_first << " t=" << t;
+        }
+    }
 }
 
 TEST_P(SparseDecodeForward, GaussianTopKIsTheBlockOfTheChannelsAboveTheCutoff) {
@@ -375,11 +468,19 @@ TEST(SparseDecode, BadOptionsAreRefusedByName) {
                      {"threshold"});
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_tokens = 0}); },
                      {"max_tokens"});
+  test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .down_threshold = -1}); },
+                     {"down_threshold", "≥ 0"});
+  test::expect_error(
+      [&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .down_threshold = INFINITY}); },
+      {"down_threshold"});
+  test::expect_error([&] { InferenceBlock(relu, WeightType::f32, nullptr, {.enabled = true, .down_threshold = 0.1f}); },
+                     {"down_threshold", "2-matrix"});
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_kept_share = 1.5}); },
                      {"max_kept_share"});
   const InferenceBlock b(block, WeightType::f32);
   Matrix x(2, 64), a(2, 95);
   test::expect_error([&] { b.hidden_activations(x.view(), a.view()); }, {"[2, 95]", "[2, 96]"});
+  test::expect_error([&] { b.hidden_values(x.view(), a.view()); }, {"hidden_values", "[2, 95]", "[2, 96]"});
 }
 
 TEST(SparseDecode, ThresholdIsTheQuantileOfTheMagnitudes) {
