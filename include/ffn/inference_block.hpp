@@ -123,6 +123,10 @@ SparseDecode auto_sparse_decode(const BlockConfig& config, const MatrixTypes& ty
 // f32, f16 and bf16 themselves, every block type q8_0.
 WeightType sparse_rows_type(WeightType stored);
 
+// What a sparse decode drops, one phrase: "exact zeros skipped", or "|act(gate)| ≤ t dropped"
+// and ", from down also |h| ≤ t_down" with a down threshold.
+std::string sparse_decode_rule(const SparseDecode& sparse);
+
 class MoeBlock;
 
 class InferenceBlock {

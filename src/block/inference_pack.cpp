@@ -102,6 +102,13 @@ void check_bias(const Matrix& b, const char* name, bool wanted, int64_t n) {
 
 }  // namespace
 
+std::string sparse_decode_rule(const SparseDecode& sparse) {
+  std::string rule =
+      sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(sparse.threshold) + " dropped" : "exact zeros skipped";
+  if (sparse.down_threshold > 0) rule += ", from down also |h| ≤ " + std::to_string(sparse.down_threshold);
+  return rule;
+}
+
 WeightType sparse_rows_type(WeightType stored) {
   return stored == WeightType::f32 || stored == WeightType::f16 || stored == WeightType::bf16 ? stored
                                                                                               : WeightType::q8_0;
@@ -325,11 +332,7 @@ std::string InferenceBlock::describe() const {
   if (p.config.gate_sparsity > 0)
     text += "; Gaussian top-k on the gate (s = " + std::to_string(p.config.gate_sparsity) + "), gate first";
   if (p.sparse.enabled)
-    text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" +
-            (p.sparse.threshold > 0 ? "|act(gate)| ≤ " + std::to_string(p.sparse.threshold) + " dropped"
-                                    : std::string("exact zeros skipped")) +
-            (p.sparse.down_threshold > 0 ? ", from down also |h| ≤ " + std::to_string(p.sparse.down_threshold)
-                                         : std::string()) +
+    text += "; sparse decode at T ≤ " + std::to_string(p.sparse.max_tokens) + " (" + sparse_decode_rule(p.sparse) +
             "): " + (p.channel_rows.up_type == WeightType::q8_0 ? k.rows_dot_q8_0.name : k.rows_dot.name) + ", " +
             k.rows_axpy.name + " on up's rows and down transposed";
   return text;

@@ -198,6 +198,39 @@ def test_down_threshold_leaves_small_hidden_values_out_of_down(tmp_path, ffn_mod
         ffn_module.load(str(folder), sparse=(0.1, -1.0))
 
 
+def test_calibrated_down_threshold_is_written_beside_and_used(tmp_path, run_ffn, ffn_module):
+    """`--calibrate-sparsity 0.3 --calibrate-down-sparsity 0.6` writes both thresholds (the
+    second: torch's ⌈0.6·n⌉-th smallest |silu(g)·u| on the same tokens), `--sparse calibrated`
+    runs with both, bit for bit as ffn.load(sparse=(t, t_down)); a 2-matrix layer and a down
+    share alone are refused by name."""
+    w = weights(9)
+    folder = write_llama(tmp_path / "swiglu", w, "silu")
+    rng = np.random.default_rng(10)
+    calibration = rng.standard_normal((64, D)).astype(np.float32)
+    _, out = forward_cli(tmp_path, run_ffn, folder, calibration, "--calibrate-sparsity", "0.3",
+                         "--calibrate-down-sparsity", "0.6")
+    layer = json.loads((folder / "ffn-sparsity.json").read_text())["layers"]["0"]
+    assert layer["target"] == pytest.approx(0.3) and layer["down_target"] == pytest.approx(0.6)
+    with torch.no_grad():
+        xt = torch.tensor(calibration)
+        h = (F.silu(F.linear(xt, w["gate_proj.weight"])) * F.linear(xt, w["up_proj.weight"])).abs().flatten().sort().values
+    assert layer["down_threshold"] == pytest.approx(float(h[int(np.ceil(0.6 * h.numel())) - 1]), rel=1e-5)
+    assert "drops 60.0% by |h| alone" in out
+    x = rng.standard_normal((1, D)).astype(np.float32)
+    y, out = forward_cli(tmp_path, run_ffn, folder, x, "--sparse", "calibrated")
+    assert "from down also |h| ≤" in out
+    both = ffn_module.load(str(folder), sparse=(layer["threshold"], layer["down_threshold"]))
+    assert np.array_equal(both(x), y)
+    assert not np.array_equal(ffn_module.load(str(folder), sparse=layer["threshold"])(x), y)
+    bad = run_ffn("forward", "--weights", folder, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+                  "--calibrate-down-sparsity", "0.5", check=False)
+    assert bad.returncode != 0 and "give both" in bad.stderr
+    relu = write_llama(tmp_path / "relu", weights(9, gated=False), "relu")
+    bad = run_ffn("forward", "--weights", relu, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",
+                  "--calibrate-sparsity", "0.5", "--calibrate-down-sparsity", "0.5", check=False)
+    assert bad.returncode != 0 and "2-matrix block" in bad.stderr
+
+
 def test_bad_values_are_refused_by_name(tmp_path, run_ffn, ffn_module):
     folder = write_llama(tmp_path / "m", weights(6), "silu")
     files.write_npy(tmp_path / "x.npy", np.zeros((1, D), np.float32))

@@ -30,8 +30,9 @@ struct ForwardOptions {
   std::string output;
   int threads = ThreadPool::default_threads();
   bool quiet = false;
-  std::string sparse = "auto";                // --sparse
-  std::optional<double> calibrate_sparsity;  // --calibrate-sparsity S
+  std::string sparse = "auto";                    // --sparse
+  std::optional<double> calibrate_sparsity;       // --calibrate-sparsity S
+  std::optional<double> calibrate_down_sparsity;  // --calibrate-down-sparsity P
 };
 
 // --sparse as LoadOptions::sparse: auto (nullopt: the loader's default), off, exact, a
@@ -40,8 +41,10 @@ std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
   if (o.sparse == "auto") return std::nullopt;
   if (o.sparse == "off") return SparseDecode{};
   if (o.sparse == "exact") return SparseDecode{.enabled = true};
-  if (o.sparse == "calibrated")
-    return SparseDecode{.enabled = true, .threshold = read_sparsity_entry(o.weights, o.layer).threshold};
+  if (o.sparse == "calibrated") {
+    const SparsityEntry e = read_sparsity_entry(o.weights, o.layer);
+    return SparseDecode{.enabled = true, .threshold = e.threshold, .down_threshold = e.down_threshold};
+  }
   try {
     size_t used = 0;
     const float t = std::stof(o.sparse, &used);
@@ -52,19 +55,32 @@ std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
 }
 
 // --calibrate-sparsity S: the threshold that drops a share S of the layer's hidden channels
-// on the input tokens (sparsity_threshold over hidden_activations), written to
-// ffn-sparsity.json beside the weights; returns it.
-float calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixView x, ThreadPool& pool) {
+// on the input tokens (sparsity_threshold over hidden_activations), and with
+// --calibrate-down-sparsity P the down threshold that drops P by |h| alone (over
+// hidden_values), written to ffn-sparsity.json beside the weights; returns the sparse decode.
+SparseDecode calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixView x, ThreadPool& pool) {
   const InferenceBlock& block = layer.dense();
   Matrix a(x.rows, block.config().hidden);
   block.hidden_activations(x, a.view(), &pool);
-  const float threshold = sparsity_threshold(a.view(), *o.calibrate_sparsity);
-  write_sparsity_entry(o.weights, o.layer, {threshold, *o.calibrate_sparsity, x.rows, o.input});
-  if (!o.quiet)
-    std::printf("layer %lld: threshold %.6g drops %.1f%% of hidden channels on %lld tokens → %s\n",
-                static_cast<long long>(o.layer), double(threshold), 100.0 * *o.calibrate_sparsity,
-                static_cast<long long>(x.rows), sparsity_file_for(o.weights).c_str());
-  return threshold;
+  SparsityEntry e{sparsity_threshold(a.view(), *o.calibrate_sparsity), *o.calibrate_sparsity, x.rows, o.input};
+  if (o.calibrate_down_sparsity) {
+    if (!block.config().variant.gated)
+      throw Error("--calibrate-down-sparsity: layer " + std::to_string(o.layer) +
+                  " is a 2-matrix block, whose h is the activation --calibrate-sparsity judges already");
+    block.hidden_values(x, a.view(), &pool);
+    e.down_threshold = sparsity_threshold(a.view(), *o.calibrate_down_sparsity);
+    e.down_target = *o.calibrate_down_sparsity;
+  }
+  write_sparsity_entry(o.weights, o.layer, e);
+  if (!o.quiet) {
+    std::printf("layer %lld: threshold %.6g drops %.1f%% of hidden channels on %lld tokens",
+                static_cast<long long>(o.layer), double(e.threshold), 100.0 * e.target, static_cast<long long>(x.rows));
+    if (o.calibrate_down_sparsity)
+      std::printf("; down threshold %.6g drops %.1f%% by |h| alone from down", double(e.down_threshold),
+                  100.0 * e.down_target);
+    std::printf(" → %s\n", sparsity_file_for(o.weights).c_str());
+  }
+  return SparseDecode{.enabled = true, .threshold = e.threshold, .down_threshold = e.down_threshold};
 }
 
 void run_forward(const ForwardOptions& o) {
@@ -72,7 +88,8 @@ void run_forward(const ForwardOptions& o) {
   {
     if (o.sparse != "auto" || o.calibrate_sparsity)
       throw Error("--sparse and --calibrate-sparsity run one process's block; not under mpirun");
-    return run_forward_across_processes({o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
+    return run_forward_across_processes(
+        {o.weights, o.variant, o.dtype, o.input, o.output, o.layer, o.threads, o.quiet});
   }
   // Each matrix runs in the type the file stores it in, laid once into the forward
   // kernels' panels; --dtype converts (a matrix already stored so is used as it is). A
@@ -83,6 +100,8 @@ void run_forward(const ForwardOptions& o) {
   if (!o.dtype.empty()) load.type = parse_weight_type(o.dtype);
   if (o.calibrate_sparsity && o.sparse != "auto")
     throw Error("--calibrate-sparsity sets the sparse decode it calibrates; leave out --sparse");
+  if (o.calibrate_down_sparsity && !o.calibrate_sparsity)
+    throw Error("--calibrate-down-sparsity calibrates beside --calibrate-sparsity; give both");
   load.sparse = sparse_option(o);
   ThreadPool pool(o.threads);
   const Checkpoint checkpoint(o.weights);
@@ -90,8 +109,9 @@ void run_forward(const ForwardOptions& o) {
   const int64_t D = layer.d_model();
   const auto [x, T] = read_tokens(o.input, D);
   if (o.calibrate_sparsity) {
-    if (layer.is_moe()) throw Error("--calibrate-sparsity: layer " + std::to_string(o.layer) + " is a mixture of experts");
-    load.sparse = SparseDecode{.enabled = true, .threshold = calibrate(o, layer, {x.data.data(), T, D, D}, pool)};
+    if (layer.is_moe())
+      throw Error("--calibrate-sparsity: layer " + std::to_string(o.layer) + " is a mixture of experts");
+    load.sparse = calibrate(o, layer, {x.data.data(), T, D, D}, pool);
     layer = checkpoint.load_layer(load, &pool);
   }
   AlignedFloats y(T * D);
@@ -137,19 +157,26 @@ void add_forward_command(CLI::App& app) {
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "print nothing on success");
-  cmd->add_option("--sparse", o->sparse,
-                  "activation-sparse decode of a dense layer (one token a call — auto: Gemma 3n's sparse layers up to "
-                  "4 — hidden channels whose activated gate is small skip their up row and down column): auto (on, "
-                  "exact, where the activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — "
-                  "and up and down are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json "
-                  "beside the weights), or a threshold on |act(gate)|. A threshold changes the output; up and down "
-                  "are held a second time, as rows (a block type's as q8_0 rows along d_model, within half a q8_0 "
-                  "step of the file's values: exact and calibrated take them, auto does not)")
+  cmd->add_option(
+         "--sparse", o->sparse,
+         "activation-sparse decode of a dense layer (one token a call — auto: Gemma 3n's sparse layers up to "
+         "4 — hidden channels whose activated gate is small skip their up row and down column): auto (on, "
+         "exact, where the activation makes zeros — ReLU, ReGLU, relu2, relu6, Gemma 3n's sparse layers — "
+         "and up and down are f32/f16/bf16), off, exact, calibrated (the threshold in ffn-sparsity.json "
+         "beside the weights, and its down threshold if it has one), or a threshold on |act(gate)|. A threshold "
+         "changes the output; up and down "
+         "are held a second time, as rows (a block type's as q8_0 rows along d_model, within half a q8_0 "
+         "step of the file's values: exact and calibrated take them, auto does not)")
       ->capture_default_str();
   cmd->add_option("--calibrate-sparsity", o->calibrate_sparsity,
                   "the share S in [0, 1) of hidden channels to drop: the threshold that drops it on --input's "
                   "tokens is written to ffn-sparsity.json beside the weights (the checkpoint is not changed), "
                   "and the forward runs with it")
+      ->check(CLI::Range(0.0, 0.999999));
+  cmd->add_option("--calibrate-down-sparsity", o->calibrate_down_sparsity,
+                  "with --calibrate-sparsity, gated layers: also the down threshold that drops a share P in [0, 1) "
+                  "of channels by |h| = |act(gate)·up| alone; of the channels the gate keeps, those at or below it "
+                  "then skip their down row too (their up row was read), written beside the first")
       ->check(CLI::Range(0.0, 0.999999));
   cmd->footer(
       "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "
@@ -157,7 +184,8 @@ void add_forward_command(CLI::App& app) {
       "A mixture-of-experts layer (Mixtral block_sparse_moe.*, Hugging Face mlp.gate + mlp.experts.* or the fused "
       "3-D experts.gate_up_proj, GGUF ffn_gate_inp + ffn_*_exps) runs as one: the routing rule from config.json "
       "beside the weights or the GGUF metadata, only the chosen experts read per token.\n"
-      "The instruction set is chosen at run time; FFN_ISA=" + isa_names("|") + " forces one.");
+      "The instruction set is chosen at run time; FFN_ISA=" +
+      isa_names("|") + " forces one.");
   cmd->callback([o] { run_forward(*o); });
 }
 

@@ -56,6 +56,14 @@ SparsityEntry read_sparsity_entry(const std::string& weights, int64_t layer) {
   out.target = e.value("target", 0.0);
   out.calibration_tokens = e.value("calibration_tokens", int64_t(0));
   out.calibrated_on = e.value("calibrated_on", "");
+  if (e.contains("down_threshold")) {
+    if (!e["down_threshold"].is_number()) throw Error(path + ": layer " + key + " down_threshold is not a number");
+    out.down_threshold = e["down_threshold"].get<float>();
+    if (!std::isfinite(out.down_threshold) || out.down_threshold < 0)
+      throw Error(path + ": layer " + key + " down_threshold " + std::to_string(out.down_threshold) +
+                  " must be finite and ≥ 0");
+    out.down_target = e.value("down_target", 0.0);
+  }
   return out;
 }
 
@@ -68,6 +76,10 @@ void write_sparsity_entry(const std::string& weights, int64_t layer, const Spars
                                         {"target", e.target},
                                         {"calibration_tokens", e.calibration_tokens},
                                         {"calibrated_on", e.calibrated_on}};
+  if (e.down_threshold > 0) {
+    j["layers"][std::to_string(layer)]["down_threshold"] = e.down_threshold;
+    j["layers"][std::to_string(layer)]["down_target"] = e.down_target;
+  }
   write_file_atomically(path, j.dump(2) + "\n");
 }
 

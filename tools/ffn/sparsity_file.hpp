@@ -3,6 +3,8 @@
 //   {"format": "ffn-sparsity/1",
 //    "layers": {"3": {"threshold": 0.0123, "target": 0.5, "calibration_tokens": 512,
 //                     "calibrated_on": "x.npy"}, ...}}
+// and, where --calibrate-down-sparsity P set one, "down_threshold" and "down_target" in the
+// entry (SparseDecode::down_threshold; absent: 0, none).
 // `ffn forward --calibrate-sparsity S` writes a layer's entry (atomically, keeping the
 // others); `ffn forward --sparse calibrated` reads it.
 #pragma once
@@ -17,6 +19,8 @@ struct SparsityEntry {
   double target = 0;
   int64_t calibration_tokens = 0;
   std::string calibrated_on;
+  float down_threshold = 0;  // 0: none
+  double down_target = 0;
 };
 
 // The file's path for a checkpoint path (a file: beside it; a folder: in it).
