@@ -83,7 +83,7 @@ struct StoredWeights {
 //   down_threshold > 0 (gated blocks): of the channels the gate keeps, those with |h_j| ≤
 //     down_threshold (h_j = a_j·u_j, the input of down) are dropped from down too — their
 //     row of up was read to make h_j, their column of down is not. On the byte models, the
-//     gate skipping a fifth to two fifths and h then more of down's columns cost 1.3–2.2×
+//     gate skipping a fifth to two fifths and h then more of down's columns cost 1.4–2.3×
 //     less loss than the gate alone for the same bytes (docs/experiment.md, "Both at
 //     once"). Calibrate it with hidden_values and sparsity_threshold.
 // A token's y is the same bits whatever the thread count and whatever other tokens share a
