@@ -21,8 +21,8 @@
 // and chain is fixed by the ISA and the shapes.
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "block/bias_rows.hpp"
@@ -293,40 +293,44 @@ void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, Matr
 
 namespace ffn {
 
+namespace {
+
+// The checks hidden_activations and hidden_values share: x [T][D], out [T][H] not over x.
+void check_hidden_views(const char* what, const char* name, const BlockConfig& c, ConstMatrixView x, MatrixView out) {
+  views::check_view("input x", x, c.d_model);
+  if (out.rows != x.rows || out.cols != c.hidden)
+    throw Error(std::string(what) + ": " + name + " is [" + std::to_string(out.rows) + ", " + std::to_string(out.cols) +
+                "]; it must be [T, H] = [" + std::to_string(x.rows) + ", " + std::to_string(c.hidden) + "]");
+  if (views::overlap(x, out)) throw Error(std::string(what) + ": " + name + " overlaps x");
+}
+
+}  // namespace
+
 void InferenceBlock::hidden_activations(ConstMatrixView x, MatrixView a, ThreadPool* pool) const {
-  const int64_t H = panels_->config.hidden;
-  views::check_view("input x", x, panels_->config.d_model);
-  if (a.rows != x.rows || a.cols != H)
-    throw Error("hidden_activations: a is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) +
-                "]; it must be [T, H] = [" + std::to_string(x.rows) + ", " + std::to_string(H) + "]");
-  if (views::overlap(x, a)) throw Error("hidden_activations: a overlaps x");
+  check_hidden_views("hidden_activations", "a", panels_->config, x, a);
   if (x.rows == 0) return;
   inference::activated_gate(*panels_, x, a, pool ? *pool : default_thread_pool());
 }
 
 void InferenceBlock::hidden_values(ConstMatrixView x, MatrixView h, ThreadPool* pool) const {
   const Panels& w = *panels_;
-  const int64_t D = w.config.d_model, H = w.config.hidden, T = x.rows;
-  views::check_view("input x", x, D);
-  if (h.rows != T || h.cols != H)
-    throw Error("hidden_values: h is [" + std::to_string(h.rows) + ", " + std::to_string(h.cols) +
-                "]; it must be [T, H] = [" + std::to_string(T) + ", " + std::to_string(H) + "]");
-  if (views::overlap(x, h)) throw Error("hidden_values: h overlaps x");
+  check_hidden_views("hidden_values", "h", w.config, x, h);
+  const int64_t T = x.rows;
   if (T == 0) return;
   ThreadPool& p = pool ? *pool : default_thread_pool();
   if (w.gate_first()) {  // the gate values, then up's own panels: no threshold
-    Matrix a(T, H);
-    inference::activated_gate(w, x, a.view(), p);
-    inference::hidden_from_gate(w, x, a.view(), h, -1.0f, 0.0f, p);
+    const MatrixView a = scratch_matrix(Scratch::gate_values, T, w.config.hidden);
+    inference::activated_gate(w, x, a, p);
+    inference::hidden_from_gate(w, x, a, h, -1.0f, 0.0f, p);
     return;
   }
-  // The fused forward, whose first stage leaves h in f32 (its down stage's y is discarded).
-  Matrix y(T, D);
-  std::vector<std::byte> storage(size_t(inference::dense_batch_bytes(w, T) + 64));
-  auto* buffer = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
-  const inference::DenseBatch b = inference::dense_batch(w, x, y.view(), buffer);
+  // The fused forward in the buffer the forward uses, whose first stage leaves h in f32 (its
+  // down stage's y is discarded).
+  Matrix y(T, w.config.d_model);
+  const inference::DenseBatch b =
+      inference::dense_batch(w, x, y.view(), scratch_bytes(Scratch::dense_forward, inference::dense_batch_bytes(w, T)));
   inference::forward_dense_batches(&b, 1, p);
-  for (int64_t t = 0; t < T; ++t) std::memcpy(h.row(t), b.h.row(t), size_t(H) * sizeof(float));
+  for (int64_t t = 0; t < T; ++t) std::memcpy(h.row(t), b.h.row(t), size_t(w.config.hidden) * sizeof(float));
 }
 
 }  // namespace ffn

@@ -44,14 +44,16 @@ std::string sparse_note(const InferenceBlock& b) {
   if (!sp.enabled) return "";
   char mb[32];
   std::snprintf(mb, sizeof mb, "%.1f", double(b.sparse_layout_bytes()) / 1e6);
-  return std::string("; sparse decode: ") + sparse_decode_rule(sp) + " (" + held_note(b) + ", +" + mb + " MB)";
+  return std::string("; sparse decode: ") +
+         sparse_decode_rule(sp) +
+         " (" + held_note(b) + ", +" + mb + " MB)";
 }
 
 std::string describe(const LayerSource& s, const InferenceBlock& b) {
   const BlockConfig& c = b.config();
-  return variant_name(c.variant) + " (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) +
-         "; activation from " + s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " +
-         std::to_string(c.hidden) + (c.bias ? " bias" : "") +
+  return variant_name(c.variant) + " (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; activation from " +
+         s.activation_source + ") d_model " + std::to_string(c.d_model) + " hidden " + std::to_string(c.hidden) +
+         (c.bias ? " bias" : "") +
          (s.gate_sparsity_source.empty() ? "" : ", gate sparsity " + s.gate_sparsity_source) + ", weights " +
          matrix_types_name(b.types(), c.variant.gated) + stored_note(s.file_types, b.types(), c.variant.gated) +
          sparse_note(b);
@@ -59,11 +61,11 @@ std::string describe(const LayerSource& s, const InferenceBlock& b) {
 
 std::string describe(const LayerSource& s, const MoeBlock& b) {
   const MoeConfig& c = b.config();
-  return "mixture of experts (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) +
-         "; routing from " + s.routing_source + "; activation from " + s.activation_source +
-         "): " + std::to_string(c.experts) + " " + variant_name(c.expert.variant) + " experts of hidden " +
-         std::to_string(c.expert.hidden) + ", top " + std::to_string(c.top_k) + " by " +
-         std::string(router_scoring_name(c.scoring)) + (c.normalize_top_k ? ", renormalised" : "") +
+  return "mixture of experts (" + family_note(s) + s.scheme + " names, layer " + std::to_string(s.layer) + "; routing from " +
+         s.routing_source + "; activation from " + s.activation_source + "): " + std::to_string(c.experts) + " " +
+         variant_name(c.expert.variant) + " experts of hidden " + std::to_string(c.expert.hidden) + ", top " +
+         std::to_string(c.top_k) + " by " + std::string(router_scoring_name(c.scoring)) +
+         (c.normalize_top_k ? ", renormalised" : "") +
          (c.shared_hidden > 0 ? ", shared experts of hidden " + std::to_string(c.shared_hidden) : "") + ", d_model " +
          std::to_string(c.d_model()) + ", weights " + matrix_types_name(b.expert_types(), true) +
          stored_note(s.file_types, b.expert_types(), true);

@@ -55,7 +55,8 @@ std::string fingerprint(const ModelConfig& m, const TrainOptions& o, const ByteD
   s << "variant=" << variant_name(m.variant) << " window=" << m.window << " embed=" << m.embed
     << " d_model=" << m.d_model << " hidden=" << m.hidden << " layers=" << m.layers;
   if (m.moe()) s << " experts=" << m.experts << " top_k=" << m.top_k << " balance=" << exact(m.balance);
-  s << " steps=" << o.steps << " batch=" << o.batch << " lr=" << exact(o.lr) << " warmup=" << o.warmup
+  s << " steps=" << o.steps
+    << " batch=" << o.batch << " lr=" << exact(o.lr) << " warmup=" << o.warmup
     << " min_lr_fraction=" << exact(o.min_lr_fraction) << " weight_decay=" << exact(o.weight_decay)
     << " beta1=" << exact(o.beta1) << " beta2=" << exact(o.beta2) << " eps=" << exact(o.eps)
     << " clip=" << exact(o.clip) << " seed=" << o.seed << " data_seed=" << o.data_seed << " eval_every=" << o.eval_every

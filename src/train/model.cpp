@@ -49,8 +49,8 @@ void validate(const ModelConfig& c) {
   if (c.experts < 0) throw Error("model experts = " + std::to_string(c.experts) + ": must be ≥ 0 (0: dense)");
   if (c.moe()) {
     if (c.top_k < 1 || c.top_k > c.experts)
-      throw Error("model top_k = " + std::to_string(c.top_k) +
-                  ": must be in [1, experts = " + std::to_string(c.experts) + "]");
+      throw Error("model top_k = " + std::to_string(c.top_k) + ": must be in [1, experts = " +
+                  std::to_string(c.experts) + "]");
     if (!std::isfinite(c.balance) || c.balance < 0)
       throw Error("model balance = " + std::to_string(c.balance) + ": must be finite and ≥ 0");
   }

@@ -123,9 +123,8 @@ namespace {
 // Llama 4's weights on the experts' inputs have no training form here.
 void require_trainable(const MoeConfig& c) {
   if (c.weight_input)
-    throw Error(
-        "weight_input (Llama 4's routing weight on the experts' inputs) is inference-only: "
-        "TrainableMoe does not differentiate it");
+    throw Error("weight_input (Llama 4's routing weight on the experts' inputs) is inference-only: "
+                "TrainableMoe does not differentiate it");
 }
 }  // namespace
 
@@ -147,8 +146,7 @@ TrainableMoe TrainableMoe::random(const MoeConfig& config, uint64_t seed) {
     m.router.shared_gate = Matrix(1, D);
     fill_uniform(m.router.shared_gate, seed, 203, bound);
   }
-  for (int64_t e = 0; e < E; ++e)
-    m.experts.push_back(Block::random(config.expert, splitmix64(seed + 300 + uint64_t(e))));
+  for (int64_t e = 0; e < E; ++e) m.experts.push_back(Block::random(config.expert, splitmix64(seed + 300 + uint64_t(e))));
   if (config.shared_hidden > 0) m.shared = Block::random(shared_config(config), splitmix64(seed + 299));
   return m;
 }
@@ -234,7 +232,8 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
   const MoeConfig& c = moe.config;
   const int64_t D = c.d_model(), E = c.experts, k = c.top_k, T = x.rows;
   if (cache.tokens != T || cache.logits.rows() != T)
-    throw Error("the cache holds a forward of " + std::to_string(cache.tokens) + " tokens, x has " + std::to_string(T));
+    throw Error("the cache holds a forward of " + std::to_string(cache.tokens) + " tokens, x has " +
+                std::to_string(T));
   if (x.cols != D || dy.rows != T || dy.cols != D || (dx.data && (dx.rows != T || dx.cols != D)))
     throw Error("x, dy and dx must be [" + std::to_string(T) + "][" + std::to_string(D) + "]");
   if (!std::isfinite(balance) || balance < 0)

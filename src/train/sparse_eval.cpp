@@ -78,21 +78,9 @@ void masked_block_forward(const Block& block, ConstMatrixView x, MatrixView y, c
   train_detail::linear_forward(pool, work.hidden.view(), block.weights().down.view(), y);
 }
 
-double SparseEvaluation::dropped_fraction() const {
+double SparseEvaluation::mean_over_layers(double (LayerSparsity::*fraction)() const) const {
   double sum = 0;
-  for (const auto& l : layers) sum += l.dropped_fraction();
-  return layers.empty() ? 0.0 : sum / double(layers.size());
-}
-
-double SparseEvaluation::up_skipped_fraction() const {
-  double sum = 0;
-  for (const auto& l : layers) sum += l.up_skipped_fraction();
-  return layers.empty() ? 0.0 : sum / double(layers.size());
-}
-
-double SparseEvaluation::exact_fraction() const {
-  double sum = 0;
-  for (const auto& l : layers) sum += l.exact_fraction();
+  for (const auto& l : layers) sum += (l.*fraction)();
   return layers.empty() ? 0.0 : sum / double(layers.size());
 }
 

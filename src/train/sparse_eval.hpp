@@ -14,9 +14,10 @@
 // Channel j of token t in layer l is dropped — h_j set to 0 before W_down — when |a_j| < t_l
 // (strictly), or, given a second threshold (ChannelMask::hidden_threshold), when |h_j| is
 // below it: both rules at once, the gate skipping up's rows and down's columns, h then
-// skipping more of down's columns among the channels whose up row was read. Exact zeros (ReLU's and ReGLU's act(g) = 0)
-// need no threshold: h_j is 0 already, and they are counted as dropped at every threshold, t_l = 0 included, besides
-// being counted on their own as the natural ("exact") sparsity.
+// skipping more of down's columns among the channels whose up row was read. Exact zeros
+// (ReLU's and ReGLU's act(g) = 0) need no threshold: h_j is 0 already, and they are counted
+// as dropped at every threshold, t_l = 0 included, besides being counted on their own as the
+// natural ("exact") sparsity.
 //
 // Calibration (calibrated_threshold): from the |a| of N calibration channels of a layer
 // (tokens × hidden, from the TRAINING split: the validation loss must not choose its own
@@ -77,8 +78,9 @@ struct MaskedForwardWork {
 
 // y = W_down·(h ⊙ keep) for x [T][D], y [T][D], keep_j = !(|a_j| < threshold || |h_j| <
 // hidden_threshold), a_j by mask.rule (the work's act holds act(g) for gated blocks whatever
-// the rule) — thresholds 0 keep every channel, and y is then Block::forward's bit for bit (the same kernels: the
-// pre-activations by forward_train, h by the activation kernels, y by the forward GEMM).
+// the rule) — thresholds 0 keep every channel, and y is then Block::forward's bit for bit
+// (the same kernels: the pre-activations by forward_train, h by the activation kernels, y by
+// the forward GEMM).
 // Adds this call's channels to `counts`; appends every |a| (token-major) to `magnitudes`
 // when given (calibration). Blocks without bias only (ffn::Error otherwise: a bias on
 // W_down would survive the dropped channels and need its own rule).
@@ -97,9 +99,11 @@ std::vector<float> calibrated_thresholds(const std::vector<std::vector<float>>& 
 struct SparseEvaluation {
   double loss = 0;  // mean cross-entropy, nats per byte
   std::vector<LayerSparsity> layers;
-  double dropped_fraction() const;     // mean over layers of each layer's dropped fraction
-  double up_skipped_fraction() const;  // … of its up_skipped fraction
-  double exact_fraction() const;       // mean over layers of each layer's exact-zero fraction
+  // Means over layers of each layer's fractions.
+  double dropped_fraction() const { return mean_over_layers(&LayerSparsity::dropped_fraction); }
+  double up_skipped_fraction() const { return mean_over_layers(&LayerSparsity::up_skipped_fraction); }
+  double exact_fraction() const { return mean_over_layers(&LayerSparsity::exact_fraction); }
+  double mean_over_layers(double (LayerSparsity::*fraction)() const) const;
 };
 
 // The model's loss on the batch with layer l's channels below thresholds[l] dropped (and
