@@ -313,3 +313,30 @@ def test_bench_sparsity_writes_its_rows(tmp_path, run_ffn):
     assert "sparse decode (--sparsity)" in out.stdout
     r = run_ffn("bench", "--d", 64, "--tokens", 1, "--sparsity", "0,150", check=False)
     assert r.returncode != 0 and "--sparsity" in r.stderr
+
+
+def test_bench_down_sparsity_drops_more_of_down(tmp_path, run_ffn):
+    """--down-sparsity P: each sparse block also has the down threshold that drops P of the
+    calibration tokens' channels by |h| alone. On the timed tokens down then reads fewer rows
+    than up: its dropped share is the union of the two rules' — at least the larger of s and
+    P, at most their sum (the rules overlap: a small |act(gate)| makes a small |h|), each
+    within 0.05 as the thresholds were calibrated on other tokens; at s = 0, P itself — and the
+    limit counts up's rows by read and down's by down read."""
+    out = run_ffn("bench", "--d", 128, "--variant", "swiglu", "--dtype", "bf16", "--tokens", 1, "--reps", 1,
+                  "--sparsity", "0,50", "--down-sparsity", "0.6", "--json", tmp_path / "b.json")
+    rows = json.loads((tmp_path / "b.json").read_text())["rows"]
+    assert "--down-sparsity" in out.stdout
+    for r in rows:
+        assert r["down_target"] == 0.6 and r["down_threshold"] > 0
+        assert r["down_dropped"] >= r["dropped"] and r["down_read"] <= r["read"]
+        s = r["target_sparsity"]
+        assert max(s, 0.6) - 0.05 < r["down_dropped"] < min(1.0, s + 0.6) + 0.05, r
+        if s == 0:
+            assert abs(r["down_dropped"] - 0.6) < 0.05, r
+        # bf16: sparse decode's rows are bf16 as stored, so each matrix is a third of the bytes.
+        assert r["limit"] == pytest.approx((1 + r["read"] + r["down_read"]) / 3, rel=1e-9)
+    for bad_args, message in [(["--down-sparsity", "0.5"], "give --sparsity too"),
+                              (["--sparsity", "50", "--down-sparsity", "1"], "--down-sparsity"),
+                              (["--variant", "gelu", "--sparsity", "50", "--down-sparsity", "0.5"], "gelu block")]:
+        r = run_ffn("bench", "--d", 64, "--tokens", 1, *bad_args, check=False)
+        assert r.returncode != 0 and message in r.stderr, (bad_args, r.stderr)

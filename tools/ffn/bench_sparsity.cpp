@@ -11,6 +11,12 @@
 //   limit     the bytes sparse decode must read over the dense block's: gate + read·(its rows
 //             of up and down: as stored, or a block type's q8_0 copies) (2-matrix blocks:
 //             up + read·down's rows), the time ratio at the memory roof.
+// With a down target (--down-sparsity, gated blocks) each sparse block also has the down
+// threshold that drops that share of the calibration tokens' channels by |h| alone, and
+//   down drop  the share of (token, channel) pairs down does not read (the gate drops them,
+//              or |h| ≤ the down threshold);
+//   down read  the share of channels whose down row some token of the call keeps;
+//   limit      then gate + read·up's rows + down read·down's rows.
 #include "bench_sparsity.hpp"
 
 #include <algorithm>
@@ -36,33 +42,47 @@ struct Inputs {
   const Matrix& take() const { return x[next++ % x.size()]; }
 };
 
-// Each timed input's activations (hidden_activations: what the thresholds judge), once per T.
-std::vector<Matrix> activations_of(const InferenceBlock& dense, const Inputs& in, ThreadPool& pool) {
+// Each timed input's a (hidden_activations: what the gate's threshold judges) or, `values`,
+// h (hidden_values: what the down threshold judges), once per T.
+std::vector<Matrix> per_input(const InferenceBlock& dense, const Inputs& in, bool values, ThreadPool& pool) {
   std::vector<Matrix> out;
   for (const Matrix& x : in.x) {
     out.emplace_back(x.rows(), dense.config().hidden);
-    dense.hidden_activations(x.view(), out.back().view(), &pool);
+    if (values)
+      dense.hidden_values(x.view(), out.back().view(), &pool);
+    else
+      dense.hidden_activations(x.view(), out.back().view(), &pool);
   }
   return out;
 }
 
-// The shares dropped and read (see the header) of a threshold on the timed inputs' activations.
-std::pair<double, double> shares(const std::vector<Matrix>& activations, float threshold) {
-  double dropped = 0, read = 0, pairs = 0, channels = 0;
-  for (const Matrix& a : activations) {
-    for (int64_t j = 0; j < a.cols(); ++j) {
-      bool any = false;
-      for (int64_t t = 0; t < a.rows(); ++t) {
-        const bool keep = !(std::abs(a.row(t)[j]) <= threshold);
-        dropped += !keep;
+// The shares dropped and read (see the header) on the timed inputs: by the gate's threshold
+// on a, and for down by it and the down threshold on h (h null: no down threshold, down's
+// shares the gate's).
+struct Shares {
+  double dropped = 0, read = 0, down_dropped = 0, down_read = 0;
+};
+Shares shares(const std::vector<Matrix>& a, const std::vector<Matrix>* h, float threshold, float down_threshold) {
+  Shares s;
+  double pairs = 0, channels = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (int64_t j = 0; j < a[i].cols(); ++j) {
+      bool any = false, any_down = false;
+      for (int64_t t = 0; t < a[i].rows(); ++t) {
+        const bool keep = !(std::abs(a[i].row(t)[j]) <= threshold);  // NaN kept, as the forward keeps it
+        const bool keep_down = keep && (!h || !(std::abs((*h)[i].row(t)[j]) <= down_threshold));
+        s.dropped += !keep;
+        s.down_dropped += !keep_down;
         any = any || keep;
+        any_down = any_down || keep_down;
       }
-      read += any;
+      s.read += any;
+      s.down_read += any_down;
     }
-    pairs += double(a.rows() * a.cols());
-    channels += double(a.cols());
+    pairs += double(a[i].rows() * a[i].cols());
+    channels += double(a[i].cols());
   }
-  return {dropped / pairs, read / channels};
+  return {s.dropped / pairs, s.read / channels, s.down_dropped / pairs, s.down_read / channels};
 }
 
 }  // namespace
@@ -93,21 +113,37 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       "sparse decode (--sparsity): each target's threshold calibrated on %lld other tokens; every call a new input "
       "(%d in turn); %d alternating rounds, median of rounds of medians of %d\n"
       "dropped: (token, channel) pairs dropped; read: channels some token of the call keeps; limit: bytes read over "
-      "the dense block's\n\n",
+      "the dense block's\n",
       static_cast<long long>(kCalibrationTokens), kInputs, b.rounds, b.reps);
-  std::printf("%-6s %6s %6s %8s %7s %10s %10s %8s %7s\n", "dtype", "T", "target", "dropped", "read", "dense ms",
-              "sparse ms", "ratio", "limit");
+  const bool down = b.down_target > 0;
+  if (down)
+    std::printf(
+        "down: the share of channels dropped by |h| alone that each down threshold is calibrated to (--down-sparsity; "
+        "max_kept_share 1); down drop / down read: as dropped / read, for down's rows\n");
+  std::printf("\n%-6s %6s %6s %8s %7s", "dtype", "T", "target", "dropped", "read");
+  if (down) std::printf(" %6s %9s %9s", "down", "down drop", "down read");
+  std::printf(" %10s %10s %8s %7s\n", "dense ms", "sparse ms", "ratio", "limit");
   for (const SparsityRowSet& set : b.sets) {
     const InferenceBlock dense = set.make(SparseDecode{});
     const Matrix calibration = bench_tokens(kCalibrationTokens, D, 99);
     Matrix a(kCalibrationTokens, c.hidden);
     dense.hidden_activations(calibration.view(), a.view(), &pool);
+    const bool down = b.down_target > 0;
+    float down_threshold = 0.0f;
+    if (down) {
+      dense.hidden_values(calibration.view(), a.view(), &pool);
+      down_threshold = sparsity_threshold(a.view(), b.down_target);
+      dense.hidden_activations(calibration.view(), a.view(), &pool);
+    }
     std::vector<float> thresholds;
     std::vector<std::optional<InferenceBlock>> sparse;
     for (double s : b.targets) {
       thresholds.push_back(s > 0 ? sparsity_threshold(a.view(), s) : 0.0f);
-      sparse.emplace_back(
-          set.make(SparseDecode{.enabled = true, .threshold = thresholds.back(), .max_tokens = 1 << 30}));
+      sparse.emplace_back(set.make(SparseDecode{.enabled = true,
+                                                .threshold = thresholds.back(),
+                                                .max_tokens = 1 << 30,
+                                                .max_kept_share = down ? 1.0 : SparseDecode{}.max_kept_share,
+                                                .down_threshold = down_threshold}));
     }
     // Bytes of each matrix in this type (gate and up share the first stage's type here).
     const MatrixTypes types = dense.types();
@@ -115,7 +151,10 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       return double(weight_type_info(t).row_bytes(cols)) * double(rows);
     };
     const double gate = c.variant.gated ? bytes(types.gate, c.hidden, D) : 0.0;
-    const double up = bytes(types.up, c.hidden, D), down = bytes(types.down, D, c.hidden);
+    const double up = bytes(types.up, c.hidden, D), down_bytes = bytes(types.down, D, c.hidden);
+    // Sparse decode's rows of up (gated blocks) and of down's transpose, all channels.
+    const double up_rows = c.variant.gated ? bytes(sparse_rows_type(types.up), c.hidden, D) : 0.0;
+    const double down_rows = bytes(sparse_rows_type(types.down), c.hidden, D);
     for (int64_t T : b.token_counts) {
       Inputs in;
       for (int i = 0; i < kInputs; ++i) in.x.push_back(bench_tokens(T, D, uint32_t(1000 + i)));
@@ -127,32 +166,39 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
           ms[i + 1].push_back(median_ms([&] { sparse[i]->forward(in.take().view(), y.view(), &pool); }, b.reps));
       }
       const double dense_ms = median(ms[0]);
-      const std::vector<Matrix> activations = activations_of(dense, in, pool);
+      const std::vector<Matrix> activations = per_input(dense, in, false, pool);
+      const std::vector<Matrix> values = down ? per_input(dense, in, true, pool) : std::vector<Matrix>{};
       for (size_t i = 0; i < sparse.size(); ++i) {
-        const auto [dropped, read] = shares(activations, thresholds[i]);
+        const Shares sh = shares(activations, down ? &values : nullptr, thresholds[i], down_threshold);
         const double sparse_ms = median(ms[i + 1]);
-        // Sparse decode's rows of up and down, all channels (read of them is read).
-        const double rows_bytes = double(sparse[i]->sparse_layout_bytes());
-        const double limit =
-            c.variant.gated ? (gate + read * rows_bytes) / (gate + up + down) : (up + read * rows_bytes) / (up + down);
-        std::printf("%-6s %6lld %6s %8s %7s %10s %10s %8s %7s\n", set.dtype.c_str(), static_cast<long long>(T),
-                    fixed(b.targets[i], 2).c_str(), fixed(dropped, 3).c_str(), fixed(read, 3).c_str(),
-                    fixed(dense_ms, 3).c_str(), fixed(sparse_ms, 3).c_str(), fixed(sparse_ms / dense_ms, 3).c_str(),
-                    fixed(limit, 3).c_str());
+        const double limit = c.variant.gated
+                                 ? (gate + sh.read * up_rows + sh.down_read * down_rows) / (gate + up + down_bytes)
+                                 : (up + sh.read * down_rows) / (up + down_bytes);
+        std::printf("%-6s %6lld %6s %8s %7s", set.dtype.c_str(), static_cast<long long>(T),
+                    fixed(b.targets[i], 2).c_str(), fixed(sh.dropped, 3).c_str(), fixed(sh.read, 3).c_str());
+        if (down)
+          std::printf(" %6s %9s %9s", fixed(b.down_target, 2).c_str(), fixed(sh.down_dropped, 3).c_str(),
+                      fixed(sh.down_read, 3).c_str());
+        std::printf(" %10s %10s %8s %7s\n", fixed(dense_ms, 3).c_str(), fixed(sparse_ms, 3).c_str(),
+                    fixed(sparse_ms / dense_ms, 3).c_str(), fixed(limit, 3).c_str());
         std::fflush(stdout);
         rows.push_back({{"dtype", set.dtype},
                         {"pass", "sparse decode"},
                         {"tokens", T},
                         {"target_sparsity", b.targets[i]},
                         {"threshold", thresholds[i]},
-                        {"dropped", dropped},
-                        {"read", read},
+                        {"dropped", sh.dropped},
+                        {"read", sh.read},
+                        {"down_target", b.down_target},
+                        {"down_threshold", down_threshold},
+                        {"down_dropped", sh.down_dropped},
+                        {"down_read", sh.down_read},
                         {"dense_ms", dense_ms},
                         {"sparse_ms", sparse_ms},
                         {"ratio", sparse_ms / dense_ms},
                         {"limit", limit},
-                        {"dense_gbps", (gate + up + down) / dense_ms / 1e6},
-                        {"dense_efficiency", (gate + up + down) / (memory_gbps * 1e6) / dense_ms},
+                        {"dense_gbps", (gate + up + down_bytes) / dense_ms / 1e6},
+                        {"dense_efficiency", (gate + up + down_bytes) / (memory_gbps * 1e6) / dense_ms},
                         {"sparse_layout_bytes", sparse[i]->sparse_layout_bytes()}});
       }
     }

@@ -26,6 +26,12 @@ struct SparsityBench {
   std::vector<int64_t> token_counts;
   int reps = 5;
   int rounds = 3;
+  // --down-sparsity: > 0 (gated blocks) gives each sparse block also the down threshold
+  // that drops this share of the calibration tokens' channels by |h| alone
+  // (SparseDecode::down_threshold), and max_kept_share 1, so that a token the gate keeps
+  // most channels of still takes the sparse path (the share counts the gate's kept channels
+  // for down too: inference_block.hpp).
+  double down_target = 0.0;
 };
 
 // "0,0.5,0.7" or "0,50,70" (per cent when any value is above 1) → fractions; ffn::Error

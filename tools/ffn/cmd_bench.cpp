@@ -61,7 +61,8 @@ struct BenchOptions {
   std::string json_path;
   std::string svg_path;
   bool tp = false;
-  std::string sparsity;  // --sparsity: targets, sparse decode against dense instead of the usual rows
+  std::string sparsity;                 // --sparsity: targets, sparse decode against dense instead of the usual rows
+  std::optional<double> down_sparsity;  // --down-sparsity: with --sparsity, the down threshold's share
 };
 
 // Resident memory now (Linux /proc/self/statm: resident pages in the second field).
@@ -307,6 +308,12 @@ void run_sparsity_bench(const BenchOptions& o, const BenchPlan& plan, const Mach
   if (o.peers || o.backward || !o.svg_path.empty())
     throw Error("bench: --sparsity times sparse decode against dense; not with --peers, --backward or --svg");
   SparsityBench b{plan.config, {}, parse_sparsity_targets(o.sparsity), plan.token_counts, o.reps};
+  if (o.down_sparsity && *o.down_sparsity > 0) {
+    if (!plan.config.variant.gated)
+      throw Error("bench: --down-sparsity thresholds h, the input of down, apart from the gate; a " +
+                  variant_name(plan.config.variant) + " block's h is the activation --sparsity judges already");
+    b.down_target = *o.down_sparsity;
+  }
   for (const auto& spec : plan.rows) b.sets.push_back({spec.dtype, spec.make});
   const MeasuredRoofs start = measure_roofs(pool, false, false);
   print_run_header(plan, o, machine, start);
@@ -324,6 +331,8 @@ void run_bench(const BenchOptions& o) {
           "yet");
     return run_moe_bench(*moe, {split_list(o.dtypes), parse_token_counts(o.tokens), o.threads, o.reps, o.json_path});
   }
+  if (o.down_sparsity && o.sparsity.empty())
+    throw Error("bench: --down-sparsity sets the down threshold of --sparsity's sparse blocks; give --sparsity too");
   ThreadPool pool(o.threads);
   const BenchPlan plan = plan_bench(o, pool);
   // The results are written at the end of a run of minutes: a path that cannot be written fails now.
@@ -471,6 +480,12 @@ void add_bench_command(CLI::App& app) {
                   "of hidden channels dropped (e.g. 0,0.5,0.7,0.95; a threshold calibrated to each on other tokens); "
                   "f32, f16 and bf16 (--dtype) read up and down as stored, the block types as q8_0 copies along "
                   "d_model");
+  cmd->add_option("--down-sparsity", o->down_sparsity,
+                  "with --sparsity, gated blocks: each sparse block also drops from down the channels whose |h| = "
+                  "|act(gate)·up| is at most a threshold calibrated to drop this share P in [0, 1) by |h| alone "
+                  "(SparseDecode::down_threshold; their up rows are read, their down rows not), and takes the sparse "
+                  "path whatever share the gate keeps (max_kept_share 1)")
+      ->check(CLI::Range(0.0, 0.999999));
   cmd->add_flag("--tp", o->tp,
                 "under mpirun: split the block across the processes (f32) and report the all-reduce's share");
   cmd->callback([o, dtype, variant] {
