@@ -78,6 +78,22 @@ struct Q8_0Rows {
   static Vec weigh(const Block& b, Vec h) { return VS::fmadd(h, b.d, VS::zero()); }  // h·d rounded once
 };
 
+// Prefetches the line holding p into L2 (x86's prefetcht1, Arm's PRFM PLDL2KEEP) as an
+// instruction the compiler must keep: GCC 12 deleted the __builtin_prefetch loop this had,
+// at -O3, from every instantiation whose condition below is not always true — q8_0, f16 and
+// bf16 rows, and every row type of the AVX2 and q8_0-dot files — so only f32 rows had
+// prefetched (with it, each kernel reads scattered q8_0 rows about 1.8x faster on one
+// thread: docs/performance.md, "Sparse decode"). Static: a copy for each level's file.
+static inline void prefetch_line_to_l2(const std::byte* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetcht1 %0" : : "m"(*reinterpret_cast<const char*>(p)));
+#elif defined(__aarch64__)
+  asm volatile("prfm pldl2keep, [%0]" : : "r"(p));
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
+
 // Prefetches, into L2, the line holding byte `offset` of each of the n next rows when a
 // block of Rows starting at `offset` is the first to start in its line (blocks of at most a
 // line: each line once).
@@ -85,7 +101,7 @@ template <class Rows>
 inline void prefetch_next(const std::byte* const* next, int64_t n, int64_t offset) {
   static_assert(Rows::block_bytes <= 64);
   if ((offset & 63) >= Rows::block_bytes) return;
-  for (int64_t r = 0; r < n; ++r) __builtin_prefetch(next[r] + offset, 0, 2);
+  for (int64_t r = 0; r < n; ++r) prefetch_line_to_l2(next[r] + offset);
 }
 
 // The rows of the pass after one over R rows from rows[0] (n_next of them, at most R).
