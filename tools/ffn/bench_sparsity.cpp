@@ -20,6 +20,7 @@
 #include "bench_sparsity.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -35,6 +36,29 @@ namespace {
 
 constexpr int64_t kCalibrationTokens = 256;
 constexpr int kInputs = 16;
+
+// Reads flush_bytes of its own across the pool (bench_sparsity.hpp: flush_bytes).
+class CacheFlush {
+ public:
+  CacheFlush(int64_t bytes, ThreadPool& pool) : lines_(size_t(bytes / 64)), pool_(pool) {}
+  void operator()() {
+    if (lines_.empty()) return;
+    pool_.run([&](int ith, int nth) {
+      const auto [l0, l1] = split_range(int64_t(lines_.size()), ith, nth);
+      uint64_t sum = 0;
+      for (int64_t l = l0; l < l1; ++l) sum += lines_[size_t(l)].first;
+      sink_.fetch_add(sum, std::memory_order_relaxed);  // keeps the reads
+    });
+  }
+
+ private:
+  struct alignas(64) Line {
+    uint64_t first = 1;
+  };
+  std::vector<Line> lines_;
+  ThreadPool& pool_;
+  std::atomic<uint64_t> sink_{0};
+};
 
 struct Inputs {
   std::vector<Matrix> x;
@@ -115,6 +139,11 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       "dropped: (token, channel) pairs dropped; read: channels some token of the call keeps; limit: bytes read over "
       "the dense block's\n",
       static_cast<long long>(kCalibrationTokens), kInputs, b.rounds, b.reps);
+  if (b.flush_bytes > 0)
+    std::printf(
+        "before each timed forward %s MB are read through the caches, so that it reads its weights from memory "
+        "as in a model, not from the last-level cache\n",
+        fixed(double(b.flush_bytes) / 1e6, 0).c_str());
   const bool down = b.down_target > 0;
   if (down)
     std::printf(
@@ -123,6 +152,7 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
   std::printf("\n%-6s %6s %6s %8s %7s", "dtype", "T", "target", "dropped", "read");
   if (down) std::printf(" %6s %9s %9s", "down", "down drop", "down read");
   std::printf(" %10s %10s %8s %7s\n", "dense ms", "sparse ms", "ratio", "limit");
+  CacheFlush flush(b.flush_bytes, pool);
   for (const SparsityRowSet& set : b.sets) {
     const InferenceBlock dense = set.make(SparseDecode{});
     const Matrix calibration = bench_tokens(kCalibrationTokens, D, 99);
@@ -161,9 +191,9 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
       Matrix y(T, D);
       std::vector<std::vector<double>> ms(b.targets.size() + 1);
       for (int r = 0; r < b.rounds; ++r) {
-        ms[0].push_back(median_ms([&] { dense.forward(in.take().view(), y.view(), &pool); }, b.reps));
+        ms[0].push_back(median_ms([&] { dense.forward(in.take().view(), y.view(), &pool); }, flush, b.reps));
         for (size_t i = 0; i < sparse.size(); ++i)
-          ms[i + 1].push_back(median_ms([&] { sparse[i]->forward(in.take().view(), y.view(), &pool); }, b.reps));
+          ms[i + 1].push_back(median_ms([&] { sparse[i]->forward(in.take().view(), y.view(), &pool); }, flush, b.reps));
       }
       const double dense_ms = median(ms[0]);
       const std::vector<Matrix> activations = per_input(dense, in, false, pool);

@@ -32,6 +32,12 @@ struct SparsityBench {
   // most channels of still takes the sparse path (the share counts the gate's kept channels
   // for down too: inference_block.hpp).
   double down_target = 0.0;
+  // Bytes read through the caches before each timed forward (0: none), so that a forward
+  // reads its weights from memory, as in a model, where the other layers pass through
+  // between two forwards of one (cmd_bench.cpp: four times the largest cache). A block
+  // timed again and again keeps part of its bytes in the last-level cache, the more of them
+  // the fewer it reads: the sparse rows most.
+  int64_t flush_bytes = 0;
 };
 
 // "0,0.5,0.7" or "0,50,70" (per cent when any value is above 1) → fractions; ffn::Error

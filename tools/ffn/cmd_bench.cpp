@@ -202,10 +202,14 @@ void print_run_header(const BenchPlan& plan, const BenchOptions& o, const Machin
 // (docs/performance.md). So the copies span at least 16× the largest cache Linux reports
 // (32 MiB where it reports none), at most kMaxBlockCopies of them.
 constexpr int kMaxBlockCopies = 8;
-int block_copies(int64_t weight_bytes, const MachineDescription& machine) {
+// The largest cache Linux reports, or 32 MiB where it reports none.
+int64_t largest_cache_bytes(const MachineDescription& machine) {
   int64_t cache = 0;
   for (const CacheLevel& c : machine.caches) cache = std::max(cache, c.bytes);
-  if (cache == 0) cache = int64_t(32) << 20;
+  return cache > 0 ? cache : int64_t(32) << 20;
+}
+int block_copies(int64_t weight_bytes, const MachineDescription& machine) {
+  const int64_t cache = largest_cache_bytes(machine);
   const int64_t wanted = (16 * cache + weight_bytes - 1) / std::max<int64_t>(weight_bytes, 1);
   return int(std::clamp<int64_t>(wanted, 1, kMaxBlockCopies));
 }
@@ -315,6 +319,7 @@ void run_sparsity_bench(const BenchOptions& o, const BenchPlan& plan, const Mach
     b.down_target = *o.down_sparsity;
   }
   for (const auto& spec : plan.rows) b.sets.push_back({spec.dtype, spec.make});
+  b.flush_bytes = 4 * largest_cache_bytes(machine);
   const MeasuredRoofs start = measure_roofs(pool, false, false);
   print_run_header(plan, o, machine, start);
   nlohmann::json rows = nlohmann::json::array();
