@@ -200,23 +200,32 @@ void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh,
   }
 }
 
-// TT tokens over the n listed rows, R at a time, then one at a time.
+// Passes over n listed rows: R rows a pass, then what is left in at most one pass each of
+// R/2, R/4, … 1 rows (its binary digits), so that the few rows a group ends with are still
+// read several at once; pass.operator()<r>(i) reads rows i … i + r − 1. (How rows are cut
+// into passes changes no bit: each (token, row) dot is its own chain, and each axpy step
+// is rounded once whether its y is in a register or stored between passes.)
+template <int64_t R, class Pass>
+void in_passes(int64_t n, Pass pass, int64_t i = 0) {
+  for (; i + R <= n; i += R) pass.template operator()<R>(i);
+  if constexpr (R > 1) in_passes<R / 2>(n, pass, i);
+}
+
+// TT tokens over the n listed rows, kRows / TT at a time (the dot's accumulators), then the rest.
 template <class VS, class Rows, int64_t TT>
 void dot_tokens(int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
                 int64_t row_bytes, float* out, int64_t ldo) {
-  constexpr int64_t R = kRows / TT;
-  int64_t i = 0;
-  for (; i + R <= n; i += R) dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
-  for (; i < n; ++i) dot_rows<VS, Rows, 1, TT>(rows + i, n - i - 1, K, x, ldx, W, row_bytes, out + i, ldo);
+  in_passes<kRows / TT>(n, [&]<int64_t R>(int64_t i) {
+    dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
+  });
 }
 
 template <class VS, class Rows, int64_t TT>
 void axpy_tokens(int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
                  int64_t row_bytes, float* y, int64_t ldy) {
-  int64_t i = 0;
-  for (; i + kRows <= n; i += kRows)
-    axpy_rows<VS, Rows, kRows, TT>(rows + i, n - i - kRows, h + i, ldh, N, W, row_bytes, y, ldy);
-  for (; i < n; ++i) axpy_rows<VS, Rows, 1, TT>(rows + i, n - i - 1, h + i, ldh, N, W, row_bytes, y, ldy);
+  in_passes<kRows>(n, [&]<int64_t R>(int64_t i) {
+    axpy_rows<VS, Rows, R, TT>(rows + i, n - i - R, h + i, ldh, N, W, row_bytes, y, ldy);
+  });
 }
 
 // Tokens kTokens at a time, then 2, then 1 (each call's tokens share its rows' reads).

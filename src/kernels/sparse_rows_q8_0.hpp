@@ -78,10 +78,9 @@ void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const Activat
 template <class I8, int64_t TT>
 void dot_q8_0_tokens(int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x, const std::byte* W,
                      int64_t row_bytes, float* out, int64_t ldo) {
-  constexpr int64_t R = kRows / TT;
-  int64_t i = 0;
-  for (; i + R <= n; i += R) dot_rows_q8_0<I8, R, TT>(rows + i, n - i - R, K, x, W, row_bytes, out + i, ldo);
-  for (; i < n; ++i) dot_rows_q8_0<I8, 1, TT>(rows + i, n - i - 1, K, x, W, row_bytes, out + i, ldo);
+  in_passes<kRows / TT>(n, [&]<int64_t R>(int64_t i) {
+    dot_rows_q8_0<I8, R, TT>(rows + i, n - i - R, K, x, W, row_bytes, out + i, ldo);
+  });
 }
 
 // The kernels.hpp entry of a level.

@@ -163,8 +163,9 @@ TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
       const StoredRows W = stored_rows(WeightType::q8_0, H, K, uint32_t(K + 5));
       const test::Activations x =
           test::quantise(WeightType::q8_0, T, K, test::random_vector(size_t(T * K), uint32_t(K + 6)));
-      // 1 … 17 rows: whole passes of 8, 4 and 2 rows and every remainder, one row twice.
-      for (size_t n : {size_t(1), size_t(3), size_t(7), size_t(8), size_t(9), size_t(17)}) {
+      // 1 … 17 rows: whole passes of 8, 4 and 2 rows (T = 1, 2, 4) and the tail passes of 4, 2
+      // and 1 row after them (15 = 8 + 4 + 2 + 1), one row twice.
+      for (size_t n : {size_t(1), size_t(3), size_t(7), size_t(8), size_t(9), size_t(15), size_t(17)}) {
         std::vector<int32_t> rows;
         for (size_t i = 0; i < n; ++i) rows.push_back(int32_t((i * 7 + 3) % size_t(H)));
         if (n > 3) rows[n - 1] = rows[0];
@@ -238,8 +239,8 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
       for (int64_t N : lengths(type, {1, 3, 4, 5, 8, 9, 15, 16, 17, 33, 64, 100, 130})) {
         const int64_t H = 31, T = 7;  // tokens 4 + 2 + 1 at once
         const StoredRows W = stored_rows(type, H, N, uint32_t(N + 100));
-        // 1 … 11 rows: groups of four and every remainder.
-        for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(5), size_t(8), size_t(11)}) {
+        // 1 … 15 rows: passes of 8 and the tail passes of 4, 2 and 1 row after them.
+        for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(5), size_t(8), size_t(11), size_t(15)}) {
           std::vector<int32_t> rows;
           for (size_t i = 0; i < n; ++i) rows.push_back(int32_t((i * 7 + 3) % size_t(H)));
           auto h = test::random_vector(size_t(T) * n, uint32_t(N + n));
