@@ -101,14 +101,20 @@ struct SparseDecode {
   // most rows scattered costs more than streaming them all (docs/performance.md, "Sparse
   // decode"). f32, f16 and bf16: the share of channels kept; a q4_K block's q8_0 copies read
   // 8.5 bits a weight for its 4.5, so it takes the sparse path to about a third of them kept.
-  // 1: every token with at most as many bytes to read as the dense block's takes it. The
-  // share counts the gate's kept channels for down too, down_threshold's drops being known
-  // only once their up rows are read: with a down threshold and a gate keeping more than it,
-  // raise it (the sparse path then reads up's kept rows and down's fewer ones).
+  // 1: every token with at most as many bytes to read as the dense block's takes it. With a
+  // down threshold, down's own count is known only once up's rows are read: a kept channel
+  // then counts its up row and down_kept_share of its down row.
   double max_kept_share = 0.6;
   // Gated blocks: |h_j| ≤ down_threshold drops channel j from down too (above); 0: down reads
   // every channel the gate keeps. (Last, so that positional initialisers keep their meaning.)
   float down_threshold = 0.0f;
+  // With a down threshold: the share of the channels the gate keeps that down is expected to
+  // read as well, in (0, 1] — calibrated on sample tokens beside the threshold (`ffn forward
+  // --calibrate-down-sparsity` writes it) — by which max_kept_share judges a token's bytes
+  // (above). 1: down's rows counted as the gate keeps them, so that a gate keeping more than
+  // max_kept_share sends a token to the dense panels whatever down would have skipped. It
+  // changes which path a token takes, never y's contract.
+  double down_kept_share = 1.0;
 };
 
 // The sparse decode a block gets unless asked otherwise (the checkpoint loader's default):

@@ -179,6 +179,7 @@ class InferenceBlock(_BlockShape):
 
     sparse = property(lambda self: self._core.sparse,
                       doc="activation-sparse decode's settings (threshold, down_threshold, max_tokens, max_kept_share, "
+                          "down_kept_share, "
                           "layout_bytes: the memory it adds), or None when it is off")
 
     def hidden_activations(self, x, threads=None):
@@ -314,7 +315,10 @@ def load(path, layer=0, variant=None, dtype=None, sparse=None):
     threshold on |act(gate)|, which changes the output (see sparsity_threshold); or a pair
     (threshold, down_threshold): gated blocks also leave out of down the kept channels whose
     |h| = |act(gate)·up| is at most down_threshold (hidden_values; docs/experiment.md: at
-    equal bytes, less loss than the gate's threshold alone). It holds up
+    equal bytes, less loss than the gate's threshold alone), and a third value, down_kept_share
+    in (0, 1] (default 1), the share of the gate's kept channels down is expected to read
+    too, by which a token's bytes are judged for the sparse path (`ffn forward
+    --calibrate-down-sparsity` writes all three to ffn-sparsity.json). It holds up
     and down a second time — a block type's (q4_K, q8_0, …) as q8_0 copies along d_model,
     within half a q8_0 step of the file's values, which "exact" or a threshold asks for."""
     core = _core.load(str(path), layer, variant, dtype, sparse)

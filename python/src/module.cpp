@@ -31,8 +31,9 @@ using ffn::python::like;
 using ffn::python::pool_for;
 using ffn::python::tokens_of;
 
-// `sparse=` of ffn.load as LoadOptions::sparse: None (auto), "off", "exact", or a threshold
-// on |act(gate)| (a float ≥ 0), as the CLI's --sparse.
+// `sparse=` of ffn.load as LoadOptions::sparse: None (auto), "off", "exact", a threshold
+// on |act(gate)| (a float ≥ 0), as the CLI's --sparse, or (threshold, down_threshold[,
+// down_kept_share]) as `--sparse calibrated` reads them from ffn-sparsity.json.
 std::optional<ffn::SparseDecode> sparse_decode_of(const py::object& sparse) {
   if (sparse.is_none()) return std::nullopt;
   if (py::isinstance<py::str>(sparse)) {
@@ -41,7 +42,8 @@ std::optional<ffn::SparseDecode> sparse_decode_of(const py::object& sparse) {
     if (s == "off") return ffn::SparseDecode{};
     if (s == "exact") return ffn::SparseDecode{.enabled = true};
     throw ffn::Error("sparse='" + s +
-                     "': give None or 'auto', 'off', 'exact', a threshold ≥ 0, or (threshold, down_threshold)");
+                     "': give None or 'auto', 'off', 'exact', a threshold ≥ 0, or (threshold, down_threshold[, "
+                     "down_kept_share])");
   }
   auto threshold = [](const py::handle& v) {
     const double t = v.cast<double>();
@@ -50,10 +52,13 @@ std::optional<ffn::SparseDecode> sparse_decode_of(const py::object& sparse) {
     return float(t);
   };
   if (py::isinstance<py::tuple>(sparse) || py::isinstance<py::list>(sparse)) {
-    const auto pair = sparse.cast<py::sequence>();
-    if (pair.size() != 2)
-      throw ffn::Error("sparse: a pair (threshold, down_threshold), not " + std::to_string(pair.size()) + " values");
-    return ffn::SparseDecode{.enabled = true, .threshold = threshold(pair[0]), .down_threshold = threshold(pair[1])};
+    const auto values = sparse.cast<py::sequence>();
+    if (values.size() != 2 && values.size() != 3)
+      throw ffn::Error("sparse: (threshold, down_threshold) or (threshold, down_threshold, down_kept_share), not " +
+                       std::to_string(values.size()) + " values");
+    ffn::SparseDecode s{.enabled = true, .threshold = threshold(values[0]), .down_threshold = threshold(values[1])};
+    if (values.size() == 3) s.down_kept_share = values[2].cast<double>();  // checked by the block: (0, 1]
+    return s;
   }
   return ffn::SparseDecode{.enabled = true, .threshold = threshold(sparse)};
 }
@@ -222,6 +227,7 @@ PYBIND11_MODULE(_core, m) {
                                                py::arg("down_threshold") = s.down_threshold,
                                                py::arg("max_tokens") = s.max_tokens,
                                                py::arg("max_kept_share") = s.max_kept_share,
+                                               py::arg("down_kept_share") = s.down_kept_share,
                                                py::arg("layout_bytes") = b.sparse_layout_bytes());
                              })
       .def("hidden_activations", hidden_of<&ffn::InferenceBlock::hidden_activations>, py::arg("x"),

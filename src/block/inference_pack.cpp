@@ -135,6 +135,8 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
   if (s.max_tokens < 1) throw Error("sparse decode max_tokens " + std::to_string(s.max_tokens) + ": must be ≥ 1");
   if (!(s.max_kept_share >= 0.0 && s.max_kept_share <= 1.0))
     throw Error("sparse decode max_kept_share " + std::to_string(s.max_kept_share) + ": must be in [0, 1]");
+  if (!(s.down_kept_share > 0.0 && s.down_kept_share <= 1.0))
+    throw Error("sparse decode down_kept_share " + std::to_string(s.down_kept_share) + ": must be in (0, 1]");
   if (c.hidden > std::numeric_limits<int32_t>::max())
     throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
 }
@@ -239,8 +241,11 @@ std::unique_ptr<InferenceBlock::Panels> build(const BlockConfig& c, const RowSou
   p->down = pack(down.type, H, D, kW, {{&down, 0}}, pool);
   if (sparse.enabled) {
     p->channel_rows = channel_rows_of(gate, up, down, D, pool);
+    // A kept channel's bytes: its up row and its down row, or with a down threshold the share
+    // of down rows expected to be read beside the gate's (SparseDecode::down_kept_share).
     const double stored = double((gate ? up.row_bytes() * H : 0) + down.row_bytes() * D);
-    const double a_channel = double(p->channel_rows.stride());
+    const double down_share = gate && sparse.down_threshold > 0 ? sparse.down_kept_share : 1.0;
+    const double a_channel = double(p->channel_rows.up_bytes) + down_share * double(p->channel_rows.down_bytes);
     p->sparse_kept_limit = int64_t(std::floor(sparse.max_kept_share * stored / a_channel));
   }
   return p;

@@ -51,7 +51,8 @@ struct InferenceBlock::Panels {
   // Activation-sparse decode (SparseDecode; gate_first_forward.cpp), when enabled.
   SparseDecode sparse;
   // The most channels a token may keep and take the sparse path: their rows' bytes (up's and
-  // down's transpose) at most sparse.max_kept_share of up's and down's stored bytes.
+  // down's transpose; with a down threshold down's counted at sparse.down_kept_share) at most
+  // sparse.max_kept_share of up's and down's stored bytes.
   int64_t sparse_kept_limit = 0;
   // A hidden channel's weights side by side: channel j's up row (up's row j, D values) then
   // its down row (down's column j, D values: down transposed), each in sparse_rows_type of its

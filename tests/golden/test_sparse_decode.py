@@ -192,8 +192,10 @@ def test_down_threshold_leaves_small_hidden_values_out_of_down(tmp_path, ffn_mod
     assert ratio(y, y_ref, err) <= 1.0
     gate_only = ffn_module.load(str(folder), sparse=threshold)(x)
     assert ratio(gate_only, y_ref, err) > 100.0  # leaving those channels out is visible
-    with pytest.raises(ffn_module.Error, match="a pair"):
-        ffn_module.load(str(folder), sparse=(0.1, 0.1, 0.1))
+    with pytest.raises(ffn_module.Error, match="not 4 values"):
+        ffn_module.load(str(folder), sparse=(0.1, 0.1, 0.5, 0.1))
+    with pytest.raises(ffn_module.Error, match="down_kept_share"):
+        ffn_module.load(str(folder), sparse=(0.1, 0.1, 0.0))
     with pytest.raises(ffn_module.Error, match="finite and ≥ 0"):
         ffn_module.load(str(folder), sparse=(0.1, -1.0))
 
@@ -201,8 +203,10 @@ def test_down_threshold_leaves_small_hidden_values_out_of_down(tmp_path, ffn_mod
 def test_calibrated_down_threshold_is_written_beside_and_used(tmp_path, run_ffn, ffn_module):
     """`--calibrate-sparsity 0.3 --calibrate-down-sparsity 0.6` writes both thresholds (the
     second: torch's ⌈0.6·n⌉-th smallest |silu(g)·u| on the same tokens), `--sparse calibrated`
-    runs with both, bit for bit as ffn.load(sparse=(t, t_down)); a 2-matrix layer and a down
-    share alone are refused by name."""
+    runs with both, bit for bit as ffn.load(sparse=(t, t_down, down_kept_share)) with the
+    share of the gate's kept channels down still reads, which the file holds too (below 1:
+    the down threshold drops some of them); a 2-matrix layer and a down share alone are
+    refused by name."""
     w = weights(9)
     folder = write_llama(tmp_path / "swiglu", w, "silu")
     rng = np.random.default_rng(10)
@@ -216,10 +220,18 @@ def test_calibrated_down_threshold_is_written_beside_and_used(tmp_path, run_ffn,
         h = (F.silu(F.linear(xt, w["gate_proj.weight"])) * F.linear(xt, w["up_proj.weight"])).abs().flatten().sort().values
     assert layer["down_threshold"] == pytest.approx(float(h[int(np.ceil(0.6 * h.numel())) - 1]), rel=1e-5)
     assert "drops 60.0% by |h| alone" in out
+    with torch.no_grad():
+        a = F.silu(F.linear(xt, w["gate_proj.weight"])).abs()
+        hv = (F.silu(F.linear(xt, w["gate_proj.weight"])) * F.linear(xt, w["up_proj.weight"])).abs()
+        gate_kept = a > layer["threshold"]
+        share = float((gate_kept & (hv > layer["down_threshold"])).sum() / gate_kept.sum())
+    assert 0 < layer["down_kept_share"] < 1
+    assert layer["down_kept_share"] == pytest.approx(share, abs=0.01)  # f32 products against torch's: a few ties
     x = rng.standard_normal((1, D)).astype(np.float32)
     y, out = forward_cli(tmp_path, run_ffn, folder, x, "--sparse", "calibrated")
     assert "from down also |h| ≤" in out
-    both = ffn_module.load(str(folder), sparse=(layer["threshold"], layer["down_threshold"]))
+    both = ffn_module.load(str(folder), sparse=(layer["threshold"], layer["down_threshold"], layer["down_kept_share"]))
+    assert both.sparse["down_kept_share"] == layer["down_kept_share"]
     assert np.array_equal(both(x), y)
     assert not np.array_equal(ffn_module.load(str(folder), sparse=layer["threshold"])(x), y)
     bad = run_ffn("forward", "--weights", folder, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy",

@@ -477,10 +477,55 @@ TEST(SparseDecode, BadOptionsAreRefusedByName) {
                      {"down_threshold", "2-matrix"});
   test::expect_error([&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .max_kept_share = 1.5}); },
                      {"max_kept_share"});
+  for (double share : {0.0, 1.5, double(NAN)})
+    test::expect_error(
+        [&] { InferenceBlock(block, WeightType::f32, nullptr, {.enabled = true, .down_kept_share = share}); },
+        {"down_kept_share", "(0, 1]"});
   const InferenceBlock b(block, WeightType::f32);
   Matrix x(2, 64), a(2, 95);
   test::expect_error([&] { b.hidden_activations(x.view(), a.view()); }, {"[2, 95]", "[2, 96]"});
   test::expect_error([&] { b.hidden_values(x.view(), a.view()); }, {"hidden_values", "[2, 95]", "[2, 96]"});
+}
+
+// With a down threshold, SparseDecode::down_kept_share counts a kept channel's down row at
+// that share when a token's bytes are judged against max_kept_share: a token whose gate
+// keeps every channel takes the sparse path when the down rows it is expected to skip bring
+// it under. Which path ran shows in y's bits: those of the block that always takes the
+// sparse path (max_kept_share 1), or those of the one that never does (0).
+TEST(SparseDecode, DownKeptShareCountsDownsRowsAtIt) {
+  ThreadPool pool(2);
+  const Block block = Block::random({{true, Activation::swish}, 64, 256, false}, 8, &pool);
+  const Matrix x = random_matrix(1, 64, 30, 2.0f);
+  Matrix h(1, 256);
+  InferenceBlock(block, WeightType::f32, &pool).hidden_values(x.view(), h.view(), &pool);
+  const float down_threshold = sparsity_threshold(h.view(), 0.8);  // down reads about a fifth
+  // Threshold 0: silu makes no exact zero, so the gate keeps all 256 channels.
+  auto y_of = [&](double max_kept_share, double down_kept_share) {
+    const InferenceBlock b(block, WeightType::f32, &pool,
+                           SparseDecode{.enabled = true,
+                                        .max_kept_share = max_kept_share,
+                                        .down_threshold = down_threshold,
+                                        .down_kept_share = down_kept_share});
+    Matrix y(1, 64);
+    b.forward(x.view(), y.view(), &pool);
+    return y;
+  };
+  const Matrix sparse = y_of(1.0, 1.0), dense = y_of(0.0, 1.0);
+  ASSERT_FALSE(test::same_bits(sparse, dense)) << "the two paths must differ in some bit to tell them apart";
+  // f32 rows are as many bytes as stored: a token keeping every channel reads (1 + share) / 2
+  // of up's and down's bytes — 1 at a share of 1, 0.625 at a quarter.
+  EXPECT_TRUE(test::same_bits(y_of(0.7, 1.0), dense));
+  EXPECT_TRUE(test::same_bits(y_of(0.7, 0.25), sparse));
+  EXPECT_TRUE(test::same_bits(y_of(0.6, 0.25), dense));
+  // Without a down threshold the share changes nothing: down reads what the gate keeps.
+  const InferenceBlock no_down(block, WeightType::f32, &pool,
+                               SparseDecode{.enabled = true, .max_kept_share = 0.7, .down_kept_share = 0.25});
+  const InferenceBlock no_down_dense(block, WeightType::f32, &pool,
+                                     SparseDecode{.enabled = true, .max_kept_share = 0.0});
+  Matrix y1(1, 64), y2(1, 64);
+  no_down.forward(x.view(), y1.view(), &pool);
+  no_down_dense.forward(x.view(), y2.view(), &pool);
+  EXPECT_TRUE(test::same_bits(y1, y2));
 }
 
 TEST(SparseDecode, ThresholdIsTheQuantileOfTheMagnitudes) {

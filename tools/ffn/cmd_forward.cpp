@@ -43,7 +43,10 @@ std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
   if (o.sparse == "exact") return SparseDecode{.enabled = true};
   if (o.sparse == "calibrated") {
     const SparsityEntry e = read_sparsity_entry(o.weights, o.layer);
-    return SparseDecode{.enabled = true, .threshold = e.threshold, .down_threshold = e.down_threshold};
+    return SparseDecode{.enabled = true,
+                        .threshold = e.threshold,
+                        .down_threshold = e.down_threshold,
+                        .down_kept_share = e.down_kept_share};
   }
   try {
     size_t used = 0;
@@ -54,10 +57,27 @@ std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
   throw Error("--sparse '" + o.sparse + "': give auto, off, exact, calibrated or a threshold ≥ 0");
 }
 
+// Of the (token, channel) pairs whose |a| exceeds `threshold` (the gate keeps them), the
+// share whose |h| also exceeds `down_threshold` (down reads them too); 1 when the gate keeps
+// none or down none of them (SparseDecode::down_kept_share is in (0, 1]). NaN counts as
+// kept, as the forward keeps it.
+double down_kept_share(const Matrix& a, const Matrix& h, float threshold, float down_threshold) {
+  double gate_kept = 0, both = 0;
+  for (int64_t t = 0; t < a.rows(); ++t)
+    for (int64_t j = 0; j < a.cols(); ++j)
+      if (!(std::abs(a.row(t)[j]) <= threshold)) {
+        ++gate_kept;
+        both += !(std::abs(h.row(t)[j]) <= down_threshold);
+      }
+  return gate_kept > 0 && both > 0 ? both / gate_kept : 1.0;
+}
+
 // --calibrate-sparsity S: the threshold that drops a share S of the layer's hidden channels
 // on the input tokens (sparsity_threshold over hidden_activations), and with
 // --calibrate-down-sparsity P the down threshold that drops P by |h| alone (over
-// hidden_values), written to ffn-sparsity.json beside the weights; returns the sparse decode.
+// hidden_values) and the share of the gate's kept channels down then reads too
+// (SparseDecode::down_kept_share), written to ffn-sparsity.json beside the weights; returns
+// the sparse decode.
 SparseDecode calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixView x, ThreadPool& pool) {
   const InferenceBlock& block = layer.dense();
   Matrix a(x.rows, block.config().hidden);
@@ -67,20 +87,27 @@ SparseDecode calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixV
     if (!block.config().variant.gated)
       throw Error("--calibrate-down-sparsity: layer " + std::to_string(o.layer) +
                   " is a 2-matrix block, whose h is the activation --calibrate-sparsity judges already");
-    block.hidden_values(x, a.view(), &pool);
-    e.down_threshold = sparsity_threshold(a.view(), *o.calibrate_down_sparsity);
+    Matrix h(x.rows, block.config().hidden);
+    block.hidden_values(x, h.view(), &pool);
+    e.down_threshold = sparsity_threshold(h.view(), *o.calibrate_down_sparsity);
     e.down_target = *o.calibrate_down_sparsity;
+    e.down_kept_share = down_kept_share(a, h, e.threshold, e.down_threshold);
   }
   write_sparsity_entry(o.weights, o.layer, e);
   if (!o.quiet) {
     std::printf("layer %lld: threshold %.6g drops %.1f%% of hidden channels on %lld tokens",
                 static_cast<long long>(o.layer), double(e.threshold), 100.0 * e.target, static_cast<long long>(x.rows));
     if (o.calibrate_down_sparsity)
-      std::printf("; down threshold %.6g drops %.1f%% by |h| alone from down", double(e.down_threshold),
-                  100.0 * e.down_target);
+      std::printf(
+          "; down threshold %.6g drops %.1f%% by |h| alone from down, which reads %.1f%% of the channels "
+          "the gate keeps",
+          double(e.down_threshold), 100.0 * e.down_target, 100.0 * e.down_kept_share);
     std::printf(" → %s\n", sparsity_file_for(o.weights).c_str());
   }
-  return SparseDecode{.enabled = true, .threshold = e.threshold, .down_threshold = e.down_threshold};
+  return SparseDecode{.enabled = true,
+                      .threshold = e.threshold,
+                      .down_threshold = e.down_threshold,
+                      .down_kept_share = e.down_kept_share};
 }
 
 void run_forward(const ForwardOptions& o) {
@@ -176,7 +203,8 @@ void add_forward_command(CLI::App& app) {
   cmd->add_option("--calibrate-down-sparsity", o->calibrate_down_sparsity,
                   "with --calibrate-sparsity, gated layers: also the down threshold that drops a share P in [0, 1) "
                   "of channels by |h| = |act(gate)·up| alone; of the channels the gate keeps, those at or below it "
-                  "then skip their down row too (their up row was read), written beside the first")
+                  "then skip their down row too (their up row was read), written beside the first with the share of "
+                  "the gate's kept channels down still reads, by which a token's bytes are judged for the sparse path")
       ->check(CLI::Range(0.0, 0.999999));
   cmd->footer(
       "Tensor names are detected: the seeds' gate/up/down, Hugging Face model.layers.N.mlp.*_proj, Meta "

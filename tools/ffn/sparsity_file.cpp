@@ -63,6 +63,13 @@ SparsityEntry read_sparsity_entry(const std::string& weights, int64_t layer) {
       throw Error(path + ": layer " + key + " down_threshold " + std::to_string(out.down_threshold) +
                   " must be finite and ≥ 0");
     out.down_target = e.value("down_target", 0.0);
+    if (e.contains("down_kept_share")) {
+      if (!e["down_kept_share"].is_number()) throw Error(path + ": layer " + key + " down_kept_share is not a number");
+      out.down_kept_share = e["down_kept_share"].get<double>();
+      if (!(out.down_kept_share > 0 && out.down_kept_share <= 1))
+        throw Error(path + ": layer " + key + " down_kept_share " + std::to_string(out.down_kept_share) +
+                    " must be in (0, 1]");
+    }
   }
   return out;
 }
@@ -79,6 +86,7 @@ void write_sparsity_entry(const std::string& weights, int64_t layer, const Spars
   if (e.down_threshold > 0) {
     j["layers"][std::to_string(layer)]["down_threshold"] = e.down_threshold;
     j["layers"][std::to_string(layer)]["down_target"] = e.down_target;
+    j["layers"][std::to_string(layer)]["down_kept_share"] = e.down_kept_share;
   }
   write_file_atomically(path, j.dump(2) + "\n");
 }

@@ -3,8 +3,9 @@
 //   {"format": "ffn-sparsity/1",
 //    "layers": {"3": {"threshold": 0.0123, "target": 0.5, "calibration_tokens": 512,
 //                     "calibrated_on": "x.npy"}, ...}}
-// and, where --calibrate-down-sparsity P set one, "down_threshold" and "down_target" in the
-// entry (SparseDecode::down_threshold; absent: 0, none).
+// and, where --calibrate-down-sparsity P set one, "down_threshold", "down_target" and
+// "down_kept_share" in the entry (SparseDecode::down_threshold, absent: 0, none; and
+// SparseDecode::down_kept_share, absent: 1).
 // `ffn forward --calibrate-sparsity S` writes a layer's entry (atomically, keeping the
 // others); `ffn forward --sparse calibrated` reads it.
 #pragma once
@@ -21,6 +22,7 @@ struct SparsityEntry {
   std::string calibrated_on;
   float down_threshold = 0;  // 0: none
   double down_target = 0;
+  double down_kept_share = 1;  // of the (token, channel) pairs the gate keeps, those down reads too
 };
 
 // The file's path for a checkpoint path (a file: beside it; a folder: in it).
