@@ -21,6 +21,7 @@
 // type: README, "Accuracy".
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -214,5 +215,16 @@ class InferenceBlock {
 // fraction of these activations' channels. ffn::Error for s outside [0, 1), no values, or a
 // NaN among them.
 float sparsity_threshold(ConstMatrixView a, double sparsity);
+
+// Whether sparse decode keeps a value against a threshold: |v| > threshold, NaN kept (it
+// must reach y) — the rule of SparseDecode's threshold on act(gate) and of its down_threshold
+// on h alike.
+inline bool sparse_decode_keeps(float v, float threshold) { return !(std::abs(v) <= threshold); }
+
+// SparseDecode::down_kept_share calibrated on sample tokens: of the (token, channel) pairs
+// whose a (hidden_activations) the gate keeps by `threshold`, the share whose h
+// (hidden_values, same shape) down keeps too by `down_threshold`; 1 when the gate keeps none
+// or down none of them (the share is in (0, 1]). ffn::Error when a and h differ in shape.
+double down_kept_share(ConstMatrixView a, ConstMatrixView h, float threshold, float down_threshold);
 
 }  // namespace ffn

@@ -39,9 +39,6 @@ inline float up_factor(Activation act, float u) {
   return act == Activation::clamped_swish ? std::min(std::max(u, -7.0f), 7.0f) + 1.0f : u;
 }
 
-// Whether a token keeps a channel: |a| > threshold, and NaN kept (it must reach y).
-inline bool kept(float a, float threshold) { return !(std::abs(a) <= threshold); }
-
 // Gemma 3n's Gaussian top-k on one token's gate values g[0 … H) in place: the cutoff
 // mean + std·z (z = Φ⁻¹(s), biased std) in double, then g ← max(g − cutoff, 0).
 void gaussian_top_k(float* g, int64_t H, double z) {
@@ -107,7 +104,7 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   int64_t n = 0;
   for (int64_t j = 0; j < H; ++j) {
     bool any = false;
-    for (int64_t t = 0; t < T && !any; ++t) any = kept(a.row(t)[j], threshold);
+    for (int64_t t = 0; t < T && !any; ++t) any = sparse_decode_keeps(a.row(t)[j], threshold);
     if (any) lists[n++] = int32_t(j);
   }
   float* const u = reinterpret_cast<float*>(lists + H);
@@ -130,7 +127,7 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       for (int64_t i = i0; i < i1; ++i) {
         const int64_t j = lists[i];
         float v = 0.0f;
-        if (kept(at[j], threshold))
+        if (sparse_decode_keeps(at[j], threshold))
           v = c.variant.gated ? at[j] * up_factor(act, c.bias ? u[t * H + i] + w.up_bias.data()[j] : u[t * H + i])
                               : at[j];
         h[t * H + i] = v;
@@ -148,7 +145,7 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
       bool any = false;
       for (int64_t t = 0; t < T; ++t) {
         float& v = h[t * H + i];
-        const bool keep = kept(v, down_threshold);
+        const bool keep = sparse_decode_keeps(v, down_threshold);
         if (!keep) v = 0.0f;
         any = any || keep;
       }
@@ -227,8 +224,8 @@ void hidden_from_gate(const InferenceBlock::Panels& w, ConstMatrixView x, ConstM
           const float* ut = tile.row(t - t0);
           float* ht = h.row(t) + j0;
           for (int64_t i = 0; i < nj; ++i) {
-            const float v = kept(at[i], threshold) ? at[i] * up_factor(act, ut[i]) : 0.0f;
-            ht[i] = down_threshold > 0 && !kept(v, down_threshold) ? 0.0f : v;
+            const float v = sparse_decode_keeps(at[i], threshold) ? at[i] * up_factor(act, ut[i]) : 0.0f;
+            ht[i] = down_threshold > 0 && !sparse_decode_keeps(v, down_threshold) ? 0.0f : v;
           }
         }
       }
@@ -237,7 +234,7 @@ void hidden_from_gate(const InferenceBlock::Panels& w, ConstMatrixView x, ConstM
     p.run([&](int ith, int nth) {
       const auto [t0, t1] = split_range(T, ith, nth);
       for (int64_t t = t0; t < t1; ++t)
-        for (int64_t j = 0; j < H; ++j) h.row(t)[j] = kept(a.row(t)[j], threshold) ? a.row(t)[j] : 0.0f;
+        for (int64_t j = 0; j < H; ++j) h.row(t)[j] = sparse_decode_keeps(a.row(t)[j], threshold) ? a.row(t)[j] : 0.0f;
     });
   }
 }
@@ -275,7 +272,7 @@ void forward_gate_first(const InferenceBlock::Panels& w, ConstMatrixView x, Matr
   std::vector<int64_t> sparse_tokens, dense_tokens;
   for (int64_t t = 0; t < T; ++t) {
     int64_t kept_count = 0;
-    for (int64_t j = 0; j < H; ++j) kept_count += kept(a.row(t)[j], w.sparse.threshold);
+    for (int64_t j = 0; j < H; ++j) kept_count += sparse_decode_keeps(a.row(t)[j], w.sparse.threshold);
     (kept_count <= w.sparse_kept_limit ? sparse_tokens : dense_tokens).push_back(t);
   }
   if (dense_tokens.empty()) return sparse_rest(w, x, a, y, p);

@@ -1,6 +1,7 @@
 // sparsity_threshold (ffn/inference_block.hpp): the magnitude below which (inclusive) a
-// target fraction of sample activations falls — the CATS threshold for SparseDecode; and
-// auto_sparse_decode, the loader's default.
+// target fraction of sample activations falls — the CATS threshold for SparseDecode;
+// down_kept_share, its companion for a down threshold; and auto_sparse_decode, the loader's
+// default.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -10,6 +11,20 @@
 #include "ffn/inference_block.hpp"
 
 namespace ffn {
+
+double down_kept_share(ConstMatrixView a, ConstMatrixView h, float threshold, float down_threshold) {
+  if (a.rows != h.rows || a.cols != h.cols)
+    throw Error("down_kept_share: a is [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + "] and h [" +
+                std::to_string(h.rows) + ", " + std::to_string(h.cols) + "]; they must be of the same tokens");
+  double gate_kept = 0, both = 0;
+  for (int64_t t = 0; t < a.rows; ++t)
+    for (int64_t j = 0; j < a.cols; ++j)
+      if (sparse_decode_keeps(a.row(t)[j], threshold)) {
+        ++gate_kept;
+        both += sparse_decode_keeps(h.row(t)[j], down_threshold);
+      }
+  return gate_kept > 0 && both > 0 ? both / gate_kept : 1.0;
+}
 
 float sparsity_threshold(ConstMatrixView a, double sparsity) {
   if (!(sparsity >= 0.0 && sparsity < 1.0))

@@ -528,6 +528,24 @@ TEST(SparseDecode, DownKeptShareCountsDownsRowsAtIt) {
   EXPECT_TRUE(test::same_bits(y1, y2));
 }
 
+// down_kept_share counts, of the pairs the gate keeps (|a| > threshold, NaN kept), those whose
+// |h| > down_threshold (NaN kept); 1 when there are none; a and h must be of one shape.
+TEST(SparseDecode, DownKeptShareIsTheShareOfTheGatesKeptPairsDownKeeps) {
+  Matrix a(2, 4), h(2, 4);
+  const float av[8] = {0.5f, -2.0f, 0.1f, NAN, 3.0f, 0.2f, -1.0f, 0.05f};
+  const float hv[8] = {0.3f, 0.01f, 9.0f, 0.02f, -0.4f, 5.0f, NAN, 0.0f};
+  std::copy(av, av + 8, a.data());
+  std::copy(hv, hv + 8, h.data());
+  // The gate keeps |a| > 0.3: 0.5, -2, NaN, 3, -1 (five pairs); of them |h| > 0.25: 0.3, -0.4, NaN.
+  EXPECT_DOUBLE_EQ(down_kept_share(a.view(), h.view(), 0.3f, 0.25f), 3.0 / 5.0);
+  EXPECT_DOUBLE_EQ(down_kept_share(a.view(), h.view(), 10.0f, 0.25f), 1.0);        // the gate keeps none
+  EXPECT_DOUBLE_EQ(down_kept_share(a.view(), h.view(), 0.3f, 100.0f), 1.0 / 5.0);  // only h's NaN is kept
+  // |a| > 1.5: -2, NaN, 3, whose h down keeps none of by 100.
+  EXPECT_DOUBLE_EQ(down_kept_share(a.view(), h.view(), 1.5f, 100.0f), 1.0);
+  Matrix h3(2, 3);
+  test::expect_error([&] { down_kept_share(a.view(), h3.view(), 0.3f, 0.25f); }, {"down_kept_share", "[2, 3]"});
+}
+
 TEST(SparseDecode, ThresholdIsTheQuantileOfTheMagnitudes) {
   Matrix a(1, 4);
   const float v[] = {0.0f, -1.0f, 2.0f, 3.0f};

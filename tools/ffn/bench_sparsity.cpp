@@ -93,8 +93,8 @@ Shares shares(const std::vector<Matrix>& a, const std::vector<Matrix>* h, float 
     for (int64_t j = 0; j < a[i].cols(); ++j) {
       bool any = false, any_down = false;
       for (int64_t t = 0; t < a[i].rows(); ++t) {
-        const bool keep = !(std::abs(a[i].row(t)[j]) <= threshold);  // NaN kept, as the forward keeps it
-        const bool keep_down = keep && (!h || !(std::abs((*h)[i].row(t)[j]) <= down_threshold));
+        const bool keep = sparse_decode_keeps(a[i].row(t)[j], threshold);
+        const bool keep_down = keep && (!h || sparse_decode_keeps((*h)[i].row(t)[j], down_threshold));
         s.dropped += !keep;
         s.down_dropped += !keep_down;
         any = any || keep;
@@ -161,9 +161,9 @@ void bench_sparsity(const SparsityBench& b, ThreadPool& pool, double memory_gbps
     const bool down = b.down_target > 0;
     float down_threshold = 0.0f;
     if (down) {
-      dense.hidden_values(calibration.view(), a.view(), &pool);
-      down_threshold = sparsity_threshold(a.view(), b.down_target);
-      dense.hidden_activations(calibration.view(), a.view(), &pool);
+      Matrix h(kCalibrationTokens, c.hidden);
+      dense.hidden_values(calibration.view(), h.view(), &pool);
+      down_threshold = sparsity_threshold(h.view(), b.down_target);
     }
     std::vector<float> thresholds;
     std::vector<std::optional<InferenceBlock>> sparse;

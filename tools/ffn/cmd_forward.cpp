@@ -57,21 +57,6 @@ std::optional<SparseDecode> sparse_option(const ForwardOptions& o) {
   throw Error("--sparse '" + o.sparse + "': give auto, off, exact, calibrated or a threshold ≥ 0");
 }
 
-// Of the (token, channel) pairs whose |a| exceeds `threshold` (the gate keeps them), the
-// share whose |h| also exceeds `down_threshold` (down reads them too); 1 when the gate keeps
-// none or down none of them (SparseDecode::down_kept_share is in (0, 1]). NaN counts as
-// kept, as the forward keeps it.
-double down_kept_share(const Matrix& a, const Matrix& h, float threshold, float down_threshold) {
-  double gate_kept = 0, both = 0;
-  for (int64_t t = 0; t < a.rows(); ++t)
-    for (int64_t j = 0; j < a.cols(); ++j)
-      if (!(std::abs(a.row(t)[j]) <= threshold)) {
-        ++gate_kept;
-        both += !(std::abs(h.row(t)[j]) <= down_threshold);
-      }
-  return gate_kept > 0 && both > 0 ? both / gate_kept : 1.0;
-}
-
 // --calibrate-sparsity S: the threshold that drops a share S of the layer's hidden channels
 // on the input tokens (sparsity_threshold over hidden_activations), and with
 // --calibrate-down-sparsity P the down threshold that drops P by |h| alone (over
@@ -91,7 +76,7 @@ SparseDecode calibrate(const ForwardOptions& o, const Layer& layer, ConstMatrixV
     block.hidden_values(x, h.view(), &pool);
     e.down_threshold = sparsity_threshold(h.view(), *o.calibrate_down_sparsity);
     e.down_target = *o.calibrate_down_sparsity;
-    e.down_kept_share = down_kept_share(a, h, e.threshold, e.down_threshold);
+    e.down_kept_share = down_kept_share(a.view(), h.view(), e.threshold, e.down_threshold);
   }
   write_sparsity_entry(o.weights, o.layer, e);
   if (!o.quiet) {
