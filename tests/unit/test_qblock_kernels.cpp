@@ -49,13 +49,13 @@ TEST_P(QBlockKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQBlock))
     for (int64_t K : {32, 96, 2240})
       for (int64_t N : {1, 31, 64})
-        for (int64_t T : {1, 2, 3, 5, 8}) {
+        for (int64_t T : {1, 2, 3, 4, 5, 8, 9}) {  // 3 and more block by block; q4_0 from 8 in K blocks
           const WeightType t = p.type;
           const test::StoredRows w = test::store(t, N, K, uint32_t(K + N + 1));
           const test::Activations x =
               test::quantise(p.kernel->activations, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
           const test::Panel panel = test::pack(t, w, N, K, GetParam());
-          std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+          std::vector<float> c(size_t(T * 64), std::nanf("")), ref(size_t(T * 64));  // NaN: a row left unwritten fails
           p.kernel->fn(T, K, x.rows, panel.data(), c.data(), 64);
           reference(t)(T, K, x.rows, panel.data(), ref.data(), 64);
           std::vector<float> first_n(size_t(T * N));
@@ -100,13 +100,29 @@ TEST_P(QBlockKernels, AtExtremeValuesEqualScalarBitForBit) {
         xs[size_t(i)] = pattern == 0 ? 1.0f : pattern == 1 ? -1.0f : (i % 2 ? -1.0f : 1.0f) * (i / K ? -1.0f : 1.0f);
       const test::Activations x = test::quantise(p.kernel->activations, T, K, xs);
       const test::Panel panel = test::pack(t, bytes.data(), row_bytes, N, K, GetParam());
-      std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+      std::vector<float> c(size_t(T * 64), std::nanf("")), ref(size_t(T * 64));  // NaN: a row left unwritten fails
       p.kernel->fn(T, K, x.rows, panel.data(), c.data(), 64);
       reference(t)(T, K, x.rows, panel.data(), ref.data(), 64);
       for (int64_t i = 0; i < T * 64; ++i)
         ASSERT_EQ(c[size_t(i)], ref[size_t(i)]) << p.kernel->name << " pattern " << pattern << " element " << i;
     }
   }
+}
+
+// K = 0 (no values): every kernel writes C = 0 for each token, whichever path its T takes
+// (one pass, block by block, K blocks), and nothing beyond the T rows. C starts as NaN, so
+// a row left unwritten fails.
+TEST_P(QBlockKernels, WithNoValuesWriteZeros) {
+  for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQBlock))
+    for (int64_t T : {1, 2, 3, 9}) {
+      kernels::ActivationRows none;
+      none.format = p.kernel->activations;
+      const std::byte no_panel{};
+      std::vector<float> c(size_t((T + 1) * 64), std::nanf(""));
+      p.kernel->fn(T, 0, none, &no_panel, c.data(), 64);
+      for (int64_t i = 0; i < T * 64; ++i) ASSERT_EQ(c[size_t(i)], 0.0f) << p.kernel->name << " T=" << T << " " << i;
+      for (int64_t i = T * 64; i < (T + 1) * 64; ++i) ASSERT_TRUE(std::isnan(c[size_t(i)])) << p.kernel->name;
+    }
 }
 
 // The bound above is tight enough to see a wrong nibble order or a lost block scale.

@@ -164,12 +164,12 @@ TEST_P(QSubKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
     for (int64_t K : {256, 512, 2304})
       for (int64_t N : {1, 31, 64})
-        for (int64_t T : {1, 2, 3, 5}) {
+        for (int64_t T : {1, 2, 3, 4, 5, 8}) {  // 3 and more super-block by super-block
           const WeightType t = panel.type;
           const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
           const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));
           const test::Panel packed = panel_of(t, w, N, K);
-          std::vector<float> c(size_t(T * 64)), ref(size_t(T * 64));
+          std::vector<float> c(size_t(T * 64), std::nanf("")), ref(size_t(T * 64));  // NaN: a row left unwritten fails
           panel.kernel->fn(T, K, x.rows, packed.data(), c.data(), 64);
           reference(t)(T, K, x.rows, packed.data(), ref.data(), 64);
           const std::string where =
@@ -217,6 +217,22 @@ TEST(QSubKernels, BoundCatchesValueOrderScalesAndMins) {
 // (relative error up to 2^−(149 − 135) ≈ 6e-5 for |d_x| ≈ 2⁻⁷). In the random rows above
 // such blocks are drowned by the normal ones, so a vector kernel mapping them to 0 would pass
 // there.
+// K = 0 (no values): every kernel writes C = 0 for each token, whichever path its T takes,
+// and nothing beyond the T rows. C starts as NaN, so a row left unwritten fails.
+TEST_P(QSubKernels, WithNoValuesWriteZeros) {
+  for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
+    for (int64_t T : {1, 2, 3, 9}) {
+      kernels::ActivationRows none;
+      none.format = panel.kernel->activations;
+      const std::byte no_panel{};
+      std::vector<float> c(size_t((T + 1) * 64), std::nanf(""));
+      panel.kernel->fn(T, 0, none, &no_panel, c.data(), 64);
+      for (int64_t i = 0; i < T * 64; ++i)
+        ASSERT_EQ(c[size_t(i)], 0.0f) << panel.kernel->name << " T=" << T << " " << i;
+      for (int64_t i = T * 64; i < (T + 1) * 64; ++i) ASSERT_TRUE(std::isnan(c[size_t(i)])) << panel.kernel->name;
+    }
+}
+
 TEST_P(QSubKernels, Mxfp4SubnormalScalesMatchTheScalarKernel) {
   const WeightType t = WeightType::mxfp4;
   const int64_t T = 3, N = 64, K = 512;

@@ -54,10 +54,50 @@ inline void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bo
   for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
-// C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp), K in blocks
-// of kKBlocks so that a token's pass re-reads the panel block from L2.
+// Two tokens and more, block by block: every token takes a block while it is in L1, its
+// chains in C, so the panel streams from memory once, while the tokens' products run,
+// instead of once a token per K block with the memory idle while the other tokens re-read it
+// from L2 (docs/performance.md, "Decode: where the time goes").
+template <WeightType W, class BlockSums>
+inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  constexpr int64_t block_bytes = qblock_bytes(q_format(W));
+  constexpr int64_t ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
+  const int64_t blocks = K / 32;
+  for (int64_t t = 0; t < T; ++t)
+    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + t * ldc + 8 * v, _mm256_setzero_ps());
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* blk = P + b * block_bytes;
+    for (int64_t t = 0; t < T; ++t) {
+      prefetch_share<!q_format(W).nibbles>(blk + ahead, block_bytes, t, T);
+      const int8_t* codes = A.codes() + t * K;
+      const int16_t* sums = A.sums + t * (K / 16);
+      auto x_group = [&](int g) {
+        int32_t bytes;
+        __builtin_memcpy(&bytes, codes + 32 * b + 4 * g, 4);
+        return _mm256_set1_epi32(bytes);
+      };
+      __m256i sum[8];
+      BlockSums::template sums<W>(
+          blk + kQBlockScaleBytes, x_group, [&] { return q8_block_sum(sums, b); }, sum);
+      const __m256 dx = _mm256_set1_ps(A.scales[t * blocks + b]);
+      float* c = C + t * ldc;
+      for (int v = 0; v < 8; ++v) {
+        const __m128i h = _mm_load_si128(reinterpret_cast<const __m128i*>(blk + 2 * 8 * v));
+        const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(h), dx);
+        _mm256_storeu_ps(c + 8 * v, _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[v]), s, _mm256_loadu_ps(c + 8 * v)));
+      }
+    }
+  }
+}
+
+// C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp): one token in
+// one pass (K in blocks of kKBlocks, the chains in registers), more by block_major.
 template <WeightType W, class BlockSums>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  if (T >= 2) {
+    block_major<W, BlockSums>(T, K, A, P, C, ldc);
+    return;
+  }
   const int64_t blocks = K / 32;
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKBlocks) {

@@ -22,11 +22,15 @@ namespace {
 
 constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
-// MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume; the
-// first strip (prefetch) pulls the panel kQPanelPrefetchBytes ahead into L2.
-template <WeightType W, int MT>
-void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
-          int64_t ldc) {
+// What a tile prefetches into L2 of the super-block kQPanelPrefetchBytes ahead of each it
+// reads, a sub-block's share of its lines with each sub-block: nothing, all of it, or share
+// `part` of `parts` of it (the strips of the block-by-block path dividing it among them).
+enum class Ahead { none, whole, share };
+
+// MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume.
+template <WeightType W, int MT, Ahead prefetch>
+void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C, int64_t ldc,
+          int part = 0, int parts = 1) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
@@ -72,7 +76,11 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
       for (int v = 0; v < 4; ++v) I[t][v] = _mm512_setzero_si512();
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
-      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
+      if constexpr (prefetch == Ahead::whole)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
+      else if constexpr (prefetch == Ahead::share)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
+                             parts * f.subs());
       __m512i s[MT][4];
       for (int t = 0; t < MT; ++t) {
         const __m512i init = _mm512_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
@@ -168,14 +176,37 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
 
 template <WeightType W>
 void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  if (T <= 0) return;
   const int64_t blocks = K / q_format(W).block;
   auto rows = [&](int64_t t) { return Q8Rows{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
+  if (T >= 3 && blocks > 0) {
+    // Three tokens and more, super-block by super-block: every strip of two tokens takes a
+    // super-block while it is in L1, its chains in C (zeroed first), each strip prefetching
+    // its share of the super-block ahead — so the panel streams from memory once while the
+    // strips' products run, instead of once a strip per K block with the memory idle while
+    // the other strips re-read it from L2 (docs/performance.md, "Decode: where the time goes").
+    for (int64_t t = 0; t < T; ++t)
+      for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, _mm512_setzero_ps());
+    const int strips = int((T + 1) / 2);
+    for (int64_t b = 0; b < blocks; ++b) {
+      int64_t t = 0;
+      for (; t + 2 <= T; t += 2)
+        tile<W, 2, Ahead::share>(K, rows(t), P, b, b + 1, true, C + t * ldc, ldc, int(t / 2), strips);
+      if (t < T) tile<W, 1, Ahead::share>(K, rows(t), P, b, b + 1, true, C + t * ldc, ldc, int(t / 2), strips);
+    }
+    return;
+  }
+  // One or two tokens, and K = 0: K in blocks of kKValues, the first strip prefetching.
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
     const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
-    int64_t t = 0;
-    for (; t + 2 <= T; t += 2) tile<W, 2>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    if (t < T) tile<W, 1>(K, rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+    int64_t t = 2;
+    if (T >= 2)
+      tile<W, 2, Ahead::whole>(K, rows(0), P, b0, b1, b0 > 0, C, ldc);
+    else
+      tile<W, 1, Ahead::whole>(K, rows(0), P, b0, b1, b0 > 0, C, ldc);
+    for (; t + 2 <= T; t += 2) tile<W, 2, Ahead::none>(K, rows(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
+    if (t < T) tile<W, 1, Ahead::none>(K, rows(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
   }
 }
 
