@@ -38,10 +38,12 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
 
 // TT tokens × V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1) over super-blocks [b0, b1):
 // each vector of weights unpacked once for the TT tokens. Chains start from C when resume;
-// with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2.
-template <WeightType W, int TT, int V>
+// with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2,
+// a sub-block's share of its lines at a time — or, Shared, only share `part` of `parts` of
+// it (the tiles of a super-block dividing it among them: avx2_qsub::panel_in_k_blocks).
+template <WeightType W, int TT, int V, bool Shared = false>
 void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
-          int64_t ldc) {
+          int64_t ldc, int part = 0, int parts = 1) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
@@ -80,7 +82,11 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
-      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
+      if constexpr (Shared)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
+                             parts * f.subs());
+      else if (prefetch)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * (v0 + v)));
@@ -179,15 +185,23 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
 // integer sums and float chain, so the pairing changes no bit.
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  avx2_qsub::panel_in_k_blocks<W>(K, A, [&](const auto& rows, int64_t b0, int64_t b1) {
+  avx2_qsub::panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
+    const int parts = int(T / 2 * 2 + T % 2);  // the tiles of a super-block: 2 a pair of tokens, 1 an odd one
     int64_t t = 0;
     for (; t + 2 <= T; t += 2) {
       const Q8Rows two[2] = {rows(t), rows(t + 1)};
-      for (int v0 : {0, 4}) tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
+      for (int v0 : {0, 4})
+        if (shared)
+          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, int(t) + v0 / 4, parts);
+        else
+          tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
     }
     if (t < T) {
       const Q8Rows one = rows(t);
-      tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
+      if (shared)
+        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, parts - 1, parts);
+      else
+        tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
     }
   });
 }

@@ -67,18 +67,29 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
   }
 }
 
-// The panel driver: C[t][0..63] for every token (the qsub contract), K in blocks of kKValues
-// so that each pass over the tokens re-reads the panel block from L2. pass(rows, b0, b1)
-// runs every token over super-blocks [b0, b1), rows(t) being token t's q8_K rows; the chains
-// resume from C after the first block (b0 > 0).
+// The panel driver: C[t][0..63] for every token t < T (the qsub contract). pass(rows, b0, b1,
+// shared) runs every token over super-blocks [b0, b1), rows(t) being token t's q8_K rows.
+// One token: K in blocks of kKValues, the chains resuming from C after the first (b0 > 0),
+// the first tile prefetching the panel kQPanelPrefetchBytes ahead (shared false). Two tokens
+// and more: super-block by super-block, the chains in C (zeroed here), the tiles of a
+// super-block each prefetching their share of the one ahead (shared true) — so the panel
+// streams from memory once while the tokens' products run, instead of once a pass per K
+// block with the memory idle while the other passes re-read it from L2
+// (docs/performance.md, "Decode: where the time goes").
 template <WeightType W, class Pass>
-inline void panel_in_k_blocks(int64_t K, const ActivationRows& A, Pass pass) {
+inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, float* C, int64_t ldc, Pass pass) {
   constexpr int64_t block = q_format(W).block;
   const int64_t blocks = K / block;
   auto rows = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
+  if (T >= 2 && blocks > 0) {
+    for (int64_t t = 0; t < T; ++t)
+      for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + t * ldc + 8 * v, _mm256_setzero_ps());
+    for (int64_t b = 0; b < blocks; ++b) pass(rows, b, b + 1, true);
+    return;
+  }
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block)
-    pass(rows, b0, std::min(blocks, b0 + kKValues / block));
+    pass(rows, b0, std::min(blocks, b0 + kKValues / block), false);
 }
 
 }  // namespace ffn::kernels::avx2_qsub

@@ -13,7 +13,8 @@
 // flipped), and the sums start from −128·B_u, which takes the 128 back out exactly
 // (vpdpbusd adds in int32). MXFP4's d is made from its e8m0 byte in integer registers.
 // With the first token (prefetch) the panel kQPanelPrefetchBytes ahead is pulled into L2,
-// a sub-block's share of its lines at a time, as the AVX2 kernel does.
+// a sub-block's share of its lines at a time, as the AVX2 kernel does — or, Shared, each
+// token's tile its share of it (avx2_qsub::panel_in_k_blocks).
 // Compiled with the avx2_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -28,8 +29,9 @@ namespace {
 using namespace avx2_qsub;
 
 // One token × the panel's 64 rows over super-blocks [b0, b1); chains start from C when resume.
-template <WeightType W>
-void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C) {
+template <WeightType W, bool Shared = false>
+void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
+          int part = 0, int parts = 1) {
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
@@ -54,7 +56,11 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
     __m256i I[8];
     for (int v = 0; v < 8; ++v) I[v] = _mm256_setzero_si256();
     for (int u = 0; u < f.subs(); ++u) {
-      if (prefetch) prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
+      if constexpr (Shared)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
+                             parts * f.subs());
+      else if (prefetch)
+        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       __m256i s[8];
       const __m256i init = _mm256_set1_epi32(-bias * qsub_sum(bs, f.sub, u));
       for (int v = 0; v < 8; ++v) s[v] = init;
@@ -107,9 +113,13 @@ void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resu
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  // One token × the panel's 64 rows at a time, the first token prefetching.
-  avx2_qsub::panel_in_k_blocks<W>(K, A, [&](const auto& rows, int64_t b0, int64_t b1) {
-    for (int64_t t = 0; t < T; ++t) tile<W>(rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc);
+  // One token × the panel's 64 rows at a time.
+  avx2_qsub::panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
+    for (int64_t t = 0; t < T; ++t)
+      if (shared)
+        tile<W, true>(rows(t), P, b0, b1, true, true, C + t * ldc, int(t), int(T));
+      else
+        tile<W>(rows(t), P, b0, b1, b0 > 0, t == 0, C + t * ldc);
   });
 }
 
