@@ -29,7 +29,7 @@ SEEDS_CLASSES = {"SwiGLU": "swiglu", "GLU": "glu", "Bilinear": "bilinear", "ReGL
 
 __all__ = ["Block", "InferenceBlock", "MoeBlock", "TrainableMoe", *SEEDS_CLASSES, "load", "load_trainable", "from_torch",
            "active_isa", "supported_isas", "ISAS", "dequantize", "quantize", "QUANT_TYPES", "VARIANTS", "SEEDS_CLASSES",
-           "Error", "sparsity_threshold"]
+           "Error", "sparsity_threshold", "down_kept_share"]
 
 
 def __getattr__(name):
@@ -294,6 +294,15 @@ def sparsity_threshold(a, sparsity):
     (InferenceBlock.hidden_activations): the ⌈s·n⌉-th smallest magnitude (0 for s = 0).
     Pass it to ffn.load(..., sparse=threshold)."""
     return _core.sparsity_threshold(_to_numpy(a), float(sparsity))
+
+
+def down_kept_share(a, h, threshold, down_threshold):
+    """Of the (token, channel) pairs of a = hidden_activations(x) whose |a| the gate keeps
+    (above `threshold`), the share whose |h| = |hidden_values(x)| down keeps too (above
+    `down_threshold`): the third value of ffn.load(..., sparse=(threshold, down_threshold,
+    share)), with which a token takes the sparse path by the rows it will read (1 when the
+    gate keeps none, or down none of them)."""
+    return _core.down_kept_share(_to_numpy(a), _to_numpy(h), float(threshold), float(down_threshold))
 
 
 def load(path, layer=0, variant=None, dtype=None, sparse=None):

@@ -242,6 +242,14 @@ PYBIND11_MODULE(_core, m) {
         return ffn::sparsity_threshold({a.data(), a.shape(0), a.shape(1), a.shape(1)}, sparsity);
       },
       py::arg("a"), py::arg("sparsity"));
+  m.def(
+      "down_kept_share",
+      [](const FloatArray& a, const FloatArray& h, float threshold, float down_threshold) {
+        if (a.ndim() != 2 || h.ndim() != 2) throw ffn::Error("down_kept_share: a and h must be [T, H]");
+        return ffn::down_kept_share({a.data(), a.shape(0), a.shape(1), a.shape(1)},
+                                    {h.data(), h.shape(0), h.shape(1), h.shape(1)}, threshold, down_threshold);
+      },
+      py::arg("a"), py::arg("h"), py::arg("threshold"), py::arg("down_threshold"));
 
   // The layer as its block: an InferenceBlock or a MoeBlock, as the layer is (ffn.load wraps
   // it by its class). The checkpoint is opened once and loaded without the GIL.

@@ -227,6 +227,16 @@ def test_calibrated_down_threshold_is_written_beside_and_used(tmp_path, run_ffn,
         share = float((gate_kept & (hv > layer["down_threshold"])).sum() / gate_kept.sum())
     assert 0 < layer["down_kept_share"] < 1
     assert layer["down_kept_share"] == pytest.approx(share, abs=0.01)  # f32 products against torch's: a few ties
+    # Python's helper on the block's own a and h gives the file's share exactly (the same values,
+    # the same rule), and torch's count within the same ties.
+    dense = ffn_module.load(str(folder))
+    a_ffn, h_ffn = dense.hidden_activations(calibration), dense.hidden_values(calibration)
+    assert ffn_module.down_kept_share(a_ffn, h_ffn, layer["threshold"], layer["down_threshold"]) == \
+        layer["down_kept_share"]
+    assert ffn_module.down_kept_share(a_ffn, h_ffn, layer["threshold"], layer["down_threshold"]) == \
+        pytest.approx(share, abs=0.01)
+    with pytest.raises(ffn_module.Error, match="shape|same"):
+        ffn_module.down_kept_share(a_ffn, h_ffn[:, :-1], layer["threshold"], layer["down_threshold"])
     x = rng.standard_normal((1, D)).astype(np.float32)
     y, out = forward_cli(tmp_path, run_ffn, folder, x, "--sparse", "calibrated")
     assert "from down also |h| ≤" in out
