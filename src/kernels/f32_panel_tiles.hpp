@@ -8,7 +8,8 @@
 //
 // Blocking: tokens in blocks of kPanelTokenBlock (their K-block of A stays in L2 while
 // every strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of
-// kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock).
+// kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock;
+// for two or three strips of AVX2's tiles FewStripsKBlock, see kFewStripsAheadBytes).
 // While a block's strips run they prefetch the next block — the next rows of the same
 // linear array — into L2, its lines shared out evenly over the strips (in a block of
 // three strips over the last two, see kBalancedKBlock), so that memory streams at an even
@@ -50,6 +51,14 @@ inline constexpr int64_t kBalancedStrips = 3;
 // machine's roofs is ≈ 12 f32 tokens). The f16 tile widens each half-line with a
 // conversion as well and keeps one strip.
 inline constexpr int kStreamedTokensPerLineOp = 10;
+// Token blocks of two or three strips of a tile that reads the panel from memory faster than
+// it runs its FMAs (AVX2's 2×64 and 3×32, given as panel_gemm_blocked's FewStripsKBlock)
+// step K by that many rows instead, and prefetch the next block this much further ahead:
+// in 128 KiB blocks the second strip re-read each block from L2 while the memory stood
+// idle, and the forward took about the sum of its bytes' time and its FMAs'; in blocks the
+// strips share from L1 the memory streams while they run (docs/performance.md, "The panel
+// streamed once").
+inline constexpr int64_t kFewStripsAheadBytes = 8192;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k. In a streamed block (no share), a tile may instead
@@ -143,7 +152,8 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
 //   tile.template operator()<R, Resume>(kc, a, block, c, pf)
 // for R ≤ MR tokens from a = A + t·lda + k0, the panel's rows from `block` = P + k0·64,
 // C rows from c (chains resumed from C when Resume).
-template <int MR, int StreamedTokens, StreamAhead Ahead, class ElemA, class ElemP, class Tile>
+template <int MR, int StreamedTokens, StreamAhead Ahead, int64_t FewStripsKBlock = 0, class ElemA, class ElemP,
+          class Tile>
 void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const ElemP* P, float* C, int64_t ldc,
                         Tile tile) {
   constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
@@ -154,8 +164,9 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
     const int64_t strips = (mb + MR - 1) / MR;
-    const bool balanced = strips == kBalancedStrips;
-    const int64_t kblock = balanced ? kBalancedKBlock : kPanelKBlock;
+    const bool few = FewStripsKBlock > 0 && (strips == 2 || strips == 3) && mb > StreamedTokens;
+    const bool balanced = strips == kBalancedStrips && !few;
+    const int64_t kblock = few ? FewStripsKBlock : balanced ? kBalancedKBlock : kPanelKBlock;
     // The strips that share the next block's prefetch: [first_sharer, strips).
     const int64_t first_sharer = balanced ? 1 : 0, sharers = strips - first_sharer;
     for (int64_t k0 = 0; k0 < K; k0 += kblock) {
@@ -163,7 +174,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
       const ElemP* block = P + k0 * kPanelWidth;
       // The next block in memory: this panel's next K block, or the next panel's first
       // (panels are consecutive). Prefetching past the end of the array never faults.
-      const ElemP* next = block + kc * kPanelWidth;
+      const ElemP* next = block + kc * kPanelWidth + (few ? kFewStripsAheadBytes / int64_t(sizeof(ElemP)) : 0);
       const ElemA* a = A + m0 * lda + k0;
       float* c = C + m0 * ldc;
       const bool resume = k0 > 0;
@@ -188,13 +199,15 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   }
 }
 
-// StreamedTokens: see panel_gemm_blocked; by default one strip for a one-pass tile.
+// StreamedTokens, FewStripsKBlock: see panel_gemm_blocked; by default one strip for a
+// one-pass tile, and no K blocks of their own for a few strips.
 template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>,
-          int StreamedTokens = NV* V::lanes == kPanelWidth ? MR : 0, StreamAhead Ahead = StreamAhead{}>
+          int StreamedTokens = NV* V::lanes == kPanelWidth ? MR : 0, StreamAhead Ahead = StreamAhead{},
+          int64_t FewStripsKBlock = 0>
 void f32_panel_gemm_tiled(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P,
                           float* C, int64_t ldc) {
   static_assert(StreamedTokens == 0 || NV * V::lanes == kPanelWidth, "a tile of several passes needs the prefetch");
-  panel_gemm_blocked<MR, StreamedTokens, Ahead>(
+  panel_gemm_blocked<MR, StreamedTokens, Ahead, FewStripsKBlock>(
       T, K, A, lda, P, C, ldc,
       [&]<int R, bool Resume>(int64_t kc, const float* a, const typename PanelLoad::Elem* block, float* c,
                               PrefetchShare pf) {

@@ -59,6 +59,24 @@ TEST_P(FloatPanelKernels, F32MatchesDoubleSumWithinBound) {
       }
 }
 
+// Determinism: each token of a batch gets the bits it gets alone, whichever tile, strips
+// and K blocks its batch takes (one strip, a few strips in short K blocks, balanced blocks,
+// prefetch shares).
+TEST_P(FloatPanelKernels, F32TokensGetTheSameBitsAloneAsInAnyBatch) {
+  for (const auto& f32_panel_gemm : test::registered_entries<kernels::F32PanelGemm>(GetParam(), kF32PanelOps))
+    for (int64_t K : {100, 1100})
+      for (int64_t T : {2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 18}) {
+        const Matrix A = random_matrix(T, K, uint32_t(T * 7 + K));
+        const Matrix P = random_matrix(K, kW, uint32_t(K + 9));
+        Matrix C(T, kW), alone(1, kW);
+        f32_panel_gemm(T, K, A.data(), K, P.data(), C.data(), kW);
+        for (int64_t t = 0; t < T; ++t) {
+          f32_panel_gemm(1, K, A.row(t), K, P.data(), alone.data(), kW);
+          ASSERT_EQ(0, std::memcmp(C.row(t), alone.data(), size_t(kW) * 4)) << "K=" << K << " T=" << T << " t=" << t;
+        }
+      }
+}
+
 // The f32 weight type's panel kernel (the f32 kernel above behind the panel kernels'
 // signature) on rows of any stride: the same bits as f32_panel_gemm.
 const std::vector<PanelFamily> kF32Panels = test::checks_panels({PanelFamily::f32});

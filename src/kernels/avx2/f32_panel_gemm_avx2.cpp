@@ -21,10 +21,13 @@ namespace ffn::kernels {
 
 void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                         int64_t ldc) {
+  // Token blocks of two or three strips read K 32 rows at a time (FewStripsKBlock,
+  // f32_panel_tiles.hpp).
+  using Panel = RowPanel<LoadF32<Avx2Store>>;
   if (T <= 5)
-    f32_panel_gemm_tiled<Avx2Store, 2, 8>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
   else if (T <= 9)
-    f32_panel_gemm_tiled<Avx2Store, 3, 4>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 3, 4, Panel, 0, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx2Store, 6, 2>(T, K, A, lda, P, C, ldc);
 }
