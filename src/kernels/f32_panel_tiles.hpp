@@ -158,7 +158,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
                         Tile tile) {
   constexpr int64_t kLinesPerRow = kPanelWidth * int64_t(sizeof(ElemP)) / 64;
   if (K == 0) {
-    for (int64_t t = 0; t < T; ++t) std::fill(C + t * ldc, C + t * ldc + kPanelWidth, 0.0f);
+    zero_panel_rows(C, T, ldc);
     return;
   }
   for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {

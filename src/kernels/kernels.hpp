@@ -6,6 +6,7 @@
 // q4_K_panel_gemm_avx512_vnni_2x64. Threaded drivers live in src/block/.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +46,11 @@ using F32GemmNt = void (*)(int64_t T, int64_t N, int64_t K, const float* A, int6
 // the matrix's type (f32 and f16: [K][64] values; bf16 below; qblock_panels.hpp,
 // qsub_panels.hpp), 64-byte aligned, panels consecutive in memory.
 inline constexpr int64_t kPanelWidth = 64;
+// C[t][0 … kPanelWidth) = 0 for t < T (rows ldc apart): where a panel kernel's chains start
+// in C, or C for no values (K = 0).
+inline void zero_panel_rows(float* C, int64_t T, int64_t ldc) {
+  for (int64_t t = 0; t < T; ++t) std::fill(C + t * ldc, C + t * ldc + kPanelWidth, 0.0f);
+}
 // The panel kernels take tokens in blocks of this many (each block's activations stay in
 // cache while the panel's rows stream); the forward sweeps its panels block by block too.
 inline constexpr int64_t kPanelTokenBlock = 256;

@@ -3,8 +3,10 @@
 // stored in a type with their exact values, and those rows laid into one panel.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/activation_formats.hpp"
@@ -78,6 +80,21 @@ inline Panel pack(WeightType t, const std::byte* bytes, int64_t row_bytes, int64
 }
 inline Panel pack(WeightType t, const StoredRows& w, int64_t N, int64_t K, Isa isa = Isa::scalar) {
   return pack(t, w.bytes.data(), w.row_bytes, N, K, isa);
+}
+
+// A panel kernel given no values (K = 0) for T tokens, C of T + 1 rows starting as NaN: ""
+// when it wrote C = 0 to the T rows and left the row beyond them alone, else the first
+// element that is otherwise.
+inline std::string error_with_no_values(const kernels::PanelKernel& kernel, int64_t T) {
+  kernels::ActivationRows none;
+  none.format = kernel.activations;
+  const std::byte no_panel{};
+  std::vector<float> c(size_t((T + 1) * kernels::kPanelWidth), std::nanf(""));
+  kernel.fn(T, 0, none, &no_panel, c.data(), kernels::kPanelWidth);
+  for (int64_t i = 0; i < (T + 1) * kernels::kPanelWidth; ++i)
+    if (i < T * kernels::kPanelWidth ? c[size_t(i)] != 0.0f : !std::isnan(c[size_t(i)]))
+      return "element " + std::to_string(i) + " is " + std::to_string(c[size_t(i)]);
+  return "";
 }
 
 }  // namespace ffn::test

@@ -63,8 +63,7 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
   constexpr int64_t ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const int64_t blocks = K / 32;
-  for (int64_t t = 0; t < T; ++t)
-    for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + t * ldc + 8 * v, _mm256_setzero_ps());
+  zero_panel_rows(C, T, ldc);
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* blk = P + b * block_bytes;
     for (int64_t t = 0; t < T; ++t) {

@@ -186,20 +186,21 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   avx2_qsub::panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
-    const int parts = int(T / 2 * 2 + T % 2);  // the tiles of a super-block: 2 a pair of tokens, 1 an odd one
+    // Shared: a super-block's T tiles (a pair of tokens' two halves, an odd token's one), tile i
+    // prefetching share i of T.
     int64_t t = 0;
     for (; t + 2 <= T; t += 2) {
       const Q8Rows two[2] = {rows(t), rows(t + 1)};
       for (int v0 : {0, 4})
         if (shared)
-          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, int(t) + v0 / 4, parts);
+          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, int(t) + v0 / 4, int(T));
         else
           tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
     }
     if (t < T) {
       const Q8Rows one = rows(t);
       if (shared)
-        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, parts - 1, parts);
+        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, int(t), int(T));
       else
         tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
     }

@@ -82,8 +82,7 @@ inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, flo
   const int64_t blocks = K / block;
   auto rows = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
   if (T >= 2 && blocks > 0) {
-    for (int64_t t = 0; t < T; ++t)
-      for (int v = 0; v < 8; ++v) _mm256_storeu_ps(C + t * ldc + 8 * v, _mm256_setzero_ps());
+    zero_panel_rows(C, T, ldc);
     for (int64_t b = 0; b < blocks; ++b) pass(rows, b, b + 1, true);
     return;
   }

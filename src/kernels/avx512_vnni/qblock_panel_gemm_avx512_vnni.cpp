@@ -139,8 +139,7 @@ template <WeightType W, bool L1>
 void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
   const int64_t blocks = K / 32;
-  for (int64_t t = 0; t < T; ++t)
-    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, _mm512_setzero_ps());
+  zero_panel_rows(C, T, ldc);
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* blk = P + b * block_bytes;
     __m512 dw[4];
@@ -155,11 +154,12 @@ void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
 // Eight tokens and more of q4_0, whose unpacking a strip repeats, are bound by the core, not
 // the memory: there the chains stay in registers over K blocks of kKBlocks, every strip
 // re-reading the block from L2, which block_major's chains in C would slow (0.8× at T = 16).
+// (K = 0, which writes zeros, goes block by block at every T ≥ 3.)
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 72 KiB of q4_0 panel
 
 template <WeightType W>
-constexpr bool by_blocks(int64_t T) {
-  return !q_format(W).nibbles || T < 8;
+constexpr bool by_blocks(int64_t T, int64_t K) {
+  return !q_format(W).nibbles || T < 8 || K == 0;
 }
 
 template <WeightType W, bool L1>
@@ -169,7 +169,7 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
     tile<W, 1, L1, true>(K, A, P, 0, blocks, false, C, ldc);
   } else if (T == 2) {
     tile<W, 2, L1, true>(K, A, P, 0, blocks, false, C, ldc);
-  } else if (T >= 3 && by_blocks<W>(T)) {
+  } else if (T >= 3 && by_blocks<W>(T, K)) {
     block_major<W, L1>(T, K, A, P, C, ldc);
   } else if (T >= 3) {
     for (int64_t b0 = 0; b0 < blocks; b0 += kKBlocks) {
@@ -179,9 +179,6 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
       for (; t + 2 <= T; t += 2) tile<W, 2, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
       if (t < T) tile<W, 1, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
     }
-    if (blocks == 0)  // K = 0: C is written (zeros)
-      for (int64_t t = 0; t < T; ++t)
-        for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, _mm512_setzero_ps());
   }
 }
 

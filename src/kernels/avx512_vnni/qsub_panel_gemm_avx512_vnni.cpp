@@ -185,8 +185,7 @@ void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float
     // its share of the super-block ahead — so the panel streams from memory once while the
     // strips' products run, instead of once a strip per K block with the memory idle while
     // the other strips re-read it from L2 (docs/performance.md, "Decode: where the time goes").
-    for (int64_t t = 0; t < T; ++t)
-      for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, _mm512_setzero_ps());
+    zero_panel_rows(C, T, ldc);
     const int strips = int((T + 1) / 2);
     for (int64_t b = 0; b < blocks; ++b) {
       int64_t t = 0;
