@@ -170,19 +170,30 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   }
   float* const sums = reinterpret_cast<float*>(scratch_bytes(Scratch::sparse_group_sums, groups * T * D * 4));
   auto kept_in = [&](int64_t g) { return first[size_t(g) + 1] - first[size_t(g)]; };
+  // Each call's last pass prefetches the rows read next (kernels::RowsAhead): after a group's
+  // up rows its down rows (with a down threshold, the first candidates, some of which it may
+  // drop), after its down rows the first rows of the thread's next group with kept channels
+  // (up's; a 2-matrix block's down). Without it every call's first pass waited on memory.
   run_in_guided_chunks(p, groups, groups, 1, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
+    int64_t g = g0;
+    while (g < g1 && kept_in(g) == 0) ++g;
+    while (g < g1) {
+      int64_t next = g + 1;
+      while (next < g1 && kept_in(next) == 0) ++next;
       const int64_t i0 = first[size_t(g)], m = kept_in(g);
-      if (m == 0) continue;
+      const kernels::RowsAhead down_rows{lists + i0, m, rows.down()};
+      const kernels::RowsAhead next_group{lists + first[size_t(next)], next < g1 ? kept_in(next) : 0,
+                                          c.variant.gated ? rows.up() : rows.down()};
       if (q8)
-        k.rows_dot_q8_0(T, m, lists + i0, D, xq, rows.up(), stride, u + i0, H);
+        k.rows_dot_q8_0(T, m, lists + i0, D, xq, rows.up(), stride, u + i0, H, down_rows);
       else if (c.variant.gated)
-        k.rows_dot(rows.up_type, T, m, lists + i0, D, x.data, x.stride, rows.up(), stride, u + i0, H);
+        k.rows_dot(rows.up_type, T, m, lists + i0, D, x.data, x.stride, rows.up(), stride, u + i0, H, down_rows);
       hidden(i0, i0 + m);
       const int64_t md = down_threshold > 0 ? drop_small_hidden(i0, m) : m;
       float* sum = sums + g * T * D;
       std::fill(sum, sum + T * D, 0.0f);
-      k.rows_axpy(rows.down_type, T, md, lists + i0, h + i0, H, D, rows.down(), stride, sum, D);
+      k.rows_axpy(rows.down_type, T, md, lists + i0, h + i0, H, D, rows.down(), stride, sum, D, next_group);
+      g = next;
     }
   });
   p.run([&](int ith, int nth) {

@@ -146,7 +146,7 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
 // across the pool.
 void copy_up_rows(const RowSource& src, int64_t H, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
   const int64_t stride = out.stride(), in_bytes = src.row_bytes();
-  std::byte* const first = out.bytes.data();
+  std::byte* const first = out.up();
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
     std::vector<float> values(static_cast<size_t>(src.cols));
@@ -177,7 +177,7 @@ void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::Cha
   // An element type's bytes a value (bit copies), or 0: a block type's blocks run along H.
   const int64_t elem = type == src.type && info.block_elements == 1 ? info.row_bytes(1) : 0;
   const int64_t q8_block = weight_type_info(WeightType::q8_0).block_elements;
-  std::byte* const first = out.bytes.data() + out.up_bytes;  // channel 0's down row
+  std::byte* const first = out.up() + out.up_bytes;  // channel 0's down row
   const int64_t blocks = (D + kW - 1) / kW;
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
@@ -216,7 +216,7 @@ InferenceBlock::Panels::ChannelRows channel_rows_of(const RowSource* gate, const
   rows.down_type = sparse_rows_type(down.type);
   rows.up_bytes = gate ? weight_type_info(rows.up_type).row_bytes(D) : 0;
   rows.down_bytes = weight_type_info(rows.down_type).row_bytes(D);
-  rows.bytes.resize(static_cast<size_t>(H * rows.stride()));
+  rows.allocate(H);
   if (gate) copy_up_rows(up, H, rows, pool);
   transpose_down(down, D, rows, pool);
   return rows;
@@ -314,7 +314,7 @@ InferenceBlock& InferenceBlock::operator=(InferenceBlock&&) noexcept = default;
 const BlockConfig& InferenceBlock::config() const { return panels_->config; }
 const MatrixTypes& InferenceBlock::types() const { return panels_->types; }
 const SparseDecode& InferenceBlock::sparse() const { return panels_->sparse; }
-int64_t InferenceBlock::sparse_layout_bytes() const { return int64_t(panels_->channel_rows.bytes.size()); }
+int64_t InferenceBlock::sparse_layout_bytes() const { return panels_->channel_rows.size_bytes; }
 
 int64_t InferenceBlock::weight_bytes() const { return *ffn::weight_bytes(panels_->config, panels_->types); }
 

@@ -65,10 +65,19 @@ struct InferenceBlock::Panels {
   struct ChannelRows {
     WeightType up_type = WeightType::f32, down_type = WeightType::f32;
     int64_t up_bytes = 0, down_bytes = 0;  // a row of each; up_bytes 0 without up rows
-    std::vector<std::byte> bytes;          // [H][up_bytes + down_bytes]
+    // [H][up_bytes + down_bytes] bytes in 64-byte-aligned floats, which a large block gets on
+    // huge pages (AlignedFloats) as its panels do: a kept channel's rows are a few KB at a
+    // scattered address, and on 4 KiB pages nearly every one of them missed the TLB.
+    AlignedFloats storage;
+    int64_t size_bytes = 0;
+    void allocate(int64_t H) {
+      size_bytes = H * stride();
+      storage = AlignedFloats((size_bytes + 3) / 4);
+    }
     int64_t stride() const { return up_bytes + down_bytes; }
-    const std::byte* up() const { return bytes.data(); }
-    const std::byte* down() const { return bytes.data() + up_bytes; }
+    std::byte* up() { return reinterpret_cast<std::byte*>(storage.data()); }
+    const std::byte* up() const { return reinterpret_cast<const std::byte*>(storage.data()); }
+    const std::byte* down() const { return up() + up_bytes; }
   };
   ChannelRows channel_rows;
   // Down's sum over the kept channels is cut at fixed groups of down_group channels (the last

@@ -20,6 +20,7 @@
 #include "kernels/activation_kernels.hpp"
 #include "kernels/activation_rows.hpp"
 #include "kernels/named.hpp"
+#include "kernels/rows_ahead.hpp"
 
 namespace ffn::kernels {
 
@@ -180,16 +181,19 @@ using RowsToPanel16 = void (*)(int64_t rows, int64_t n, const std::byte* src, in
 // other type (q8_0 rows: rows_dot_q8_0). Each (t, i) is one fixed order of the K products for
 // its ISA and K (one chain of the ISA's lanes: sparse_rows.hpp), so a row's result is the
 // same bits for any list it is in, any T and any split of either; its rounding is within
-// K·u of Σ|x·w| (u = 2⁻²⁴), as any order's.
+// K·u of Σ|x·w| (u = 2⁻²⁴), as any order's. All three sparse-rows kernels take `ahead`
+// (rows_ahead.hpp), the rows the caller reads next, which their last pass prefetches; no bit
+// depends on it.
 using RowsDot = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x,
-                         int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);
+                         int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo,
+                         const RowsAhead& ahead);
 // rows_dot_q8_0_<isa>: the same products for q8_0 rows (K a multiple of 32) with the
 // activations x in q8_0 (activation_rows.hpp; x.format == q8_0, T rows of K), by the qblock
 // panels' arithmetic (qblock_panels.hpp): per (t, i) the chain acc ← fma(float(S_b),
 // d_w·d_x, acc) over the blocks b in order from 0, S_b the exact integer block sum — the
 // same bits on every ISA, for any list, T or split, and as the q8_0 panel kernels give.
 using RowsDotQ8_0 = void (*)(int64_t T, int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x,
-                             const std::byte* W, int64_t row_bytes, float* out, int64_t ldo);
+                             const std::byte* W, int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead);
 // rows_axpy_<isa> (its down product, down held transposed: a row per hidden channel): for
 // t < T and c < N, y[t·ldy + c] ← fma(h[t·ldh + i], W[rows[i]][c], y[t·ldy + c]) for
 // i = 0 … n − 1 in order, each step rounded once — the bits of that chain whatever the ISA,
@@ -199,7 +203,8 @@ using RowsDotQ8_0 = void (*)(int64_t T, int64_t n, const int32_t* rows, int64_t 
 // whole blocks of 32). A row with h = 0 adds an exact zero to a finite sum that started at
 // +0 (never −0 then), so listing it changes no bit.
 using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh,
-                          int64_t N, const std::byte* W, int64_t row_bytes, float* y, int64_t ldy);
+                          int64_t N, const std::byte* W, int64_t row_bytes, float* y, int64_t ldy,
+                          const RowsAhead& ahead);
 
 // Every op of a kernel table, X(type, field), in the table's order: the one list that
 // KernelTable's fields, Op, registered_kernels() and a wider table's inheritance are all

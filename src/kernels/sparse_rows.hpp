@@ -18,6 +18,8 @@
 // a cache line as its own rows cross one: runs of a few KB at scattered addresses give the
 // hardware prefetcher too little to lock on to. On one thread this reads q8_0 rows from
 // memory about 1.8× faster, f32 rows 1.05–1.23× (docs/performance.md, "Sparse decode").
+// The last pass of a group of tokens prefetches the list's first rows for the next group of
+// tokens, and the last pass of the call the caller's `ahead` (rows_ahead.hpp).
 #pragma once
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include <cstdint>
 
 #include "ffn/weight_type.hpp"
+#include "kernels/rows_ahead.hpp"
 
 namespace ffn::kernels::sparse_rows {
 
@@ -103,12 +106,21 @@ inline void prefetch_next(const std::byte* const* next, int64_t n, int64_t offse
   for (int64_t r = 0; r < n; ++r) prefetch_line_to_l2(next[r] + offset);
 }
 
-// The rows of the pass after one over R rows from rows[0] (n_next of them, at most R).
-template <int64_t R>
+// The rows of the pass after one over R rows from rows[0] (n_next of them, at most R), or,
+// where none follow in the list (n_next = 0), the first R of `ahead`. Level: the level's own
+// vector or block-dot type, so that each level's file has its own copy (the levels' files
+// are compiled with different flags: none may share an inline function's one copy).
+template <int64_t R, class Level>
 struct NextRows {
   const std::byte* at[R];
   int64_t n;
-  NextRows(const int32_t* next, int64_t n_next, const std::byte* W, int64_t row_bytes) : n(std::min(n_next, R)) {
+  NextRows(const int32_t* next, int64_t n_next, const std::byte* W, int64_t row_bytes, const RowsAhead& ahead) {
+    if (n_next <= 0) {
+      next = ahead.rows;
+      n_next = ahead.n;
+      W = ahead.W;
+    }
+    n = std::min(n_next, R);
     for (int64_t r = 0; r < n; ++r) at[r] = W + int64_t(next[r]) * row_bytes;
   }
 };
@@ -116,15 +128,15 @@ struct NextRows {
 // out[t·ldo + r] = Σ_k x[t·ldx + k]·W[rows[r]][k] for TT tokens and R rows: per (t, r) one
 // chain of VS::lanes lanes over k in steps of a vector (the tail masked into it), then
 // reduced in VS's fixed order — the same bits for any list, any T and any split of either.
-// rows + R … rows + R + n_next are the next pass's rows (prefetched).
+// rows + R … rows + R + n_next are the next pass's rows (prefetched; none: ahead's).
 template <class VS, class Rows, int64_t R, int64_t TT>
 void dot_rows(const int32_t* rows, int64_t n_next, int64_t K, const float* x, int64_t ldx, const std::byte* W,
-              int64_t row_bytes, float* out, int64_t ldo) {
+              int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   using Vec = typename VS::Vec;
   constexpr int64_t L = VS::lanes, B = Rows::block;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
-  const NextRows<R> next(rows + R, n_next, W, row_bytes);
+  const NextRows<R, VS> next(rows + R, n_next, W, row_bytes, ahead);
   Vec acc[TT][R];
   for (int64_t t = 0; t < TT; ++t)
     for (int64_t r = 0; r < R; ++r) acc[t][r] = VS::zero();
@@ -158,15 +170,15 @@ void dot_rows(const int32_t* rows, int64_t n_next, int64_t K, const float* x, in
 // y[t·ldy + c] ← fma(h[t·ldh + r], W[rows[r]][c], y[t·ldy + c]) for R listed rows in order,
 // c < N, TT tokens (q8_0: fma(h·d, q, y), Q8_0Rows): one rounding a step, R rows a pass (y
 // loaded and stored once a pass).
-// rows + R … rows + R + n_next are the next pass's rows (prefetched).
+// rows + R … rows + R + n_next are the next pass's rows (prefetched; none: ahead's).
 template <class VS, class Rows, int64_t R, int64_t TT>
 void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh, int64_t N, const std::byte* W,
-               int64_t row_bytes, float* y, int64_t ldy) {
+               int64_t row_bytes, float* y, int64_t ldy, const RowsAhead& ahead) {
   using Vec = typename VS::Vec;
   constexpr int64_t L = VS::lanes, B = Rows::block;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
-  const NextRows<R> next(rows + R, n_next, W, row_bytes);
+  const NextRows<R, VS> next(rows + R, n_next, W, row_bytes, ahead);
   Vec hv[TT][R];
   for (int64_t t = 0; t < TT; ++t)
     for (int64_t r = 0; r < R; ++r) hv[t][r] = VS::broadcast(h[t * ldh + r]);
@@ -213,46 +225,56 @@ void in_passes(int64_t n, Pass pass, int64_t i = 0) {
 // TT tokens over the n listed rows, kRows / TT at a time (the dot's accumulators), then the rest.
 template <class VS, class Rows, int64_t TT>
 void dot_tokens(int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
-                int64_t row_bytes, float* out, int64_t ldo) {
+                int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   in_passes<kRows / TT>(n, [&]<int64_t R>(int64_t i) {
-    dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo);
+    dot_rows<VS, Rows, R, TT>(rows + i, n - i - R, K, x, ldx, W, row_bytes, out + i, ldo, ahead);
   });
 }
 
 template <class VS, class Rows, int64_t TT>
 void axpy_tokens(int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
-                 int64_t row_bytes, float* y, int64_t ldy) {
+                 int64_t row_bytes, float* y, int64_t ldy, const RowsAhead& ahead) {
   in_passes<kRows>(n, [&]<int64_t R>(int64_t i) {
-    axpy_rows<VS, Rows, R, TT>(rows + i, n - i - R, h + i, ldh, N, W, row_bytes, y, ldy);
+    axpy_rows<VS, Rows, R, TT>(rows + i, n - i - R, h + i, ldh, N, W, row_bytes, y, ldy, ahead);
   });
 }
 
-// Tokens kTokens at a time, then 2, then 1 (each call's tokens share its rows' reads).
+// Tokens kTokens at a time, then 2, then 1 (each call's tokens share its rows' reads);
+// body.operator()<TT>(t, last): last is whether tokens t … t + TT − 1 are the call's last.
 template <class Body>
 void in_token_groups(int64_t T, Body body) {
   static_assert(kTokens == 4);
   int64_t t = 0;
-  for (; t + 4 <= T; t += 4) body.template operator()<4>(t);
+  for (; t + 4 <= T; t += 4) body.template operator()<4>(t, t + 4 == T);
   if (T - t >= 2) {
-    body.template operator()<2>(t);
+    body.template operator()<2>(t, t + 2 == T);
     t += 2;
   }
-  if (t < T) body.template operator()<1>(t);
+  if (t < T) body.template operator()<1>(t, true);
+}
+
+// What a group of tokens' last pass prefetches: the list's first rows again for the next
+// group of tokens, the caller's rows after the last. Static: a copy for each level's file.
+static inline RowsAhead ahead_of_tokens(bool last, const int32_t* rows, int64_t n, const std::byte* W,
+                                        const RowsAhead& ahead) {
+  return last ? ahead : RowsAhead{rows, n, W};
 }
 
 template <class VS, class Rows>
 void rows_dot(int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx, const std::byte* W,
-              int64_t row_bytes, float* out, int64_t ldo) {
-  in_token_groups(T, [&]<int64_t TT>(int64_t t) {
-    dot_tokens<VS, Rows, TT>(n, rows, K, x + t * ldx, ldx, W, row_bytes, out + t * ldo, ldo);
+              int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
+  in_token_groups(T, [&]<int64_t TT>(int64_t t, bool last) {
+    dot_tokens<VS, Rows, TT>(n, rows, K, x + t * ldx, ldx, W, row_bytes, out + t * ldo, ldo,
+                             ahead_of_tokens(last, rows, n, W, ahead));
   });
 }
 
 template <class VS, class Rows>
 void rows_axpy(int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N, const std::byte* W,
-               int64_t row_bytes, float* y, int64_t ldy) {
-  in_token_groups(T, [&]<int64_t TT>(int64_t t) {
-    axpy_tokens<VS, Rows, TT>(n, rows, h + t * ldh, ldh, N, W, row_bytes, y + t * ldy, ldy);
+               int64_t row_bytes, float* y, int64_t ldy, const RowsAhead& ahead) {
+  in_token_groups(T, [&]<int64_t TT>(int64_t t, bool last) {
+    axpy_tokens<VS, Rows, TT>(n, rows, h + t * ldh, ldh, N, W, row_bytes, y + t * ldy, ldy,
+                              ahead_of_tokens(last, rows, n, W, ahead));
   });
 }
 
@@ -271,12 +293,13 @@ struct Entries {
       body(ElementRows<VS, LoadF32<VS>>{});
   }
   static void dot(WeightType type, int64_t T, int64_t n, const int32_t* rows, int64_t K, const float* x, int64_t ldx,
-                  const std::byte* W, int64_t row_bytes, float* out, int64_t ldo) {
-    by_element_type(type, [&]<class Rows>(Rows) { rows_dot<VS, Rows>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo); });
+                  const std::byte* W, int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
+    by_element_type(
+        type, [&]<class Rows>(Rows) { rows_dot<VS, Rows>(T, n, rows, K, x, ldx, W, row_bytes, out, ldo, ahead); });
   }
   static void axpy(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh, int64_t N,
-                   const std::byte* W, int64_t row_bytes, float* y, int64_t ldy) {
-    auto body = [&]<class Rows>(Rows) { rows_axpy<VS, Rows>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy); };
+                   const std::byte* W, int64_t row_bytes, float* y, int64_t ldy, const RowsAhead& ahead) {
+    auto body = [&]<class Rows>(Rows) { rows_axpy<VS, Rows>(T, n, rows, h, ldh, N, W, row_bytes, y, ldy, ahead); };
     if (type == WeightType::q8_0)
       body(Q8_0Rows<VS, Q8>{});
     else

@@ -13,7 +13,8 @@
 // A pass reads R listed rows (R·TT ≤ 8: the (token, row) pairs of a pass are the 8 lanes of
 // one float accumulator) and, per block, reduces the pairs' 8 integer vectors to one vector
 // of 8 block sums, which the level converts (exactly: |S_b| ≤ 32·128·127 < 2²⁴) and adds
-// with one FMA. Like rows_dot, a pass prefetches the next pass's rows into L2.
+// with one FMA. Like rows_dot, a pass prefetches the next pass's rows into L2 (the last
+// pass: the next group of tokens' rows, or the caller's `ahead`).
 //
 // I8 (a level's integer block dot):
 //   Weights, weights(q)   a block's 32 weight codes, prepared once for every token
@@ -41,15 +42,15 @@ struct Q8_0Block {
 };
 
 // out[t·ldo + r] for TT tokens and R rows from rows[0]; rows + R … rows + R + n_next are the
-// next pass's rows (prefetched).
+// next pass's rows (prefetched; none: ahead's).
 template <class I8, int64_t R, int64_t TT>
 void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const ActivationRows& x, const std::byte* W,
-                   int64_t row_bytes, float* out, int64_t ldo) {
+                   int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   static_assert(R * TT <= 8);
   constexpr int64_t B = 32, BB = Q8_0Block<I8>::block_bytes;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
-  const NextRows<R> next(rows + R, n_next, W, row_bytes);
+  const NextRows<R, I8> next(rows + R, n_next, W, row_bytes, ahead);
   typename I8::Sums s[8];
   alignas(32) float scale[8] = {};
   for (int64_t l = R * TT; l < 8; ++l) s[l] = I8::zero();  // lanes no pair uses: 0 · 0
@@ -77,19 +78,20 @@ void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const Activat
 
 template <class I8, int64_t TT>
 void dot_q8_0_tokens(int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x, const std::byte* W,
-                     int64_t row_bytes, float* out, int64_t ldo) {
+                     int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   in_passes<kRows / TT>(n, [&]<int64_t R>(int64_t i) {
-    dot_rows_q8_0<I8, R, TT>(rows + i, n - i - R, K, x, W, row_bytes, out + i, ldo);
+    dot_rows_q8_0<I8, R, TT>(rows + i, n - i - R, K, x, W, row_bytes, out + i, ldo, ahead);
   });
 }
 
 // The kernels.hpp entry of a level.
 template <class I8>
 void rows_dot_q8_0(int64_t T, int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x, const std::byte* W,
-                   int64_t row_bytes, float* out, int64_t ldo) {
+                   int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   static_assert(kRows == 8);
-  in_token_groups(T, [&]<int64_t TT>(int64_t t) {
-    dot_q8_0_tokens<I8, TT>(n, rows, K, x.from_token(t), W, row_bytes, out + t * ldo, ldo);
+  in_token_groups(T, [&]<int64_t TT>(int64_t t, bool last) {
+    dot_q8_0_tokens<I8, TT>(n, rows, K, x.from_token(t), W, row_bytes, out + t * ldo, ldo,
+                            ahead_of_tokens(last, rows, n, W, ahead));
   });
 }
 

@@ -13,7 +13,8 @@
 //   rows_axpy bit for bit the chain its contract names — std::fma over the listed rows in
 //             order (q8_0: of h·d and the code q), computed here in plain C++ — at column
 //             counts around the vector widths and for any column range; a row with h = 0
-//             changes no bit.
+//             changes no bit;
+//   and for all three, the rows a caller reads next (RowsAhead) are prefetched, never summed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,6 +88,12 @@ StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t see
 const WeightType kTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16, WeightType::q8_0};
 const WeightType kElementTypes[] = {WeightType::f32, WeightType::f16, WeightType::bf16};
 
+// The rows a caller says it reads next (kernels::RowsAhead), which a call's last pass
+// prefetches: rows 2, 0, 1 of W, listed or not. No result may depend on them; the calls
+// below that check results pass them, so a kernel that read them for its sums would fail.
+const int32_t kRowsAhead[] = {2, 0, 1};
+kernels::RowsAhead rows_ahead(const std::byte* W) { return {kRowsAhead, 3, W}; }
+
 // The lengths a test runs for a type: q8_0's rows and column cuts are whole blocks of 32.
 std::vector<int64_t> lengths(WeightType type, std::initializer_list<int64_t> element_lengths) {
   if (type == WeightType::q8_0) return {32, 64, 96, 160, 1024};
@@ -103,7 +110,8 @@ TEST_P(SparseRows, DotMatchesDoubleReferenceWithinSummationBound) {
         const std::vector<int32_t> rows = {0, 5, 6, 7, 13, 22, 2};
         const int64_t n = int64_t(rows.size()), ldo = n + 2;
         std::vector<float> out(size_t(T * ldo), NAN);
-        dot.fn(type, T, n, rows.data(), K, x.data(), K, W.bytes.data(), W.row_bytes, out.data(), ldo);
+        dot.fn(type, T, n, rows.data(), K, x.data(), K, W.bytes.data(), W.row_bytes, out.data(), ldo,
+               rows_ahead(W.bytes.data()));
         for (int64_t t = 0; t < T; ++t)
           for (int64_t i = 0; i < n; ++i) {
             double exact = 0, magnitude = 0;
@@ -130,11 +138,11 @@ TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
       const std::vector<int32_t> all = {8, 1, 4, 0, 3};
       std::vector<float> batch(size_t(T * all.size()));
       dot.fn(type, T, int64_t(all.size()), all.data(), K, x.data(), K, W.bytes.data(), W.row_bytes, batch.data(),
-             int64_t(all.size()));
+             int64_t(all.size()), rows_ahead(W.bytes.data()));
       for (int64_t t = 0; t < T; ++t)
         for (size_t i = 0; i < all.size(); ++i) {
           float alone = NAN;
-          dot.fn(type, 1, 1, &all[i], K, x.data() + t * K, K, W.bytes.data(), W.row_bytes, &alone, 1);
+          dot.fn(type, 1, 1, &all[i], K, x.data() + t * K, K, W.bytes.data(), W.row_bytes, &alone, 1, {});
           ASSERT_EQ(alone, batch[size_t(t) * all.size() + i]) << dot.name << " " << weight_type_name(type);
         }
     }
@@ -172,7 +180,8 @@ TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
         const int64_t ldo = int64_t(n) + 2;
         const auto expected = panel_product(W.bytes.data(), W.row_bytes, rows, K, x.rows, T, ldo);
         std::vector<float> out(size_t(T * ldo), NAN);
-        dot.fn(T, int64_t(n), rows.data(), K, x.rows, W.bytes.data(), W.row_bytes, out.data(), ldo);
+        dot.fn(T, int64_t(n), rows.data(), K, x.rows, W.bytes.data(), W.row_bytes, out.data(), ldo,
+               rows_ahead(W.bytes.data()));
         for (size_t e = 0; e < out.size(); ++e) {
           if (std::isnan(expected[e])) {  // the padding of out is untouched
             ASSERT_TRUE(std::isnan(out[e])) << dot.name << " K=" << K << " n=" << n << " element " << e;
@@ -206,7 +215,7 @@ TEST_P(SparseRows, DotQ8_0AtExtremeCodesIsThePanelProduct) {
   const auto expected = panel_product(W.data(), row_bytes, rows, K, x.rows, T, H);
   for (const auto& dot : test::registered_entries<kernels::RowsDotQ8_0>(GetParam(), kDotQ8Ops)) {
     std::vector<float> out(size_t(T * H), NAN);
-    dot.fn(T, H, rows.data(), K, x.rows, W.data(), row_bytes, out.data(), H);
+    dot.fn(T, H, rows.data(), K, x.rows, W.data(), row_bytes, out.data(), H, {});
     for (size_t e = 0; e < out.size(); ++e) ASSERT_EQ(out[e], expected[e]) << dot.name << " element " << e;
   }
 }
@@ -248,7 +257,8 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
           const auto y0 = test::random_vector(size_t(T * N), uint32_t(N + n + 1));
           const auto expected = axpy_chain(W, rows, h, T, y0, N);
           auto y = y0;
-          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N, W.bytes.data(), W.row_bytes, y.data(), N);
+          axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N, W.bytes.data(), W.row_bytes, y.data(), N,
+                  rows_ahead(W.bytes.data()));
           for (size_t e = 0; e < y.size(); ++e)
             ASSERT_EQ(y[e], expected[e]) << axpy.name << " " << weight_type_name(type) << " N=" << N << " n=" << n;
           // Any column range gives the same bits: columns [0, c) then [c, N).
@@ -256,9 +266,9 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
           const int64_t cut_bytes = weight_type_info(type).row_bytes(cut);
           auto pieces = y0;
           axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), cut, W.bytes.data(), W.row_bytes,
-                  pieces.data(), N);
+                  pieces.data(), N, {});
           axpy.fn(type, T, int64_t(n), rows.data(), h.data(), int64_t(n), N - cut, W.bytes.data() + cut_bytes,
-                  W.row_bytes, pieces.data() + cut, N);
+                  W.row_bytes, pieces.data() + cut, N, {});
           for (size_t e = 0; e < y.size(); ++e) ASSERT_EQ(pieces[e], expected[e]) << axpy.name << " split at " << cut;
         }
       }
@@ -272,8 +282,8 @@ TEST_P(SparseRows, AxpyRowWithZeroValueChangesNoBit) {
       const std::vector<int32_t> own = {1, 4, 9}, listed = {1, 2, 4, 7, 9};
       const std::vector<float> h_own = {0.5f, -1.25f, 2.0f}, h_listed = {0.5f, 0.0f, -1.25f, 0.0f, 2.0f};
       std::vector<float> a(size_t(N), 0.0f), b(size_t(N), 0.0f);
-      axpy.fn(type, 1, 3, own.data(), h_own.data(), 3, N, W.bytes.data(), W.row_bytes, a.data(), N);
-      axpy.fn(type, 1, 5, listed.data(), h_listed.data(), 5, N, W.bytes.data(), W.row_bytes, b.data(), N);
+      axpy.fn(type, 1, 3, own.data(), h_own.data(), 3, N, W.bytes.data(), W.row_bytes, a.data(), N, {});
+      axpy.fn(type, 1, 5, listed.data(), h_listed.data(), 5, N, W.bytes.data(), W.row_bytes, b.data(), N, {});
       for (int64_t c = 0; c < N; ++c) {
         uint32_t ba, bb;
         std::memcpy(&ba, &a[size_t(c)], 4);
