@@ -9,7 +9,7 @@
 // Blocking: tokens in blocks of kPanelTokenBlock (their K-block of A stays in L2 while
 // every strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of
 // kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock;
-// for two or three strips of AVX2's tiles FewStripsKBlock, see kFewStripsAheadBytes).
+// for two to five strips of AVX2's tiles FewStripsKBlock, see kFewStripsAheadBytes).
 // While a block's strips run they prefetch the next block — the next rows of the same
 // linear array — into L2, its lines shared out evenly over the strips (in a block of
 // three strips over the last two, see kBalancedKBlock), so that memory streams at an even
@@ -51,14 +51,16 @@ inline constexpr int64_t kBalancedStrips = 3;
 // machine's roofs is ≈ 12 f32 tokens). The f16 tile widens each half-line with a
 // conversion as well and keeps one strip.
 inline constexpr int kStreamedTokensPerLineOp = 10;
-// Token blocks of two or three strips of a tile that reads the panel from memory faster than
-// it runs its FMAs (AVX2's 2×64 and 3×32, given as panel_gemm_blocked's FewStripsKBlock)
-// step K by that many rows instead, and prefetch the next block this much further ahead:
+// Token blocks of two to kFewStripsMax strips of a tile that reads the panel from memory
+// faster than it runs its FMAs (AVX2's 2×64, 1×64 and 3×32, given as panel_gemm_blocked's
+// FewStripsKBlock) step K by that many rows instead, and prefetch the next block this much
+// further ahead:
 // in 128 KiB blocks the second strip re-read each block from L2 while the memory stood
 // idle, and the forward took about the sum of its bytes' time and its FMAs'; in blocks the
 // strips share from L1 the memory streams while they run (docs/performance.md, "The panel
 // streamed once").
 inline constexpr int64_t kFewStripsAheadBytes = 8192;
+inline constexpr int64_t kFewStripsMax = 5;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k. In a streamed block (no share), a tile may instead
@@ -164,7 +166,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   for (int64_t m0 = 0; m0 < T; m0 += kPanelTokenBlock) {
     const int64_t mb = std::min(kPanelTokenBlock, T - m0);
     const int64_t strips = (mb + MR - 1) / MR;
-    const bool few = FewStripsKBlock > 0 && (strips == 2 || strips == 3) && mb > StreamedTokens;
+    const bool few = FewStripsKBlock > 0 && strips >= 2 && strips <= kFewStripsMax && mb > StreamedTokens;
     const bool balanced = strips == kBalancedStrips && !few;
     const int64_t kblock = few ? FewStripsKBlock : balanced ? kBalancedKBlock : kPanelKBlock;
     // The strips that share the next block's prefetch: [first_sharer, strips).

@@ -1,9 +1,14 @@
 // AVX2+FMA f32 product with a weight panel packed at load (C = A·P). 16 ymm registers
 // cannot hold a tile of 6 tokens × the panel's 64 columns, so the tile depends on T:
-//   T ≤ 5:  2×64, two tokens × 8 ymm: each row of the panel read once, all 64 columns
+//   T ≤ 3:  2×64, two tokens × 8 ymm: each row of the panel read once, all 64 columns
 //           together, so the panel streams as one linear array (decode). Of its 16
 //           accumulators the compiler keeps one on the stack and takes the row's vectors
 //           as memory operands of the FMAs;
+//   T = 4, 5: 1×64, one token × 8 ymm, nothing spilled: four or five strips share each
+//           32-row piece of the panel from L1 (FewStripsKBlock), where two strips of 2×64
+//           ran their spilled accumulator's load, FMA and store once a row (the kernel
+//           alone from memory 1.21–1.36× faster; docs/performance.md, "The kernels'
+//           constants");
 //   T ≤ 9:  3×32, 3 tokens × 4 ymm = 12 accumulators, the panel in two passes;
 //   more:   6×16, 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1
 //           broadcast), the panel in four passes — the most FMAs per load.
@@ -13,19 +18,21 @@
 // changes no bit: a token gets the same result alone or in any batch.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx2.hpp.
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
+#include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 
-void f32_panel_gemm_avx2_2x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
-                                        int64_t ldc) {
-  // Token blocks of two or three strips read K 32 rows at a time (FewStripsKBlock,
+void f32_panel_gemm_avx2_2x64_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P,
+                                             float* C, int64_t ldc) {
+  // Token blocks of two to five strips read K 32 rows at a time (FewStripsKBlock,
   // f32_panel_tiles.hpp).
   using Panel = RowPanel<LoadF32<Avx2Store>>;
-  if (T <= 5)
+  if (T <= 3)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
+  else if (T <= 5)
+    f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
   else if (T <= 9)
     f32_panel_gemm_tiled<Avx2Store, 3, 4, Panel, 0, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
   else

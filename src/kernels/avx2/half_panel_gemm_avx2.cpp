@@ -4,10 +4,10 @@
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <cstring>
 
+#include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/avx2/widen16_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/avx2/avx2_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -81,7 +81,7 @@ constexpr int64_t kBf16PairTileMaxTokens = 16;
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
 // out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
-// each row of the panel read once, see f32_panel_gemm_avx2_2x64_3x32_6x16) — f16 up to 4
+// each row of the panel read once, see f32_panel_gemm_avx2_2x64_1x64_3x32_6x16) — f16 up to 4
 // tokens, bf16 up to kBf16PairTileMaxTokens in strips of two (as bf16_pair_tile, which
 // widens both rows of a pair load) — and
 // the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning

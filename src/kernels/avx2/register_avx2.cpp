@@ -15,7 +15,7 @@ KernelTable avx2_entries() {
       .int8_roof_lanes = 8,
       .f32_gemm_nt = FFN_KERNEL(f32_gemm_nt_avx2_3x3),
       .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_packed_avx2_6x16),
-      .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx2_2x64_3x32_6x16),
+      .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx2_2x64_1x64_3x32_6x16),
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_avx2_6x16),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_avx2_6x16),
       .rows_to_panel32 = FFN_KERNEL(rows_to_panel32_avx2),
@@ -32,8 +32,8 @@ KernelTable avx2_entries() {
       .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_avx2),
       .rows_axpy = FFN_KERNEL(rows_axpy_avx2),
   };
-  add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx2_2x64_3x32_6x16>,
-                   "f32_panel_gemm_avx2_2x64_3x32_6x16", WeightType::f32, "f32 FMA");
+  add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx2_2x64_1x64_3x32_6x16>,
+                   "f32_panel_gemm_avx2_2x64_1x64_3x32_6x16", WeightType::f32, "f32 FMA");
   add_panel_kernel(t, WeightType::f16, f16_panel_gemm_avx2_2x64_6x16, "f16_panel_gemm_avx2_2x64_6x16", WeightType::f32,
                    "widened exactly in registers, f32 FMA");
   add_panel_kernel(t, WeightType::bf16, bf16_panel_gemm_avx2_2x64_6x16, "bf16_panel_gemm_avx2_2x64_6x16",
