@@ -52,9 +52,9 @@ inline constexpr int64_t kBalancedStrips = 3;
 // conversion as well and keeps one strip.
 inline constexpr int kStreamedTokensPerLineOp = 10;
 // Token blocks of two to kFewStripsMax strips of a tile that reads the panel from memory
-// faster than it runs its FMAs (AVX2's 2×64, 1×64 and 3×32, given as panel_gemm_blocked's
-// FewStripsKBlock) step K by that many rows instead, and prefetch the next block this much
-// further ahead:
+// faster than it runs its FMAs (AVX2's 2×64, 1×64 and 3×32, AVX-512's 4×64, given as
+// panel_gemm_blocked's FewStripsKBlock) step K by that many rows instead, and prefetch the
+// next block this much further ahead:
 // in 128 KiB blocks the second strip re-read each block from L2 while the memory stood
 // idle, and the forward took about the sum of its bytes' time and its FMAs'; in blocks the
 // strips share from L1 the memory streams while they run (docs/performance.md, "The panel

@@ -11,7 +11,7 @@ void f32_gemm_nt_avx512_4x4(int64_t T, int64_t N, int64_t K, const float* A, int
                             float* C, int64_t ldc);
 void f32_gemm_nt_packed_avx512_6x64(int64_t T, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
                                     int64_t ldb, float* C, int64_t ldc);
-void f32_panel_gemm_avx512_8x64_6x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
+void f32_panel_gemm_avx512_6x64_4x64(int64_t T, int64_t K, const float* A, int64_t lda, const float* P, float* C,
                                      int64_t ldc);
 void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
                                 int64_t ldc);

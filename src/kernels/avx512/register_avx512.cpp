@@ -14,7 +14,7 @@ KernelTable avx512_entries() {
       .f32_roof_chains = 24,
       .f32_gemm_nt = FFN_KERNEL(f32_gemm_nt_avx512_4x4),
       .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_packed_avx512_6x64),
-      .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx512_8x64_6x64),
+      .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx512_6x64_4x64),
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_avx512_8x32),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_avx512_8x32),
       .f32_activation_rows = FFN_KERNEL(f32_activation_rows_avx512),
@@ -27,8 +27,8 @@ KernelTable avx512_entries() {
       .rows_dot = FFN_KERNEL(rows_dot_avx512),
       .rows_axpy = FFN_KERNEL(rows_axpy_avx512),
   };
-  add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx512_8x64_6x64>,
-                   "f32_panel_gemm_avx512_8x64_6x64", WeightType::f32, "f32 FMA");
+  add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx512_6x64_4x64>,
+                   "f32_panel_gemm_avx512_6x64_4x64", WeightType::f32, "f32 FMA");
   add_panel_kernel(t, WeightType::f16, f16_panel_gemm_avx512_6x64, "f16_panel_gemm_avx512_6x64", WeightType::f32,
                    "widened exactly in registers, f32 FMA");
   add_panel_kernel(t, WeightType::bf16, bf16_panel_gemm_avx512_6x64, "bf16_panel_gemm_avx512_6x64", WeightType::f32,
