@@ -9,7 +9,7 @@
 // Blocking: tokens in blocks of kPanelTokenBlock (their K-block of A stays in L2 while
 // every strip of MR tokens reuses the panel's K-block from L1/L2); K in blocks of
 // kPanelKBlock rows of the panel (128 KiB; 64 rows for three strips, see kBalancedKBlock;
-// for two to five strips of AVX2's tiles FewStripsKBlock, see kFewStripsAheadBytes).
+// for two to five strips of a tile given FewStripsKBlock, see kFewStripsAheadBytes).
 // While a block's strips run they prefetch the next block — the next rows of the same
 // linear array — into L2, its lines shared out evenly over the strips (in a block of
 // three strips over the last two, see kBalancedKBlock), so that memory streams at an even

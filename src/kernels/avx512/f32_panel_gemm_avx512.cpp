@@ -12,9 +12,9 @@
 // Every tile gives every element the same chain (f32_panel_tiles.hpp), so the same bits.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx512.hpp.
 // Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
-#include "kernels/avx512/avx512_kernels.hpp"
 #include "kernels/avx512/vec_avx512.hpp"
 #include "kernels/f32_panel_tiles.hpp"
+#include "kernels/avx512/avx512_kernels.hpp"
 
 namespace ffn::kernels {
 
