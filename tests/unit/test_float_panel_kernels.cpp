@@ -104,7 +104,7 @@ TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
     if (p.kernel->activations != WeightType::f32) continue;  // the bf16 dot product: below
     const bool bf16 = p.type == WeightType::bf16;
     for (int64_t K : {0, 5, 512, 700})
-      for (int64_t T : {1, 2, 3, 4, 6, 7, 13, 18, 257}) {
+      for (int64_t T : {1, 2, 3, 4, 6, 7, 8, 13, 18, 257}) {
         const Matrix A = random_matrix(T, K, uint32_t(T + K));
         const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
         // bf16: k in pairs (kernels.hpp), an odd K padded with zeros; f16: [K][64].
@@ -131,6 +131,34 @@ TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
             ASSERT_LE(std::fabs(C.row(t)[j] - exact), double(K) * 0x1p-24 * magnitude)
                 << p.kernel->name << " T=" << T << " K=" << K;
           }
+      }
+  }
+}
+
+// Determinism of the widened 16-bit panels (f32 activations): each token of a batch gets the
+// bits it gets alone, whichever tile and strips its batch takes (AVX-512's f16 takes 4×64
+// strips at 7 and 8 tokens, 6×64 otherwise).
+TEST_P(FloatPanelKernels, HalfTokensGetTheSameBitsAloneAsInAnyBatch) {
+  for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kHalfPanels)) {
+    if (p.kernel->activations != WeightType::f32) continue;  // the bf16 dot product: its own tests
+    const bool bf16 = p.type == WeightType::bf16;
+    for (int64_t K : {100, 1100})
+      for (int64_t T : {2, 4, 6, 7, 8, 9, 13}) {
+        const Matrix A = random_matrix(T, K, uint32_t(T * 5 + K));
+        const Matrix W = random_matrix(K, kW, uint32_t(K + 3));
+        std::vector<uint16_t> P(size_t((bf16 ? kernels::bf16_panel_rows(K) : K) * kW));
+        for (int64_t kk = 0; kk < K; ++kk)
+          for (int64_t j = 0; j < kW; ++j)
+            P[size_t(bf16 ? kernels::bf16_panel_index(kk, j) : kk * kW + j)] =
+                bf16 ? f32_to_bf16(W.row(kk)[j]) : f32_to_f16(W.row(kk)[j]);
+        const auto* panel = reinterpret_cast<const std::byte*>(P.data());
+        Matrix C(T, kW), alone(1, kW);
+        p.kernel->fn(T, K, activation_rows(WeightType::f32, nullptr, T, K, A.data(), K), panel, C.data(), kW);
+        for (int64_t t = 0; t < T; ++t) {
+          p.kernel->fn(1, K, activation_rows(WeightType::f32, nullptr, 1, K, A.row(t), K), panel, alone.data(), kW);
+          ASSERT_EQ(0, std::memcmp(C.row(t), alone.data(), size_t(kW) * 4))
+              << p.kernel->name << " K=" << K << " T=" << T << " t=" << t;
+        }
       }
   }
 }
