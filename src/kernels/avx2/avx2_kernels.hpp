@@ -13,8 +13,8 @@ void f32_gemm_nt_packed_avx2_6x16(int64_t T, int64_t N, int64_t K, const float* 
                                   int64_t ldb, float* C, int64_t ldc);
 void f32_panel_gemm_avx2_2x64_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P,
                                              float* C, int64_t ldc);
-void f16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
-                                   int64_t ldc);
+void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
+                                        int64_t ldc);
 void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C,
                                     int64_t ldc);
 extern const PanelGemmSet qblock_panel_gemm_avx2_1x64;

@@ -34,8 +34,8 @@ KernelTable avx2_entries() {
   };
   add_panel_kernel(t, WeightType::f32, f32_panel_kernel<f32_panel_gemm_avx2_2x64_1x64_3x32_6x16>,
                    "f32_panel_gemm_avx2_2x64_1x64_3x32_6x16", WeightType::f32, "f32 FMA");
-  add_panel_kernel(t, WeightType::f16, f16_panel_gemm_avx2_2x64_6x16, "f16_panel_gemm_avx2_2x64_6x16", WeightType::f32,
-                   "widened exactly in registers, f32 FMA");
+  add_panel_kernel(t, WeightType::f16, f16_panel_gemm_avx2_2x64_1x64_6x16, "f16_panel_gemm_avx2_2x64_1x64_6x16",
+                   WeightType::f32, "widened exactly in registers, f32 FMA");
   add_panel_kernel(t, WeightType::bf16, bf16_panel_gemm_avx2_2x64_6x16, "bf16_panel_gemm_avx2_2x64_6x16",
                    WeightType::f32, "widened exactly in registers, f32 FMA");
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx2_1x64);
