@@ -175,11 +175,13 @@ void sparse_rest(const InferenceBlock::Panels& w, ConstMatrixView x, ConstMatrix
   // drop), after its down rows the first rows of the thread's next group with kept channels
   // (up's; a 2-matrix block's down). Without it every call's first pass waited on memory.
   run_in_guided_chunks(p, groups, groups, 1, [&](int64_t g0, int64_t g1) {
-    int64_t g = g0;
-    while (g < g1 && kept_in(g) == 0) ++g;
-    while (g < g1) {
-      int64_t next = g + 1;
-      while (next < g1 && kept_in(next) == 0) ++next;
+    // The first group from g on, before g1, with kept channels (g1: none).
+    auto with_kept = [&](int64_t g) {
+      while (g < g1 && kept_in(g) == 0) ++g;
+      return g;
+    };
+    for (int64_t g = with_kept(g0); g < g1;) {
+      const int64_t next = with_kept(g + 1);
       const int64_t i0 = first[size_t(g)], m = kept_in(g);
       const kernels::RowsAhead down_rows{lists + i0, m, rows.down()};
       const kernels::RowsAhead next_group{lists + first[size_t(next)], next < g1 ? kept_in(next) : 0,

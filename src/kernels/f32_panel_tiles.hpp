@@ -61,6 +61,9 @@ inline constexpr int kStreamedTokensPerLineOp = 10;
 // streamed once").
 inline constexpr int64_t kFewStripsAheadBytes = 8192;
 inline constexpr int64_t kFewStripsMax = 5;
+// The FewStripsKBlock every such tile takes: 32 rows (8 KiB of an f32 panel, 4 KiB of a
+// 16-bit one), which the strips share from L1.
+inline constexpr int64_t kFewStripsKRows = 32;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k. In a streamed block (no share), a tile may instead

@@ -15,10 +15,11 @@
 
 namespace ffn::kernels {
 
-// The first min(n, 8) of `rows`, row r at W + r·row_bytes (the call's own row_bytes),
-// prefetched into L2 at the offsets the call reads its own rows at: a row of another type
-// or length is prefetched over the call's row length (a prefetch never faults; it only
-// costs its line). n = 0: nothing. Only prefetched: no bit of any result depends on it.
+// The first of `rows` (n of them; as many as the call's last pass reads, at most 8), row r
+// at W + r·row_bytes (the call's own row_bytes), prefetched into L2 at the offsets the call
+// reads its own rows at: a row of another type or length is prefetched over the call's row
+// length (a prefetch never faults; it only costs its line). n = 0: nothing. Only
+// prefetched: no bit of any result depends on it.
 struct RowsAhead {
   const int32_t* rows = nullptr;
   int64_t n = 0;

@@ -6,9 +6,7 @@
 //           as memory operands of the FMAs;
 //   T = 4, 5: 1×64, one token × 8 ymm, nothing spilled: four or five strips share each
 //           32-row piece of the panel from L1 (FewStripsKBlock), where two strips of 2×64
-//           ran their spilled accumulator's load, FMA and store once a row (the kernel
-//           alone from memory 1.21–1.36× faster; docs/performance.md, "The kernels'
-//           constants");
+//           ran their spilled accumulator's load, FMA and store once a row;
 //   T ≤ 9:  3×32, 3 tokens × 4 ymm = 12 accumulators, the panel in two passes;
 //   more:   6×16, 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1
 //           broadcast), the panel in four passes — the most FMAs per load.
@@ -26,15 +24,15 @@ namespace ffn::kernels {
 
 void f32_panel_gemm_avx2_2x64_1x64_3x32_6x16(int64_t T, int64_t K, const float* A, int64_t lda, const float* P,
                                              float* C, int64_t ldc) {
-  // Token blocks of two to five strips read K 32 rows at a time (FewStripsKBlock,
-  // f32_panel_tiles.hpp).
+  // Token blocks of two to five strips read K kFewStripsKRows rows at a time
+  // (FewStripsKBlock, f32_panel_tiles.hpp).
   using Panel = RowPanel<LoadF32<Avx2Store>>;
   if (T <= 3)
-    f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else if (T <= 5)
-    f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else if (T <= 9)
-    f32_panel_gemm_tiled<Avx2Store, 3, 4, Panel, 0, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx2Store, 3, 4, Panel, 0, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx2Store, 6, 2>(T, K, A, lda, P, C, ldc);
 }

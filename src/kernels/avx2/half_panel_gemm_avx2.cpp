@@ -84,8 +84,7 @@ constexpr int64_t kBf16PairTileMaxTokens = 16;
 // each row of the panel read once, see f32_panel_gemm_avx2_2x64_1x64_3x32_6x16) — f16 up to 2
 // tokens, bf16 up to kBf16PairTileMaxTokens in strips of two (as bf16_pair_tile, which
 // widens both rows of a pair load) — f16 from 3 to 5 tokens in strips of one (1×64, nothing
-// spilled) sharing 32-row pieces of the panel from L1 (FewStripsKBlock: the kernel alone
-// from memory 1.18–1.25× faster at 3 and 4 tokens than 2×64, 1.06–1.24× at 5 than 6×16) — and
+// spilled) sharing 32-row pieces of the panel from L1 (FewStripsKBlock) — and
 // the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning
 // (docs/performance.md, "The kernels' constants"). Every tile gives every element the same
 // bits.
@@ -95,8 +94,8 @@ void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRo
   if (T <= 2)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (T <= 5)
-    f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<F16x8>, 1, StreamAhead{}, 32>(T, K, A.f32(), A.f32_stride(), P, C,
-                                                                                 ldc);
+    f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<F16x8>, 1, StreamAhead{}, kFewStripsKRows>(
+        T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx2Store, 6, 2, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
 }

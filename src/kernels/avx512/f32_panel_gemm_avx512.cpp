@@ -5,10 +5,9 @@
 //     reads each panel row once;
 //   7 ≤ T ≤ 16: 4×64, 4 tokens × 4 zmm, in two to four strips that share each 32-row piece
 //     of the panel from L1 while the next piece is prefetched (FewStripsKBlock,
-//     f32_panel_tiles.hpp). Before, 7 and 8 tokens ran an 8×64 tile whose 32 accumulators
-//     the compiler partly kept on the stack, and 9 to 16 two or three strips of 6×64 in
-//     longer K blocks; the kernel alone from memory was 1.07–1.32× faster this way
-//     (docs/performance.md, "The kernels' constants").
+//     f32_panel_tiles.hpp), where an 8×64 tile for 7 and 8 tokens kept part of its 32
+//     accumulators on the stack and 6×64 strips read long K blocks the later strips
+//     re-read from L2 (docs/performance.md, "The kernels' constants").
 // Every tile gives every element the same chain (f32_panel_tiles.hpp), so the same bits.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx512.hpp.
 // Compiled with the avx512 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
@@ -22,7 +21,7 @@ void f32_panel_gemm_avx512_6x64_4x64(int64_t T, int64_t K, const float* A, int64
                                      int64_t ldc) {
   using Panel = RowPanel<LoadF32<Avx512Store>>;
   if (T >= 7 && T <= 16)
-    f32_panel_gemm_tiled<Avx512Store, 4, 4, Panel, 4, StreamAhead{}, 32>(T, K, A, lda, P, C, ldc);
+    f32_panel_gemm_tiled<Avx512Store, 4, 4, Panel, 4, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx512Store, 6, 4, Panel, kStreamedTokensPerLineOp>(T, K, A, lda, P, C, ldc);
 }

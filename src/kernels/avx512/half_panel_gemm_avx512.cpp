@@ -29,16 +29,15 @@ constexpr StreamAhead kAhead{16384};
 // The panel kernel (f32_panel_tiles.hpp) with widening loads: 16-bit panels laid out at
 // load (InferenceBlock). f16 blocks of 7 and 8 tokens take two strips of 4×64 sharing 32-row
 // pieces of the panel from L1 (FewStripsKBlock), where 6×64 ran a strip of 6 and one of 1
-// or 2 over long K blocks at 0.55–0.65 of 6 tokens' bandwidth: the kernel alone from memory
-// 1.39–1.44× faster at 7 tokens, 1.06–1.12× at 8; at 10 and 12 tokens 4×64 lost (0.87–0.91×),
-// and for bf16 widened here (CPUs without AVX512_BF16) it lost at 7 (0.89×), so neither
-// changed (docs/performance.md, "The kernels' constants").
+// or 2 over long K blocks; from 10 tokens, where each strip's widening counts, and for bf16
+// widened here (CPUs without AVX512_BF16) 4×64 was slower (docs/performance.md, "The
+// kernels' constants").
 void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                 int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   if (T == 7 || T == 8)
-    f32_panel_gemm_tiled<Avx512Store, 4, 4, RowPanel<F16x16>, 4, StreamAhead{}, 32>(T, K, A.f32(), A.f32_stride(), P, C,
-                                                                                    ldc);
+    f32_panel_gemm_tiled<Avx512Store, 4, 4, RowPanel<F16x16>, 4, StreamAhead{}, kFewStripsKRows>(
+        T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<F16x16>, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
 }
