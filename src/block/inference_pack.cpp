@@ -19,6 +19,7 @@
 #include "ffn/accounting.hpp"
 #include "ffn/error.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/q8_0_split_rows.hpp"
 
 namespace ffn {
 namespace {
@@ -141,26 +142,41 @@ void check_sparse(const SparseDecode& s, const BlockConfig& c, WeightType up, We
     throw Error("sparse decode lists hidden channels as int32; hidden = " + std::to_string(c.hidden));
 }
 
+// One q8_0 block (ggml's block_q8_0: d, then 32 codes) into block b of a row of n values in
+// the sparse kernels' layout (kernels/q8_0_split_rows.hpp: the row's scales, then its codes).
+void put_split_q8_0_block(const std::byte* block, int64_t b, std::byte* row, int64_t n) {
+  namespace split = kernels::q8_0_split;
+  std::memcpy(row + 2 * b, block, 2);
+  std::memcpy(row + split::scale_bytes(n) + split::kBlock * b, block + 2, split::kBlock);
+}
+
 // Up's rows ([H][D]) into Panels::channel_rows' up rows, in sparse_rows_type: as stored, or
-// a block type's values (exactly widened) requantised to q8_0 along the same row, rows split
-// across the pool.
+// a block type's values (exactly widened) requantised to q8_0 along the same row; q8_0 rows
+// reordered into the kernels' split layout (the same bytes). Rows split across the pool.
 void copy_up_rows(const RowSource& src, int64_t H, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
-  const int64_t stride = out.stride(), in_bytes = src.row_bytes();
+  const int64_t stride = out.stride(), in_bytes = src.row_bytes(), D = src.cols;
   std::byte* const first = out.up();
   pool.run([&](int ith, int nth) {
-    std::vector<std::byte> buf;
-    std::vector<float> values(static_cast<size_t>(src.cols));
+    std::vector<std::byte> buf, converted(static_cast<size_t>(out.up_bytes));
+    std::vector<float> values(static_cast<size_t>(D));
     const auto [r0, r1] = split_range(H, ith, nth, 64);
     if (r1 <= r0) return;
     const std::byte* in = src.rows(r0, r1 - r0, buf);
     for (int64_t r = r0; r < r1; ++r) {
       const std::byte* row = in + (r - r0) * in_bytes;
-      if (out.up_type == src.type) {
-        std::memcpy(first + r * stride, row, static_cast<size_t>(in_bytes));
-      } else {
-        weight_type_traits(src.type).to_f32(row, values.data(), src.cols);
-        weight_type_traits(out.up_type).from_f32(values.data(), first + r * stride, src.cols);
+      std::byte* to = first + r * stride;
+      if (out.up_type != src.type) {
+        weight_type_traits(src.type).to_f32(row, values.data(), D);
+        weight_type_traits(out.up_type).from_f32(values.data(), converted.data(), D);
+        row = converted.data();
       }
+      if (out.up_type != WeightType::q8_0) {
+        std::memcpy(to, row, static_cast<size_t>(out.up_bytes));
+        continue;
+      }
+      constexpr int64_t kBlockBytes = 2 + kernels::q8_0_split::kBlock;
+      for (int64_t b = 0; b < D / kernels::q8_0_split::kBlock; ++b)
+        put_split_q8_0_block(row + b * kBlockBytes, b, to, D);
     }
   });
 }
@@ -168,7 +184,7 @@ void copy_up_rows(const RowSource& src, int64_t H, InferenceBlock::Panels::Chann
 // Down ([D][H]) transposed into Panels::channel_rows' down rows ([H][D], a row per hidden
 // channel) in sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's
 // values (exactly widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D,
-// 32 output columns a block. 64 rows of down at a time across the pool (each writes its own
+// 32 output columns a block, in the kernels' split layout (kernels/q8_0_split_rows.hpp). 64 rows of down at a time across the pool (each writes its own
 // 64 columns of every output row: whole q8_0 blocks).
 void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
   const int64_t H = src.cols, stride = out.stride();
@@ -182,6 +198,7 @@ void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::Cha
   pool.run([&](int ith, int nth) {
     std::vector<std::byte> buf;
     std::vector<float> values, column(static_cast<size_t>(q8_block));
+    std::vector<std::byte> block(static_cast<size_t>(weight_type_info(WeightType::q8_0).row_bytes(q8_block)));
     const auto [b0, b1] = split_range(blocks, ith, nth);
     for (int64_t b = b0; b < b1; ++b) {
       const int64_t r0 = b * kW, n = std::min(kW, D - r0), ld = src.row_bytes();
@@ -197,10 +214,10 @@ void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::Cha
       values.resize(static_cast<size_t>(n * H));
       for (int64_t r = 0; r < n; ++r) weight_type_traits(src.type).to_f32(in + r * ld, values.data() + r * H, H);
       for (int64_t d0 = 0; d0 < n; d0 += q8_block) {
-        std::byte* block = first + info.row_bytes(r0 + d0);  // the block of channel 0's row
         for (int64_t j = 0; j < H; ++j) {
           for (int64_t i = 0; i < q8_block; ++i) column[size_t(i)] = values[size_t((d0 + i) * H + j)];
-          weight_type_traits(type).from_f32(column.data(), block + j * stride, q8_block);
+          weight_type_traits(type).from_f32(column.data(), block.data(), q8_block);
+          put_split_q8_0_block(block.data(), (r0 + d0) / q8_block, first + j * stride, D);
         }
       }
     }

@@ -27,6 +27,7 @@
 #include <cstdint>
 
 #include "ffn/weight_type.hpp"
+#include "kernels/q8_0_split_rows.hpp"
 #include "kernels/rows_ahead.hpp"
 
 namespace ffn::kernels::sparse_rows {
@@ -49,7 +50,7 @@ struct ElementRows {
   using E = typename Load::Elem;
   static constexpr int64_t block = VS::lanes, block_bytes = block * int64_t(sizeof(E));
   using Block = const E*;
-  static Block open(const std::byte* row, int64_t k) { return reinterpret_cast<const E*>(row) + k; }
+  static Block open(const std::byte* row, int64_t k, int64_t /*n*/) { return reinterpret_cast<const E*>(row) + k; }
   static Vec load(Block b, int64_t s) { return Load::load(b + s); }
   static Vec load_tail(const std::byte* row, int64_t k, int64_t count) {
     return Load::load_tail(reinterpret_cast<const E*>(row) + k, count);
@@ -57,8 +58,9 @@ struct ElementRows {
   static Vec weigh(const Block&, Vec h) { return h; }  // rows_axpy's coefficient: h itself
 };
 
-// A q8_0 row (rows_axpy's): blocks of 32 values, a binary16 d then 32 int8 q (ggml's
-// block_q8_0). load widens the codes q exactly; the block's d goes into the coefficient
+// A q8_0 row (rows_axpy's) of n values in q8_0_split_rows.hpp's layout: blocks of 32 values,
+// each a binary16 d (the row's scales first) and 32 int8 q (then its codes). load widens the
+// codes q exactly; the block's d goes into the coefficient
 // instead (weigh: h·d, rounded once, a block and row), so a step is fma(h·d, q, y): a
 // conversion and an FMA a vector, where d·q before each FMA cost a multiply more — the
 // loop's pace (docs/performance.md, "Sparse decode"). Q8 is the level's loader: scale(block)
@@ -71,9 +73,8 @@ struct Q8_0Rows {
     const int8_t* q;
     Vec d;
   };
-  static Block open(const std::byte* row, int64_t k) {
-    const std::byte* b = row + k / block * block_bytes;
-    return {reinterpret_cast<const int8_t*>(b + 2), Q8::scale(b)};
+  static Block open(const std::byte* row, int64_t k, int64_t n) {
+    return {q8_0_split::codes(row, n, k / block), Q8::scale(q8_0_split::scale(row, k / block))};
   }
   static Vec load(const Block& b, int64_t s) { return Q8::load(b.q + s); }
   static Vec load_tail(const std::byte*, int64_t, int64_t) { return VS::zero(); }    // never called
@@ -144,7 +145,7 @@ void dot_rows(const int32_t* rows, int64_t n_next, int64_t K, const float* x, in
   for (; k + B <= K; k += B) {
     prefetch_next<Rows>(next.at, next.n, k / B * Rows::block_bytes);
     typename Rows::Block block[R];
-    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], k);
+    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], k, K);
     for (int64_t s = 0; s < B; s += L) {
       // A weight vector at a time (the registers: TT·R accumulators, TT inputs, one weight).
       Vec xv[TT];
@@ -186,7 +187,7 @@ void axpy_rows(const int32_t* rows, int64_t n_next, const float* h, int64_t ldh,
   for (; c + B <= N; c += B) {
     prefetch_next<Rows>(next.at, next.n, c / B * Rows::block_bytes);
     typename Rows::Block block[R];
-    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], c);
+    for (int64_t r = 0; r < R; ++r) block[r] = Rows::open(w[r], c, N);
     Vec coefficient[TT][R];
     for (int64_t t = 0; t < TT; ++t)
       for (int64_t r = 0; r < R; ++r) coefficient[t][r] = Rows::weigh(block[r], hv[t][r]);

@@ -1,5 +1,7 @@
-// Activation-sparse decode's up products on q8_0 rows (kernels.hpp: rows_dot_q8_0), written
-// once over a level's integer block dot I8: each listed row's blocks dotted in int8 with the
+// Activation-sparse decode's up products on q8_0 rows (kernels.hpp: rows_dot_q8_0; the rows
+// in q8_0_split_rows.hpp's layout), written once over a level's integer block dot I8 (the
+// AVX-512 VNNI level has a kernel of its own: sparse_rows_q8_0_avx512_vnni.cpp, the same
+// bits): each listed row's blocks dotted in int8 with the
 // activations quantised to q8_0 (activation_rows.hpp), the arithmetic of the qblock panels
 // (qblock_panels.hpp) — per (token, row) one chain acc ← fma(float(S_b), d_w·d_x, acc) over
 // the blocks b in order from 0, S_b the exact integer Σ of the block's 32 products. So a
@@ -29,11 +31,13 @@
 #include <cstdint>
 
 #include "kernels/activation_rows.hpp"
+#include "kernels/q8_0_split_rows.hpp"
 #include "kernels/sparse_rows.hpp"
 
 namespace ffn::kernels::sparse_rows {
 
-// A q8_0 block's bytes, for prefetch_next (a type of each level's own, as every function
+// A q8_0 block's bytes, for prefetch_next (which prefetches a row's lines in order as the
+// pass reads its blocks: by block b, the first 34·(b + 1) bytes) (a type of each level's own, as every function
 // here: the levels' files are compiled with different flags, so no inline function they
 // share may be instantiated for them alike).
 template <class I8>
@@ -47,7 +51,7 @@ template <class I8, int64_t R, int64_t TT>
 void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const ActivationRows& x, const std::byte* W,
                    int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
   static_assert(R * TT <= 8);
-  constexpr int64_t B = 32, BB = Q8_0Block<I8>::block_bytes;
+  constexpr int64_t B = q8_0_split::kBlock, BB = Q8_0Block<I8>::block_bytes;
   const std::byte* w[R];
   for (int64_t r = 0; r < R; ++r) w[r] = W + int64_t(rows[r]) * row_bytes;
   const NextRows<R, I8> next(rows + R, n_next, W, row_bytes, ahead);
@@ -60,9 +64,8 @@ void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const Activat
     typename I8::Codes xc[TT];
     for (int64_t t = 0; t < TT; ++t) xc[t] = I8::codes(x.codes() + t * x.row_bytes + b * B);
     for (int64_t r = 0; r < R; ++r) {
-      const std::byte* block = w[r] + b * BB;
-      const typename I8::Weights wq = I8::weights(reinterpret_cast<const int8_t*>(block + 2));
-      const float d = I8::half(block);
+      const typename I8::Weights wq = I8::weights(q8_0_split::codes(w[r], K, b));
+      const float d = I8::half(q8_0_split::scale(w[r], b));
       for (int64_t t = 0; t < TT; ++t) {
         s[t * R + r] = I8::dot(wq, xc[t]);
         scale[t * R + r] = d * x.scales[t * x.scale_stride + b];  // exact: two binary16 values

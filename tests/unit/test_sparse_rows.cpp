@@ -8,18 +8,23 @@
 //             another list, or beside other tokens;
 //   rows_dot_q8_0 bit for bit the scalar q8_0 panel kernel over the same rows packed into a
 //             panel (one contract, qblock_panels.hpp): for T = 4 + 2 + 1 tokens, lists of
-//             every remainder of a pass, and at the integer sums' extremes (codes −128 and
-//             127 against ±127), where a pairwise int16 sum that saturated would show;
+//             every remainder of a pass, row lengths of 1 to 90 blocks (every remainder of
+//             a kernel's 16-block and 2-block steps), and at the integer sums' extremes
+//             (codes −128 and 127 against ±127), where a pairwise int16 sum that saturated
+//             would show;
 //   rows_axpy bit for bit the chain its contract names — std::fma over the listed rows in
 //             order (q8_0: of h·d and the code q), computed here in plain C++ — at column
-//             counts around the vector widths and for any column range; a row with h = 0
-//             changes no bit;
+//             counts around the vector widths and for any column range (element types; q8_0
+//             rows are read whole); a row with h = 0 changes no bit;
+//   q8_0 rows in the kernels' split layout (kernels/q8_0_split_rows.hpp), restated here:
+//   a row's binary16 scales, then its codes.
 //   and for all three, the rows a caller reads next (RowsAhead) are prefetched, never summed.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <vector>
 
 #include "core/quant.hpp"
@@ -40,28 +45,42 @@ const test::CheckedOps kDotOps = test::checks_ops({Op::rows_dot});
 const test::CheckedOps kAxpyOps = test::checks_ops({Op::rows_axpy});
 const test::CheckedOps kDotQ8Ops = test::checks_ops({Op::rows_dot_q8_0});
 
-// A [rows][cols] matrix stored as `type` (f32, f16, bf16, or q8_0 with cols whole blocks),
-// rows `row_bytes` apart with
-// `pad` bytes of garbage after each row (the kernels must read only their K / N values), and
-// the exact f32 values it holds.
+// A [rows][cols] matrix stored as `type` (f32, f16, bf16, or q8_0 with cols whole blocks, in
+// the kernels' split layout), rows `row_bytes` apart with `pad` bytes of garbage after each
+// row (the kernels must read only their K / N values), and the exact f32 values it holds;
+// q8_0 also as ggml's blocks (`blocks`, rows packed), for the panel kernels.
 struct StoredRows {
   WeightType type;
   int64_t rows, cols, row_bytes;
   std::vector<std::byte> bytes;
   std::vector<float> values;
+  std::vector<std::byte> blocks;
 };
+
+// A q8_0 row of n values from ggml's blocks (d, then 32 codes, a block) into the split layout
+// the sparse kernels read: the n / 32 scales first, then the n codes.
+void split_q8_0_row(const std::byte* blocks, int64_t n, std::byte* row) {
+  const int64_t nb = n / 32;
+  for (int64_t b = 0; b < nb; ++b) {
+    std::memcpy(row + 2 * b, blocks + 34 * b, 2);
+    std::memcpy(row + 2 * nb + 32 * b, blocks + 34 * b + 2, 32);
+  }
+}
 
 StoredRows stored_rows(WeightType type, int64_t rows, int64_t cols, uint32_t seed) {
   const int64_t elem = type == WeightType::f32 ? 4 : 2, pad = 24;
-  StoredRows s{type, rows, cols, weight_type_info(type).row_bytes(cols) + pad, {}, {}};
+  StoredRows s{type, rows, cols, weight_type_info(type).row_bytes(cols) + pad, {}, {}, {}};
   s.bytes.assign(size_t(rows * s.row_bytes), std::byte{0x7F});
   s.values.resize(size_t(rows * cols));
   const auto v = test::random_vector(size_t(rows * cols), seed);
   if (type == WeightType::q8_0) {  // ggml's quantiser, then the values its blocks hold
+    const int64_t block_bytes = weight_type_info(type).row_bytes(cols);
+    s.blocks.resize(size_t(rows * block_bytes));
     for (int64_t r = 0; r < rows; ++r) {
-      std::byte* row = s.bytes.data() + r * s.row_bytes;
-      weight_type_traits(type).from_f32(v.data() + r * cols, row, cols);
-      weight_type_traits(type).to_f32(row, s.values.data() + r * cols, cols);
+      std::byte* blocks = s.blocks.data() + r * block_bytes;
+      weight_type_traits(type).from_f32(v.data() + r * cols, blocks, cols);
+      weight_type_traits(type).to_f32(blocks, s.values.data() + r * cols, cols);
+      split_q8_0_row(blocks, cols, s.bytes.data() + r * s.row_bytes);
     }
     return s;
   }
@@ -94,9 +113,11 @@ const WeightType kElementTypes[] = {WeightType::f32, WeightType::f16, WeightType
 const int32_t kRowsAhead[] = {2, 0, 1};
 kernels::RowsAhead rows_ahead(const std::byte* W) { return {kRowsAhead, 3, W}; }
 
-// The lengths a test runs for a type: q8_0's rows and column cuts are whole blocks of 32.
+// The lengths a test runs for a type: q8_0's rows are whole blocks of 32 (1, 2, 3, 5, 15, 17,
+// 32 and 90 of them: every remainder of the kernels' steps of 16 and 2 blocks).
+const int64_t kQ8_0Lengths[] = {32, 64, 96, 160, 480, 544, 1024, 2880};
 std::vector<int64_t> lengths(WeightType type, std::initializer_list<int64_t> element_lengths) {
-  if (type == WeightType::q8_0) return {32, 64, 96, 160, 1024};
+  if (type == WeightType::q8_0) return {std::begin(kQ8_0Lengths), std::end(kQ8_0Lengths)};
   return element_lengths;
 }
 
@@ -148,14 +169,14 @@ TEST_P(SparseRows, DotOfARowIsTheSameAloneInAnyListOrBatch) {
     }
 }
 
-// out[t·ldo + i] of the scalar q8_0 panel kernel over `rows` of W (rows_bytes apart), packed
-// into one panel in list order (at most 64 rows).
-std::vector<float> panel_product(const std::byte* W, int64_t row_bytes, const std::vector<int32_t>& rows, int64_t K,
+// out[t·ldo + i] of the scalar q8_0 panel kernel over `rows` of W (ggml's blocks, rows
+// packed), packed into one panel in list order (at most 64 rows).
+std::vector<float> panel_product(const std::byte* W, const std::vector<int32_t>& rows, int64_t K,
                                  const kernels::ActivationRows& x, int64_t T, int64_t ldo) {
   const int64_t n = int64_t(rows.size()), packed_bytes = weight_type_info(WeightType::q8_0).row_bytes(K);
   std::vector<std::byte> listed(size_t(n * packed_bytes));
   for (int64_t i = 0; i < n; ++i)
-    std::memcpy(listed.data() + i * packed_bytes, W + int64_t(rows[size_t(i)]) * row_bytes, size_t(packed_bytes));
+    std::memcpy(listed.data() + i * packed_bytes, W + int64_t(rows[size_t(i)]) * packed_bytes, size_t(packed_bytes));
   const test::Panel panel = test::pack(WeightType::q8_0, listed.data(), packed_bytes, n, K);
   std::vector<float> tile(size_t(T * 64)), out(size_t(T * ldo), NAN);
   kernels::kernel_table(Isa::scalar).panel(WeightType::q8_0).fn(T, K, x, panel.data(), tile.data(), 64);
@@ -166,7 +187,7 @@ std::vector<float> panel_product(const std::byte* W, int64_t row_bytes, const st
 
 TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
   for (const auto& dot : test::registered_entries<kernels::RowsDotQ8_0>(GetParam(), kDotQ8Ops))
-    for (int64_t K : {32, 64, 96, 160, 1024}) {
+    for (int64_t K : kQ8_0Lengths) {
       const int64_t H = 31, T = 7;  // tokens 4 + 2 + 1 at once
       const StoredRows W = stored_rows(WeightType::q8_0, H, K, uint32_t(K + 5));
       const test::Activations x =
@@ -178,7 +199,7 @@ TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
         for (size_t i = 0; i < n; ++i) rows.push_back(int32_t((i * 7 + 3) % size_t(H)));
         if (n > 3) rows[n - 1] = rows[0];
         const int64_t ldo = int64_t(n) + 2;
-        const auto expected = panel_product(W.bytes.data(), W.row_bytes, rows, K, x.rows, T, ldo);
+        const auto expected = panel_product(W.blocks.data(), rows, K, x.rows, T, ldo);
         std::vector<float> out(size_t(T * ldo), NAN);
         dot.fn(T, int64_t(n), rows.data(), K, x.rows, W.bytes.data(), W.row_bytes, out.data(), ldo,
                rows_ahead(W.bytes.data()));
@@ -197,10 +218,10 @@ TEST_P(SparseRows, DotQ8_0IsTheQ8_0PanelProductBitForBit) {
 // alternating (codes ±127): each block's integer sum at its extremes, ±32·128·127.
 TEST_P(SparseRows, DotQ8_0AtExtremeCodesIsThePanelProduct) {
   const int64_t K = 128, H = 8, T = 3, row_bytes = K / 32 * 34;
-  std::vector<std::byte> W(size_t(H * row_bytes));
+  std::vector<std::byte> blocks(size_t(H * row_bytes)), W(blocks.size());
   for (int64_t r = 0; r < H; ++r)
     for (int64_t b = 0; b < K / 32; ++b) {
-      std::byte* block = W.data() + r * row_bytes + b * 34;
+      std::byte* block = blocks.data() + r * row_bytes + b * 34;
       const uint16_t d = 0x3C00;  // 1.0
       std::memcpy(block, &d, 2);
       for (int64_t i = 0; i < 32; ++i) {
@@ -211,8 +232,9 @@ TEST_P(SparseRows, DotQ8_0AtExtremeCodesIsThePanelProduct) {
   std::vector<float> xs(size_t(T * K));
   for (int64_t i = 0; i < T * K; ++i) xs[size_t(i)] = i / K == 0 ? 1.0f : i / K == 1 ? -1.0f : (i % 2 ? -1.0f : 1.0f);
   const test::Activations x = test::quantise(WeightType::q8_0, T, K, xs);
+  for (int64_t r = 0; r < H; ++r) split_q8_0_row(blocks.data() + r * row_bytes, K, W.data() + r * row_bytes);
   const std::vector<int32_t> rows = {0, 1, 2, 3, 4, 5, 6, 7};
-  const auto expected = panel_product(W.data(), row_bytes, rows, K, x.rows, T, H);
+  const auto expected = panel_product(blocks.data(), rows, K, x.rows, T, H);
   for (const auto& dot : test::registered_entries<kernels::RowsDotQ8_0>(GetParam(), kDotQ8Ops)) {
     std::vector<float> out(size_t(T * H), NAN);
     dot.fn(T, H, rows.data(), K, x.rows, W.data(), row_bytes, out.data(), H, {});
@@ -221,7 +243,7 @@ TEST_P(SparseRows, DotQ8_0AtExtremeCodesIsThePanelProduct) {
 }
 
 // y after the contract's chain, in plain C++: fma(h, w, y), for q8_0 fma(h·d, q, y) with d
-// and q read from the block's bytes.
+// and q read from the row's bytes (its scales, then its codes).
 std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& rows, const std::vector<float>& h,
                               int64_t T, std::vector<float> y, int64_t N) {
   for (int64_t t = 0; t < T; ++t)
@@ -230,10 +252,10 @@ std::vector<float> axpy_chain(const StoredRows& W, const std::vector<int32_t>& r
         float& acc = y[size_t(t * N + c)];
         const float hi = h[size_t(t) * rows.size() + i];
         if (W.type == WeightType::q8_0) {
-          const std::byte* block = W.bytes.data() + rows[i] * W.row_bytes + c / 32 * 34;
+          const std::byte* row = W.bytes.data() + rows[i] * W.row_bytes;
           uint16_t d;
-          std::memcpy(&d, block, 2);
-          const auto q = static_cast<int8_t>(block[2 + c % 32]);
+          std::memcpy(&d, row + 2 * (c / 32), 2);
+          const auto q = static_cast<int8_t>(row[2 * (N / 32) + c]);
           acc = std::fma(hi * f16_to_f32(d), float(q), acc);
         } else {
           acc = std::fma(hi, W.values[size_t(rows[i] * W.cols + c)], acc);
@@ -261,7 +283,9 @@ TEST_P(SparseRows, AxpyIsTheContractsChainBitForBit) {
                   rows_ahead(W.bytes.data()));
           for (size_t e = 0; e < y.size(); ++e)
             ASSERT_EQ(y[e], expected[e]) << axpy.name << " " << weight_type_name(type) << " N=" << N << " n=" << n;
-          // Any column range gives the same bits: columns [0, c) then [c, N).
+          // Any column range gives the same bits: columns [0, c) then [c, N) (element types:
+          // q8_0 rows are read whole, their scales before their codes).
+          if (type == WeightType::q8_0) continue;
           const int64_t block = weight_type_info(type).block_elements, cut = N / 3 / block * block;
           const int64_t cut_bytes = weight_type_info(type).row_bytes(cut);
           auto pieces = y0;
