@@ -188,10 +188,10 @@ using RowsDot = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* r
                          int64_t ldx, const std::byte* W, int64_t row_bytes, float* out, int64_t ldo,
                          const RowsAhead& ahead);
 // rows_dot_q8_0_<isa>: the same products for q8_0 rows (K a multiple of 32; each row in
-// q8_0_split_rows.hpp's layout: its scales, then its codes) with the activations x in q8_0 (activation_rows.hpp; x.format == q8_0, T rows of K), by the qblock
-// panels' arithmetic (qblock_panels.hpp): per (t, i) the chain acc ← fma(float(S_b),
-// d_w·d_x, acc) over the blocks b in order from 0, S_b the exact integer block sum — the
-// same bits on every ISA, for any list, T or split, and as the q8_0 panel kernels give.
+// q8_0_split_rows.hpp's layout: its scales, then its codes) with the activations x in q8_0 (activation_rows.hpp;
+// x.format == q8_0, T rows of K), by the qblock panels' arithmetic (qblock_panels.hpp): per (t, i) the chain acc ←
+// fma(float(S_b), d_w·d_x, acc) over the blocks b in order from 0, S_b the exact integer block sum — the same bits on
+// every ISA, for any list, T or split, and as the q8_0 panel kernels give.
 using RowsDotQ8_0 = void (*)(int64_t T, int64_t n, const int32_t* rows, int64_t K, const ActivationRows& x,
                              const std::byte* W, int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead);
 // rows_axpy_<isa> (its down product, down held transposed: a row per hidden channel): for
@@ -200,8 +200,8 @@ using RowsDotQ8_0 = void (*)(int64_t T, int64_t n, const int32_t* rows, int64_t 
 // any column range a caller cuts N into, and whatever other tokens share the call. W points
 // at the first column (the caller offsets it by c0's bytes). Types f32, f16 / bf16 widened
 // exactly, and q8_0, whose step is fma(h·d, q, y) with h·d rounded once (whole rows of N
-// values, N a multiple of 32, in q8_0_split_rows.hpp's layout: no cuts). A row with h = 0 adds an exact zero to a finite sum that started at
-// +0 (never −0 then), so listing it changes no bit.
+// values, N a multiple of 32, in q8_0_split_rows.hpp's layout: no cuts). A row with h = 0 adds an exact zero to a
+// finite sum that started at +0 (never −0 then), so listing it changes no bit.
 using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* rows, const float* h, int64_t ldh,
                           int64_t N, const std::byte* W, int64_t row_bytes, float* y, int64_t ldy,
                           const RowsAhead& ahead);

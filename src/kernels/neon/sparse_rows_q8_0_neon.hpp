@@ -29,7 +29,7 @@ struct I8x16x2 {
   }
   static Acc acc_zero() { return {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}; }
   // Lane l of the 8 vectors' sums by pairwise adds, sums 0–3 in one vector, 4–7 in the other.
-  static void accumulate(const int32x4_t (&s)[8], const float (&scale)[8], Acc& acc) {
+  static void accumulate(const int32x4_t (&s)[8], const float* scale, Acc& acc) {
     const int32x4_t s0123 = vpaddq_s32(vpaddq_s32(s[0], s[1]), vpaddq_s32(s[2], s[3]));
     const int32x4_t s4567 = vpaddq_s32(vpaddq_s32(s[4], s[5]), vpaddq_s32(s[6], s[7]));
     acc.lo = vfmaq_f32(acc.lo, vcvtq_f32_s32(s0123), vld1q_f32(scale));

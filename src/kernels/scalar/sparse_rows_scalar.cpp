@@ -62,7 +62,7 @@ struct I8x1 {
     return s;
   }
   static Acc acc_zero() { return {}; }
-  static void accumulate(const int32_t (&s)[8], const float (&scale)[8], Acc& acc) {
+  static void accumulate(const int32_t (&s)[8], const float* scale, Acc& acc) {
     for (int l = 0; l < 8; ++l) acc.lane[l] = std::fma(float(s[l]), scale[l], acc.lane[l]);
   }
   static void store(const Acc& acc, float* out) { std::memcpy(out, acc.lane, sizeof acc.lane); }
