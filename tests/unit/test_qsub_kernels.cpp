@@ -164,7 +164,9 @@ TEST_P(QSubKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
     for (int64_t K : {256, 512, 2304})
       for (int64_t N : {1, 31, 64})
-        for (int64_t T : {1, 2, 3, 4, 5, 8}) {  // 3 and more super-block by super-block
+        // 3 and more super-block by super-block; from 8, strips of 4 over half panels where a
+        // kernel has them, then of 2 and 1 (9, 11)
+        for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 11}) {
           const WeightType t = panel.type;
           const StoredRows w = random_rows(t, N, K, uint32_t(K + N + 1));
           const test::Activations x = quantise(t, T, K, test::random_vector(size_t(T * K), uint32_t(T + 3)));

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 
 #include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
 #include "kernels/qsub_panels.hpp"
@@ -22,22 +23,44 @@ namespace {
 
 constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 
+// From how many tokens the block-by-block path runs strips of four tokens over half panels
+// (32 rows; strips of 2 and 1 for the rest of the tokens): each vector's values, unpacked
+// from their nibbles, high bits or codebook, are then made once for four tokens instead of
+// two, and the strip's sums (4 tokens × 2 vectors) fit the registers that 4 tokens × 4
+// vectors would spill. It pays where unpacking is dearest beside the products — MXFP4
+// (codebook and e8m0 scales), Q5_K (high bits), IQ4_XS (codebook, from eight tokens) — and
+// cost the other formats up to 0.8× (docs/performance.md, "Four-token strips").
+template <WeightType W>
+constexpr int64_t four_token_strips_from() {
+  if constexpr (W == WeightType::mxfp4) return 4;
+  if constexpr (W == WeightType::q5_K || W == WeightType::iq4_xs) return 8;
+  return INT64_MAX;
+}
+
 // What a tile prefetches into L2 of the super-block kQPanelPrefetchBytes ahead of each it
 // reads, a sub-block's share of its lines with each sub-block: nothing, all of it, or share
 // `part` of `parts` of it (the strips of the block-by-block path dividing it among them).
 enum class Ahead { none, whole, share };
 
-// MT tokens × 64 rows over super-blocks [b0, b1); chains start from C when resume.
-template <WeightType W, int MT, Ahead prefetch>
+// MT tokens × NV vectors of 16 rows from row 16·V0 (NV = 4: the panel's 64 rows) over
+// super-blocks [b0, b1); chains start from C when resume. A whole panel's chains stay in
+// registers over the super-blocks; a half panel's (NV = 2: the four-token strips, which
+// always resume) are loaded from C once each block's sums are made and stored back after
+// it, as the strip's sums need the registers.
+template <WeightType W, int MT, Ahead prefetch, int NV = 4, int V0 = 0>
 void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C, int64_t ldc,
           int part = 0, int parts = 1) {
+  static_assert(NV == 4 || (NV == 2 && MT == 4));
+  constexpr bool kChainsInC = NV < 4;  // resume is then true
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
   const int64_t blocks = K / q_format(W).block;
-  __m512 acc[MT][4];
-  for (int t = 0; t < MT; ++t)
-    for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
+  C += 16 * V0;
+  __m512 acc[MT][NV];
+  if constexpr (!kChainsInC)
+    for (int t = 0; t < MT; ++t)
+      for (int v = 0; v < NV; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512i biased_codebook = _mm512_setzero_si512();
   if constexpr (f.has_codebook())
@@ -71,9 +94,9 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
       __builtin_memcpy(&bytes, x[t] + i, 4);
       return _mm512_set1_epi32(bytes);
     };
-    __m512i I[MT][4];
+    __m512i I[MT][NV];
     for (int t = 0; t < MT; ++t)
-      for (int v = 0; v < 4; ++v) I[t][v] = _mm512_setzero_si512();
+      for (int v = 0; v < NV; ++v) I[t][v] = _mm512_setzero_si512();
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if constexpr (prefetch == Ahead::whole)
@@ -81,18 +104,18 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
       else if constexpr (prefetch == Ahead::share)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
                              parts * f.subs());
-      __m512i s[MT][4];
+      __m512i s[MT][NV];
       for (int t = 0; t < MT; ++t) {
         const __m512i init = _mm512_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
-        for (int v = 0; v < 4; ++v) s[t][v] = init;
+        for (int v = 0; v < NV; ++v) s[t][v] = init;
       }
       const auto* q = reinterpret_cast<const __m512i*>(blk + L.q_of(f, u));
       if constexpr (f.nibbles) {
         constexpr int pairs = f.sub / 8;
-        __m512i high[4];
+        __m512i high[NV];
         if constexpr (f.high_bits != 0)
-          for (int v = 0; v < 4; ++v)
-            high[v] = _mm512_load_si512(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + v);
+          for (int v = 0; v < NV; ++v)
+            high[v] = _mm512_load_si512(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + V0 + v);
         // Group g's high bits moved to bits 4 … of each byte.
         auto high_of = [&](int v, int g) {
           const int shift = 4 - f.high_bits * g;
@@ -106,8 +129,8 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
             lo_x[t] = x_group(t, u * f.sub + 4 * g);
             hi_x[t] = x_group(t, u * f.sub + 4 * (g + pairs));
           }
-          for (int v = 0; v < 4; ++v) {
-            const __m512i raw = _mm512_load_si512(q + 4 * g + v);
+          for (int v = 0; v < NV; ++v) {
+            const __m512i raw = _mm512_load_si512(q + 4 * g + V0 + v);
             __m512i lo = _mm512_and_si512(raw, nibble);
             __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
             if constexpr (f.high_bits != 0) {
@@ -128,71 +151,118 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
         for (int g = 0; g < f.sub / 4; ++g) {
           __m512i xg[MT];
           for (int t = 0; t < MT; ++t) xg[t] = x_group(t, u * f.sub + 4 * g);
-          for (int v = 0; v < 4; ++v) {
-            const __m512i w = _mm512_load_si512(q + 4 * g + v);
+          for (int v = 0; v < NV; ++v) {
+            const __m512i w = _mm512_load_si512(q + 4 * g + V0 + v);
             for (int t = 0; t < MT; ++t) s[t][v] = _mm512_dpbusd_epi32(s[t][v], w, xg[t]);
           }
         }
       }
-      const auto* sc = reinterpret_cast<const __m128i*>(blk + L.sc + u * 64);
-      for (int v = 0; v < 4; ++v) {
+      const auto* sc = reinterpret_cast<const __m128i*>(blk + L.sc + u * 64) + V0;
+      for (int v = 0; v < NV; ++v) {
         const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(sc + v));
         for (int t = 0; t < MT; ++t) I[t][v] = _mm512_add_epi32(I[t][v], _mm512_mullo_epi32(s[t][v], scale));
       }
     }
-    __m512 d[4];
-    for (int v = 0; v < 4; ++v) d[v] = scale_d(blk, v);
+    if constexpr (kChainsInC) {
+      // Not before the sums: GCC hoists loads that no store separates from the block's
+      // start, and 8 chains held through the sums spill them (a third of the speed).
+      asm volatile("" ::: "memory");
+      for (int t = 0; t < MT; ++t)
+        for (int v = 0; v < NV; ++v) acc[t][v] = _mm512_loadu_ps(C + t * ldc + 16 * v);
+    }
+    __m512 d[NV];
+    for (int v = 0; v < NV; ++v) d[v] = scale_d(blk, V0 + v);
     for (int t = 0; t < MT; ++t) {
       const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
-      for (int v = 0; v < 4; ++v)
+      for (int v = 0; v < NV; ++v)
         acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[t][v]), _mm512_mul_ps(d[v], dx), acc[t][v]);
     }
     if constexpr (f.has_min) {
-      __m512i M[MT][4];
+      __m512i M[MT][NV];
       for (int t = 0; t < MT; ++t)
-        for (int v = 0; v < 4; ++v) M[t][v] = _mm512_setzero_si512();
+        for (int v = 0; v < NV; ++v) M[t][v] = _mm512_setzero_si512();
       for (int u = 0; u < f.subs(); ++u) {
-        const auto* m = reinterpret_cast<const __m128i*>(blk + L.m + u * 64);
+        const auto* m = reinterpret_cast<const __m128i*>(blk + L.m + u * 64) + V0;
         __m512i B[MT];
         for (int t = 0; t < MT; ++t) B[t] = _mm512_set1_epi32(qsub_sum(bs[t], f.sub, u));
-        for (int v = 0; v < 4; ++v) {
+        for (int v = 0; v < NV; ++v) {
           const __m512i mins = _mm512_cvtepu8_epi32(_mm_load_si128(m + v));
           for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], _mm512_mullo_epi32(mins, B[t]));
         }
       }
-      const auto* dmin16 = reinterpret_cast<const __m256i*>(blk + L.dmin);
+      const auto* dmin16 = reinterpret_cast<const __m256i*>(blk + L.dmin) + V0;
       for (int t = 0; t < MT; ++t) {
         const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
-        for (int v = 0; v < 4; ++v) {
+        for (int v = 0; v < NV; ++v) {
           const __m512 ms = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_load_si256(dmin16 + v)), dx);
           acc[t][v] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(M[t][v]), ms, acc[t][v]);  // fma(M, −ms, acc)
         }
       }
     }
+    if constexpr (kChainsInC)
+      for (int t = 0; t < MT; ++t)
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
   }
-  for (int t = 0; t < MT; ++t)
-    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
+  if constexpr (!kChainsInC)
+    for (int t = 0; t < MT; ++t)
+      for (int v = 0; v < NV; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
+}
+
+// A's rows from token t on.
+inline Q8Rows rows_from(const Q8Rows& A, int64_t t, int64_t K, int64_t blocks) {
+  return Q8Rows{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)};
+}
+
+// Three tokens and more (K > 0), super-block by super-block: every strip of two tokens (or
+// four over half panels: four_token_strips_from) takes a super-block while it is in L1, its
+// chains in C (zeroed first), each strip prefetching its share of the super-block ahead —
+// so the panel streams from memory once while the strips' products run, instead of once a
+// strip per K block with the memory idle while the other strips re-read it from L2
+// (docs/performance.md, "Decode: where the time goes").
+template <WeightType W>
+inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  const int64_t blocks = K / q_format(W).block;
+  zero_panel_rows(C, T, ldc);
+  const int64_t fours = T >= four_token_strips_from<W>() ? T / 4 : 0;
+  const int calls = int(fours * 2 + (T - 4 * fours + 1) / 2);
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t t = 0;
+    int part = 0;
+    for (; t < 4 * fours; t += 4) {  // rows 0–31, then 32–63
+      tile<W, 4, Ahead::share, 2, 0>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+      tile<W, 4, Ahead::share, 2, 2>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+    }
+    for (; t + 2 <= T; t += 2)
+      tile<W, 2, Ahead::share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+    if (t < T)
+      tile<W, 1, Ahead::share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+  }
+}
+
+// block_by_block with every strip's code inlined into its loop. Taken where a strip's call
+// is a large share of its block's work — the formats of 32-value blocks, and those with
+// four-token strips: 1.1–1.3× from four tokens, where the other formats were level or, at
+// three tokens, slower (docs/performance.md, "Four-token strips").
+template <WeightType W>
+[[gnu::noinline, gnu::flatten]] void block_by_block_inlined(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P,
+                                                            float* C, int64_t ldc) {
+  block_by_block<W>(T, K, A, P, C, ldc);
+}
+
+template <WeightType W>
+constexpr bool inline_strips() {
+  return q_format(W).block == 32 || four_token_strips_from<W>() < INT64_MAX;
 }
 
 template <WeightType W>
 void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
   if (T <= 0) return;
   const int64_t blocks = K / q_format(W).block;
-  auto rows = [&](int64_t t) { return Q8Rows{A.codes + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
   if (T >= 3 && blocks > 0) {
-    // Three tokens and more, super-block by super-block: every strip of two tokens takes a
-    // super-block while it is in L1, its chains in C (zeroed first), each strip prefetching
-    // its share of the super-block ahead — so the panel streams from memory once while the
-    // strips' products run, instead of once a strip per K block with the memory idle while
-    // the other strips re-read it from L2 (docs/performance.md, "Decode: where the time goes").
-    zero_panel_rows(C, T, ldc);
-    const int strips = int((T + 1) / 2);
-    for (int64_t b = 0; b < blocks; ++b) {
-      int64_t t = 0;
-      for (; t + 2 <= T; t += 2)
-        tile<W, 2, Ahead::share>(K, rows(t), P, b, b + 1, true, C + t * ldc, ldc, int(t / 2), strips);
-      if (t < T) tile<W, 1, Ahead::share>(K, rows(t), P, b, b + 1, true, C + t * ldc, ldc, int(t / 2), strips);
-    }
+    if constexpr (inline_strips<W>())
+      block_by_block_inlined<W>(T, K, A, P, C, ldc);
+    else
+      block_by_block<W>(T, K, A, P, C, ldc);
     return;
   }
   // One or two tokens, and K = 0: K in blocks of kKValues, the first strip prefetching.
@@ -201,11 +271,12 @@ void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float
     const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
     int64_t t = 2;
     if (T >= 2)
-      tile<W, 2, Ahead::whole>(K, rows(0), P, b0, b1, b0 > 0, C, ldc);
+      tile<W, 2, Ahead::whole>(K, A, P, b0, b1, b0 > 0, C, ldc);
     else
-      tile<W, 1, Ahead::whole>(K, rows(0), P, b0, b1, b0 > 0, C, ldc);
-    for (; t + 2 <= T; t += 2) tile<W, 2, Ahead::none>(K, rows(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
-    if (t < T) tile<W, 1, Ahead::none>(K, rows(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
+      tile<W, 1, Ahead::whole>(K, A, P, b0, b1, b0 > 0, C, ldc);
+    for (; t + 2 <= T; t += 2)
+      tile<W, 2, Ahead::none>(K, rows_from(A, t, K, blocks), P, b0, b1, b0 > 0, C + t * ldc, ldc);
+    if (t < T) tile<W, 1, Ahead::none>(K, rows_from(A, t, K, blocks), P, b0, b1, b0 > 0, C + t * ldc, ldc);
   }
 }
 
