@@ -67,6 +67,13 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
   }
 }
 
+// Calls f with every call inside it inlined (GCC's flatten). Its own code, never inlined: an
+// instantiation per caller's lambda, so a copy for each level's file.
+template <class F>
+[[gnu::noinline, gnu::flatten]] void every_call_inlined(const F& f) {
+  f();
+}
+
 // The panel driver: C[t][0..63] for every token t < T (the qsub contract). pass(rows, b0, b1,
 // shared) runs every token over super-blocks [b0, b1), rows(t) being token t's q8_K rows.
 // One token: K in blocks of kKValues, the chains resuming from C after the first (b0 > 0),
@@ -76,6 +83,10 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
 // streams from memory once while the tokens' products run, instead of once a pass per K
 // block with the memory idle while the other passes re-read it from L2
 // (docs/performance.md, "Decode: where the time goes").
+// Formats of 32-value blocks run the super-block loop with every tile inlined into it
+// (every_call_inlined): a tile call a token and block is then a large share of the block's
+// work — 1.05–1.4× from two tokens; the formats of 256-value blocks measured level either
+// way and keep the compiler's choice (docs/performance.md, "Four-token strips").
 template <WeightType W, class Pass>
 inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, float* C, int64_t ldc, Pass pass) {
   constexpr int64_t block = q_format(W).block;
@@ -83,7 +94,13 @@ inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, flo
   auto rows = [&](int64_t t) { return Q8Rows{A.codes() + t * K, A.scales + t * blocks, A.sums + t * (K / 16)}; };
   if (T >= 2 && blocks > 0) {
     zero_panel_rows(C, T, ldc);
-    for (int64_t b = 0; b < blocks; ++b) pass(rows, b, b + 1, true);
+    auto by_blocks = [&] {
+      for (int64_t b = 0; b < blocks; ++b) pass(rows, b, b + 1, true);
+    };
+    if constexpr (block == 32)
+      every_call_inlined(by_blocks);
+    else
+      by_blocks();
     return;
   }
   // K = 0 still visits one (empty) range, so that C is written (zeros).
