@@ -15,9 +15,10 @@
 // of 8 block sums, which the level converts (exactly: |S_b| ≤ 32·128·127 < 2²⁴) and adds
 // with one FMA. The 8 scales d_w·d_x of a block come from a table filled 8 blocks at a time
 // (fill_scale_table: on x86 a row's 8 binary16 scales widened in one instruction, then a
-// transpose), where one scalar conversion and multiply a block and pair had cost the loop
-// about a quarter of its time in L2. Like rows_dot, a pass prefetches the next pass's rows into L2 (the last
-// pass: the next group of tokens' rows, or the caller's `ahead`).
+// transpose), where one scalar conversion and multiply a block and pair had been a large
+// share of the loop (docs/performance.md, "Sparse decode"). Like rows_dot, a pass
+// prefetches the next pass's rows into L2 (the last pass: the next group of tokens' rows, or
+// the caller's `ahead`).
 //
 // I8 (a level's integer block dot):
 //   Weights, weights(q)   a block's 32 weight codes, prepared once for every token

@@ -84,9 +84,9 @@ template <class F>
 // block with the memory idle while the other passes re-read it from L2
 // (docs/performance.md, "Decode: where the time goes").
 // Formats of 32-value blocks run the super-block loop with every tile inlined into it
-// (every_call_inlined): a tile call a token and block is then a large share of the block's
-// work — 1.05–1.4× from two tokens; the formats of 256-value blocks measured level either
-// way and keep the compiler's choice (docs/performance.md, "Four-token strips").
+// (every_call_inlined): a tile call a token and block is otherwise a large share of the
+// block's work; the formats of 256-value blocks measured level either way and keep the
+// compiler's choice (docs/performance.md, "Four-token strips").
 template <WeightType W, class Pass>
 inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, float* C, int64_t ldc, Pass pass) {
   constexpr int64_t block = q_format(W).block;

@@ -28,8 +28,9 @@ constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 
 // from their nibbles, high bits or codebook, are then made once for four tokens instead of
 // two, and the strip's sums (4 tokens × 2 vectors) fit the registers that 4 tokens × 4
 // vectors would spill. It pays where unpacking is dearest beside the products — MXFP4
-// (codebook and e8m0 scales), Q5_K (high bits), IQ4_XS (codebook, from eight tokens) — and
-// cost the other formats up to 0.8× (docs/performance.md, "Four-token strips").
+// (codebook and e8m0 scales), Q5_K (high bits), IQ4_XS (codebook, from eight tokens); the
+// other formats' unpacking is too cheap to pay for the half panels' second pass over the
+// scales, and they were slower with it (docs/performance.md, "Four-token strips").
 template <WeightType W>
 constexpr int64_t four_token_strips_from() {
   if constexpr (W == WeightType::mxfp4) return 4;
@@ -165,7 +166,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     }
     if constexpr (kChainsInC) {
       // Not before the sums: GCC hoists loads that no store separates from the block's
-      // start, and 8 chains held through the sums spill them (a third of the speed).
+      // start, and 8 chains held through the sums would spill them.
       asm volatile("" ::: "memory");
       for (int t = 0; t < MT; ++t)
         for (int v = 0; v < NV; ++v) acc[t][v] = _mm512_loadu_ps(C + t * ldc + 16 * v);
@@ -241,8 +242,8 @@ inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byt
 
 // block_by_block with every strip's code inlined into its loop. Taken where a strip's call
 // is a large share of its block's work — the formats of 32-value blocks, and those with
-// four-token strips: 1.1–1.3× from four tokens, where the other formats were level or, at
-// three tokens, slower (docs/performance.md, "Four-token strips").
+// four-token strips; the other formats measured level or, at three tokens, slower with it
+// (docs/performance.md, "Four-token strips").
 template <WeightType W>
 [[gnu::noinline, gnu::flatten]] void block_by_block_inlined(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P,
                                                             float* C, int64_t ldc) {
