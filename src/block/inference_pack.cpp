@@ -184,8 +184,9 @@ void copy_up_rows(const RowSource& src, int64_t H, InferenceBlock::Panels::Chann
 // Down ([D][H]) transposed into Panels::channel_rows' down rows ([H][D], a row per hidden
 // channel) in sparse_rows_type: f32 / f16 / bf16 a bit copy of every value; a block type's
 // values (exactly widened; q8_0's too, whose blocks ran along H) requantised to q8_0 along D,
-// 32 output columns a block, in the kernels' split layout (kernels/q8_0_split_rows.hpp). 64 rows of down at a time
-// across the pool (each writes its own 64 columns of every output row: whole q8_0 blocks).
+// 32 output columns a block, in the kernels' split layout (kernels/q8_0_split_rows.hpp).
+// 64 rows of down at a time across the pool (each writes its own 64 columns of every output
+// row: whole q8_0 blocks).
 void transpose_down(const RowSource& src, int64_t D, InferenceBlock::Panels::ChannelRows& out, ThreadPool& pool) {
   const int64_t H = src.cols, stride = out.stride();
   const WeightType type = out.down_type;

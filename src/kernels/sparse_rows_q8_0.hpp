@@ -1,10 +1,11 @@
 // Activation-sparse decode's up products on q8_0 rows (kernels.hpp: rows_dot_q8_0; the rows
 // in q8_0_split_rows.hpp's layout), written once over a level's integer block dot I8: each
-// listed row's blocks dotted in int8 with the activations quantised to q8_0 (activation_rows.hpp), the arithmetic of
-// the qblock panels (qblock_panels.hpp) — per (token, row) one chain acc ← fma(float(S_b), d_w·d_x, acc) over the
-// blocks b in order from 0, S_b the exact integer Σ of the block's 32 products. So a row's result is the same bits on
-// every ISA, and the same as the dense q8_0 panel product gives that row: the sparse and the dense path of a q8_0 block
-// agree on u bit for bit.
+// listed row's blocks dotted in int8 with the activations quantised to q8_0
+// (activation_rows.hpp), the arithmetic of the qblock panels (qblock_panels.hpp) — per
+// (token, row) one chain acc ← fma(float(S_b), d_w·d_x, acc) over the blocks b in order from
+// 0, S_b the exact integer Σ of the block's 32 products. So a row's result is the same bits
+// on every ISA, and the same as the dense q8_0 panel product gives that row: the sparse and
+// the dense path of a q8_0 block agree on u bit for bit.
 //
 // Why integers: widening each weight to f32 (rows_dot's way) costs a conversion, a multiply
 // by d and an FMA a lane, which paced q8_0 rows on one thread at about half the speed the
@@ -40,17 +41,15 @@
 
 namespace ffn::kernels::sparse_rows {
 
-// A q8_0 block's bytes, for prefetch_next (which prefetches a row's lines in order as the
-// pass reads its blocks: by block b, the first 34·(b + 1) bytes) (a type of each level's own, as every function
-// here: the levels' files are compiled with different flags, so no inline function they
-// share may be instantiated for them alike).
+// A q8_0 block's share of a row's bytes, for prefetch_next, which prefetches a row's lines in
+// order as the pass reads its blocks (by block b, the first 34·(b + 1) bytes, scales and codes
+// alike). A type of each level's own, as every function here: the levels' files are compiled
+// with different flags, so no inline function they share may be instantiated for them alike.
 template <class I8>
 struct Q8_0Block {
   static constexpr int64_t block_bytes = 34;
 };
 
-// out[t·ldo + r] for TT tokens and R rows from rows[0]; rows + R … rows + R + n_next are the
-// next pass's rows (prefetched; none: ahead's).
 // table[j·8 + l] = d_w·d_x of block b0 + j for lane l = t·R + r (row r's scale times token
 // t's), j < count ≤ 8; lanes no pair uses 0. Exact: the product of two binary16 values. A
 // level whose I8 has scale_table8 converts a whole chunk's 8 scales of a row at once and
@@ -72,6 +71,8 @@ void fill_scale_table(const std::byte* const (&w)[R], const ActivationRows& x, i
     }
 }
 
+// out[t·ldo + r] for TT tokens and R rows from rows[0]; rows + R … rows + R + n_next are the
+// next pass's rows (prefetched; none: ahead's).
 template <class I8, int64_t R, int64_t TT>
 void dot_rows_q8_0(const int32_t* rows, int64_t n_next, int64_t K, const ActivationRows& x, const std::byte* W,
                    int64_t row_bytes, float* out, int64_t ldo, const RowsAhead& ahead) {
