@@ -25,23 +25,42 @@ constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 
 
 // From how many tokens the block-by-block path runs strips of four tokens over half panels
 // (32 rows; strips of 2 and 1 for the rest of the tokens): each vector's values, unpacked
-// from their nibbles, high bits or codebook, are then made once for four tokens instead of
-// two, and the strip's sums (4 tokens × 2 vectors) fit the registers that 4 tokens × 4
-// vectors would spill. It pays where unpacking is dearest beside the products — MXFP4
-// (codebook and e8m0 scales), Q5_K (high bits), IQ4_XS (codebook, from eight tokens); the
-// other formats' unpacking is too cheap to pay for the half panels' second pass over the
-// scales, and they were slower with it (docs/performance.md, "Four-token strips").
+// from their nibbles, high bits, codebook or ternary digits, are then made once for four
+// tokens instead of two, and the strip's sums (4 tokens × 2 vectors) fit the registers that
+// 4 tokens × 4 vectors would spill. Once a few tokens make the loop bound by the core, its
+// vector instructions bind: vpdpbusd and the sub-block scales' vpmulld share two pipes, and
+// with strips of two the unpacking fills the rest. Where a format has no entry, or a later
+// one, it measured level or slower from memory: Q4_K at four and six tokens and Q2_K at four
+// were slower (the half panels' reads), Q3_K and the 32-value formats level
+// (docs/performance.md, "Four-token strips").
 template <WeightType W>
 constexpr int64_t four_token_strips_from() {
-  if constexpr (W == WeightType::mxfp4) return 4;
-  if constexpr (W == WeightType::q5_K || W == WeightType::iq4_xs) return 8;
+  using W_ = WeightType;
+  if constexpr (W == W_::mxfp4 || W == W_::q6_K || W == W_::tq1_0 || W == W_::tq2_0) return 4;
+  if constexpr (W == W_::q5_K || W == W_::iq4_xs || W == W_::q4_K || W == W_::q2_K) return 8;
+  return INT64_MAX;
+}
+
+// From how many tokens the block-by-block path prefetches twice as far ahead. Its strips
+// divide a super-block's prefetch among them, so the share issued last, by the last strip,
+// is the one the next super-block's first strip reads first; from eight tokens, with the
+// distance one super-block (8 KiB rounded up), that share came late. Taken where twice the
+// distance measured faster at eight tokens in slow and fast memory alike; Q5_K, Q2_K and the
+// 32-value formats measured level or slower with it, and six tokens gained only with fast
+// memory (docs/performance.md, "Prefetch distance").
+template <WeightType W>
+constexpr int64_t prefetch_twice_as_far_from() {
+  using W_ = WeightType;
+  if constexpr (W == W_::q4_K || W == W_::q6_K || W == W_::iq4_xs || W == W_::tq1_0 || W == W_::tq2_0) return 8;
   return INT64_MAX;
 }
 
 // What a tile prefetches into L2 of the super-block kQPanelPrefetchBytes ahead of each it
-// reads, a sub-block's share of its lines with each sub-block: nothing, all of it, or share
-// `part` of `parts` of it (the strips of the block-by-block path dividing it among them).
-enum class Ahead { none, whole, share };
+// reads (rounded up to whole super-blocks), a sub-block's share of its lines with each
+// sub-block: nothing, all of it, or share `part` of `parts` of it (the strips of the
+// block-by-block path dividing it among them) — of that super-block, or, share_far, of the
+// one twice as far ahead.
+enum class Ahead { none, whole, share, share_far };
 
 // MT tokens × NV vectors of 16 rows from row 16·V0 (NV = 4: the panel's 64 rows) over
 // super-blocks [b0, b1); chains start from C when resume. A whole panel's chains stay in
@@ -55,7 +74,8 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
   constexpr bool kChainsInC = NV < 4;  // resume is then true
   constexpr QFormat f = q_format(W);
   constexpr QSubLayout L = qsub_layout(f);
-  constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
+  constexpr int64_t ahead =
+      (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes * (prefetch == Ahead::share_far ? 2 : 1);
   const int64_t blocks = K / q_format(W).block;
   C += 16 * V0;
   __m512 acc[MT][NV];
@@ -102,7 +122,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if constexpr (prefetch == Ahead::whole)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
-      else if constexpr (prefetch == Ahead::share)
+      else if constexpr (prefetch == Ahead::share || prefetch == Ahead::share_far)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
                              parts * f.subs());
       __m512i s[MT][NV];
@@ -220,7 +240,8 @@ inline Q8Rows rows_from(const Q8Rows& A, int64_t t, int64_t K, int64_t blocks) {
 // so the panel streams from memory once while the strips' products run, instead of once a
 // strip per K block with the memory idle while the other strips re-read it from L2
 // (docs/performance.md, "Decode: where the time goes").
-template <WeightType W>
+// Share is Ahead::share or Ahead::share_far.
+template <WeightType W, Ahead Share>
 inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / q_format(W).block;
   zero_panel_rows(C, T, ldc);
@@ -230,24 +251,23 @@ inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byt
     int64_t t = 0;
     int part = 0;
     for (; t < 4 * fours; t += 4) {  // rows 0–31, then 32–63
-      tile<W, 4, Ahead::share, 2, 0>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
-      tile<W, 4, Ahead::share, 2, 2>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+      tile<W, 4, Share, 2, 0>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+      tile<W, 4, Share, 2, 2>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
     }
     for (; t + 2 <= T; t += 2)
-      tile<W, 2, Ahead::share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
-    if (t < T)
-      tile<W, 1, Ahead::share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+      tile<W, 2, Share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
+    if (t < T) tile<W, 1, Share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
   }
 }
 
 // block_by_block with every strip's code inlined into its loop. Taken where a strip's call
 // is a large share of its block's work — the formats of 32-value blocks, and those with
-// four-token strips; the other formats measured level or, at three tokens, slower with it
-// (docs/performance.md, "Four-token strips").
-template <WeightType W>
+// four-token strips; Q3_K, the one format left, measured level or slower with it at three
+// and eight tokens (docs/performance.md, "Four-token strips").
+template <WeightType W, Ahead Share>
 [[gnu::noinline, gnu::flatten]] void block_by_block_inlined(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P,
                                                             float* C, int64_t ldc) {
-  block_by_block<W>(T, K, A, P, C, ldc);
+  block_by_block<W, Share>(T, K, A, P, C, ldc);
 }
 
 template <WeightType W>
@@ -255,16 +275,22 @@ constexpr bool inline_strips() {
   return q_format(W).block == 32 || four_token_strips_from<W>() < INT64_MAX;
 }
 
+template <WeightType W, Ahead Share>
+void by_blocks(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
+  if constexpr (inline_strips<W>())
+    block_by_block_inlined<W, Share>(T, K, A, P, C, ldc);
+  else
+    block_by_block<W, Share>(T, K, A, P, C, ldc);
+}
+
 template <WeightType W>
 void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
   if (T <= 0) return;
   const int64_t blocks = K / q_format(W).block;
   if (T >= 3 && blocks > 0) {
-    if constexpr (inline_strips<W>())
-      block_by_block_inlined<W>(T, K, A, P, C, ldc);
-    else
-      block_by_block<W>(T, K, A, P, C, ldc);
-    return;
+    if constexpr (prefetch_twice_as_far_from<W>() < INT64_MAX)
+      if (T >= prefetch_twice_as_far_from<W>()) return by_blocks<W, Ahead::share_far>(T, K, A, P, C, ldc);
+    return by_blocks<W, Ahead::share>(T, K, A, P, C, ldc);
   }
   // One or two tokens, and K = 0: K in blocks of kKValues, the first strip prefetching.
   // K = 0 still visits one (empty) range, so that C is written (zeros).
