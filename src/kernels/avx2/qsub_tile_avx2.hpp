@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "kernels/every_call_inlined.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/panel_family.hpp"
 #include "kernels/qsub_panels.hpp"
@@ -65,13 +66,6 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
       acc[v] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(M[v]), _mm256_mul_ps(dmin, dx), acc[v]);  // fma(M, −ms, acc)
     }
   }
-}
-
-// Calls f with every call inside it inlined (GCC's flatten). Its own code, never inlined: an
-// instantiation per caller's lambda, so a copy for each level's file.
-template <class F>
-[[gnu::noinline, gnu::flatten]] void every_call_inlined(const F& f) {
-  f();
 }
 
 // The panel driver: C[t][0..63] for every token t < T (the qsub contract). pass(rows, b0, b1,

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/every_call_inlined.hpp"
 #include "kernels/qsub_panels.hpp"
 
 namespace ffn::kernels {
@@ -260,16 +261,11 @@ inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byt
   }
 }
 
-// block_by_block with every strip's code inlined into its loop. Taken where a strip's call
-// is a large share of its block's work — the formats of 32-value blocks, and those with
-// four-token strips; Q3_K, the one format left, measured level or slower with it at three
-// and eight tokens (docs/performance.md, "Four-token strips").
-template <WeightType W, Ahead Share>
-[[gnu::noinline, gnu::flatten]] void block_by_block_inlined(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P,
-                                                            float* C, int64_t ldc) {
-  block_by_block<W, Share>(T, K, A, P, C, ldc);
-}
-
+// Whether block_by_block runs with every strip's code inlined into its loop
+// (every_call_inlined). Taken where a strip's call is a large share of its block's work —
+// the formats of 32-value blocks, and those with four-token strips; Q3_K, the one format
+// left, measured level or slower with it at three and eight tokens (docs/performance.md,
+// "Four-token strips").
 template <WeightType W>
 constexpr bool inline_strips() {
   return q_format(W).block == 32 || four_token_strips_from<W>() < INT64_MAX;
@@ -278,7 +274,9 @@ constexpr bool inline_strips() {
 template <WeightType W, Ahead Share>
 void by_blocks(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
   if constexpr (inline_strips<W>())
-    block_by_block_inlined<W, Share>(T, K, A, P, C, ldc);
+    every_call_inlined([](int64_t tokens, int64_t k, const Q8Rows* a, const std::byte* p, float* c,
+                          int64_t ld) { block_by_block<W, Share>(tokens, k, *a, p, c, ld); },
+                       T, K, &A, P, C, ldc);
   else
     block_by_block<W, Share>(T, K, A, P, C, ldc);
 }
