@@ -4,7 +4,11 @@
 // compiler would otherwise keep the calls. args go by value, so a caller that hands f what
 // it needs, instead of a lambda's captures, passes them in registers as a plain function's
 // arguments. An instantiation per caller's lambda, so each ISA level's file gets its own
-// copy, compiled with that file's flags. No intrinsics: included by any level's files.
+// copy, compiled with that file's flags — as long as f's type is that file's own (a lambda
+// in a function of an anonymous namespace, or one that depends on such a type, as
+// avx2_qsub::panel_in_k_blocks' does on its caller's pass): a lambda of an inline function
+// that two levels' files both include would be one type, and the linker would keep one of
+// its copies for both. No intrinsics: included by any level's files.
 #pragma once
 
 namespace ffn::kernels {
