@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -62,13 +63,14 @@ struct StoredRows {
   std::vector<float> mins;    // [N][K]: dmin·m of each value's sub-block
 };
 
-StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed) {
+// With `fill`, every byte but the binary16 and e8m0 scales is that byte instead of random.
+StoredRows random_rows(WeightType t, int64_t N, int64_t K, uint32_t seed, std::optional<std::byte> fill = {}) {
   const auto& info = weight_type_info(t);
   StoredRows s{std::vector<std::byte>(size_t(N * info.row_bytes(K))), info.row_bytes(K),
                std::vector<float>(size_t(N * K)), std::vector<float>(size_t(N * K))};
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> scale(0x1p-10f, 0x1p-7f);
-  for (auto& b : s.bytes) b = std::byte(gen() & 0xFF);
+  for (auto& b : s.bytes) b = fill ? *fill : std::byte(gen() & 0xFF);
   const bool e8m0 = weight_type_traits(t).format.e8m0;
   for (int64_t blk = 0; blk < N * K / info.block_elements; ++blk)
     for (int off : weight_type_traits(t).scale_fields) {
@@ -179,6 +181,33 @@ TEST_P(QSubKernels, EqualScalarBitForBitAndAreWithinBound) {
           for (int64_t r = 0; r < T; ++r)
             for (int64_t n = 0; n < N; ++n) ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)]) << where;
           EXPECT_LE(worst_ratio(t, T, N, K, x.values, w, w.values, c, 64), 1.0) << where;
+        }
+}
+
+// The integer sums at their largest: every code, scale, min and high bit at its largest
+// (bytes 0xFF; 0x00 and 0x77 for the codebooks, whose largest |q| are IQ4's entry 0, −127, and
+// MXFP4's entry 7, 12) against activations all −127 or all +127. The AVX2 kernels add up to 8
+// vpmaddubsw outputs in int16 before widening them (Q4_K: 8·2·15·127 = 30480, Q6_K:
+// 2·2·63·127 = 32004, just below 2¹⁵), so one output more than a type's bound allows wraps
+// and breaks the bit-for-bit equality; random rows stay far below the bound.
+TEST_P(QSubKernels, IntegerSumsAtTheirLargestEqualScalar) {
+  const int64_t K = 512, N = 64;
+  for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
+    for (std::byte fill : {std::byte{0xFF}, std::byte{0x00}, std::byte{0x77}})
+      for (float sign : {1.0f, -1.0f})
+        for (int64_t T : {1, 2, 3, 4, 8, 9}) {
+          const WeightType t = panel.type;
+          const StoredRows w = random_rows(t, N, K, uint32_t(K + T), fill);
+          // q8_K puts −127 at the value of largest magnitude: all −127 for +1, all +127 for −1.
+          const test::Activations x = quantise(t, T, K, std::vector<float>(size_t(T * K), sign));
+          const test::Panel packed = panel_of(t, w, N, K);
+          std::vector<float> c(size_t(T * 64), std::nanf("")), ref(size_t(T * 64));
+          panel.kernel->fn(T, K, x.rows, packed.data(), c.data(), 64);
+          reference(t)(T, K, x.rows, packed.data(), ref.data(), 64);
+          for (int64_t r = 0; r < T; ++r)
+            for (int64_t n = 0; n < N; ++n)
+              ASSERT_EQ(c[size_t(r * 64 + n)], ref[size_t(r * 64 + n)])
+                  << panel.kernel->name << " fill " << int(fill) << " x " << -127 * sign << " T=" << T;
         }
 }
 

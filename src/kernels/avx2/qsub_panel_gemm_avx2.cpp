@@ -6,18 +6,20 @@
 // the signed activation bytes into pairs of int16 (at most 2·63·127 < 2¹⁵: no saturation
 // for any K-quant), and vpmaddwd against the sub-block's scales (each row's scale in both
 // halves of its lane) adds the pairs into int32 lanes already scaled — so I accumulates
-// sc_u·Σ q·x without a multiply of its own. The offset term −offset·Σ_u sc_u·B_u and the
-// mins Σ_u m_u·B_u take one vpmulld a sub-block and row vector.
-// The codebook types (IQ4_NL, IQ4_XS, MXFP4) map each nibble to its code with one vpshufb
-// against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is looked up
-// biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most
-// 2·24·127 < 2¹⁵). IQ4's codes (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q|
-// (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a product, pairs at most
-// 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs
-// are not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its
-// own. MXFP4's d is made from its e8m0 byte in integer registers. The 32-blocks (one
-// sub-block a block, whose scale the panel stores as 1) skip the scales: vpmaddwd by ones.
-// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
+// sc_u·Σ q·x without a multiply of its own. Before vpmaddwd, a run of the sub-block's
+// vectors is summed in int16, as many as the format's largest q keeps below 2¹⁵ (Q4_K's
+// whole sub-block, 8 vpmaddubsw outputs; Q5_K 4; Q6_K 2), which takes a vpmaddwd and a
+// vpaddd from most of them: with a few tokens this loop is bound by the core, not the
+// memory (docs/performance.md, "AVX2: a sub-block's products summed in int16"). The offset term −offset·Σ_u sc_u·B_u
+// and the mins Σ_u m_u·B_u take one vpmulld a sub-block and row vector. The codebook types (IQ4_NL, IQ4_XS, MXFP4) map
+// each nibble to its code with one vpshufb against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is
+// looked up biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most 2·24·127 < 2¹⁵). IQ4's codes
+// (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q| (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a
+// product, pairs at most 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs are
+// not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its own. MXFP4's d is made from its
+// e8m0 byte in integer registers. The 32-blocks (one sub-block a block, whose scale the panel stores as 1) skip the
+// scales: vpmaddwd by ones. Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the
+// level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -44,8 +46,10 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
 template <WeightType W, int TT, int V, bool Shared = false>
 void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
           int64_t ldc, int part = 0, int parts = 1) {
-  constexpr QFormat f = q_format(W);
-  constexpr QSubLayout L = qsub_layout(f);
+  // static: the lambdas below capture f by reference, and GCC then read some of its fields
+  // (the high-bit mask, u·sub) from the stack at run time.
+  static constexpr QFormat f = q_format(W);
+  static constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
   __m256 acc[TT][V];
   for (int t = 0; t < TT; ++t)
@@ -61,9 +65,25 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     codebook = _mm256_add_epi8(
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
         _mm256_set1_epi8(char(bias)));
-  // The two halves' int16 pairs may be added before vpmaddwd (at most 4·(max|q| + bias)·127
-  // each).
-  constexpr bool add_halves = 4 * (f.max_abs_q() + bias) * 127 < 32768;
+  // vpmaddubsw's outputs, int16 pairs of at most 2·q·127 each (q ≤ max|q| + bias), are summed
+  // in int16 before one vpmaddwd takes them, as many as stay below 2¹⁵: Q4_K 8, Q5_K 4,
+  // Q6_K 2, IQ4 1 (not even a vector's two halves). Each nibble vector gives two (its groups
+  // g and g + pairs); a run of `run` vectors is one sum.
+  constexpr int outputs_in_int16 = 32767 / (2 * (f.max_abs_q() + bias) * 127);
+  constexpr int pairs = f.sub / 8;  // nibble vectors of a sub-block and row vector
+  constexpr int longest_run = [] {
+    int n = std::max(1, outputs_in_int16 / 2);
+    while (pairs % n != 0) --n;
+    return n;
+  }();
+  // Two loop orders over a sub-block's nibble vectors, each the faster for some formats
+  // (docs/performance.md, "AVX2: a sub-block's products summed in int16"). With high bits and
+  // two tokens, row vector by row vector: each token's sum is one register and the high-bit
+  // vector is loaded once. Otherwise group by group, the activations' broadcasts shared by the
+  // row vectors; every token's and row vector's sum is then a register, which paid only
+  // where a run is four vectors or more (Q4_K, Q4_1, the ternary types).
+  constexpr bool row_vector_outer = f.high_bits != 0 && TT >= 2;
+  constexpr int run = row_vector_outer || longest_run >= 4 ? longest_run : 1;
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x[TT];
@@ -91,19 +111,10 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       auto w_vec = [&](int g, int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * (v0 + v)));
       };
-      __m256i scale[V];
-      for (int v = 0; v < V; ++v)
-        scale[v] = unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * (v0 + v));
-      // I[t][v] += the pairs of lo and hi (int16, each a pair of products) by the scales.
-      auto add_pairs = [&](int t, int v, __m256i lo, __m256i hi) {
-        if constexpr (add_halves)
-          I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(_mm256_add_epi16(lo, hi), scale[v]));
-        else
-          I[t][v] = _mm256_add_epi32(
-              I[t][v], _mm256_add_epi32(_mm256_madd_epi16(lo, scale[v]), _mm256_madd_epi16(hi, scale[v])));
+      auto scale_of = [&](int v) {
+        return unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * (v0 + v));
       };
       if constexpr (f.nibbles) {
-        constexpr int pairs = f.sub / 8;
         auto high_vec = [&](int v) {
           return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));
         };
@@ -113,37 +124,101 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
           const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
           return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
         };
-        for (int g = 0; g < pairs; ++g) {
-          __m256i x_lo[TT], x_hi[TT];
-          for (int t = 0; t < TT; ++t) {
-            x_lo[t] = x_group(t, u * f.sub + 4 * g);
-            x_hi[t] = x_group(t, u * f.sub + 4 * (g + pairs));
+        // Nibble vector g of row vector v (h: its high bits) as vpmaddubsw's unsigned operands
+        // lo and hi (groups g and g + pairs): the values, their codes, or for IQ4's signed codes
+        // |q|, whose signs (lo_q, hi_q) go to the activations.
+        constexpr bool signed_codes = f.has_codebook() && !biased;
+        auto unpack = [&](int g, int v, __m256i h, __m256i& lo, __m256i& hi, __m256i& lo_q, __m256i& hi_q) {
+          const __m256i raw = w_vec(g, v);
+          lo_q = _mm256_and_si256(raw, nibble);
+          hi_q = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+          if constexpr (f.high_bits != 0) {
+            lo_q = _mm256_or_si256(lo_q, high_of(h, g));
+            hi_q = _mm256_or_si256(hi_q, high_of(h, g + pairs));
           }
+          if constexpr (f.has_codebook()) {
+            lo_q = _mm256_shuffle_epi8(codebook, lo_q);
+            hi_q = _mm256_shuffle_epi8(codebook, hi_q);
+          }
+          lo = signed_codes ? _mm256_abs_epi8(lo_q) : lo_q;
+          hi = signed_codes ? _mm256_abs_epi8(hi_q) : hi_q;
+        };
+        if constexpr (row_vector_outer) {
+          // Unrolled, so that I stays in registers.
+#pragma GCC unroll 8
           for (int v = 0; v < V; ++v) {
-            const __m256i raw = w_vec(g, v);
-            __m256i lo_w = _mm256_and_si256(raw, nibble), hi_w = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-            if constexpr (f.high_bits != 0) {
-              const __m256i h = high_vec(v);
-              lo_w = _mm256_or_si256(lo_w, high_of(h, g));
-              hi_w = _mm256_or_si256(hi_w, high_of(h, g + pairs));
+            // The broadcasts made again for each row vector: held from one to the next, GCC
+            // kept them on the stack.
+            asm volatile("" ::: "memory");
+            const __m256i scale = scale_of(v), h = high_vec(v);
+            for (int g0 = 0; g0 < pairs; g0 += run) {
+              __m256i sum[TT];  // set by the run's first vector
+              for (int t = 0; t < TT; ++t) sum[t] = _mm256_setzero_si256();
+              for (int g = g0; g < g0 + run; ++g) {
+                __m256i lo, hi, lo_q, hi_q;
+                unpack(g, v, h, lo, hi, lo_q, hi_q);
+                for (int t = 0; t < TT; ++t) {
+                  __m256i x_lo = x_group(t, u * f.sub + 4 * g), x_hi = x_group(t, u * f.sub + 4 * (g + pairs));
+                  if constexpr (signed_codes) {
+                    x_lo = _mm256_sign_epi8(x_lo, lo_q);
+                    x_hi = _mm256_sign_epi8(x_hi, hi_q);
+                  }
+                  const __m256i lo_p = _mm256_maddubs_epi16(lo, x_lo), hi_p = _mm256_maddubs_epi16(hi, x_hi);
+                  if constexpr (outputs_in_int16 < 2)
+                    I[t][v] = _mm256_add_epi32(
+                        I[t][v], _mm256_add_epi32(_mm256_madd_epi16(lo_p, scale), _mm256_madd_epi16(hi_p, scale)));
+                  else
+                    sum[t] =
+                        g == g0 ? _mm256_add_epi16(lo_p, hi_p) : _mm256_add_epi16(sum[t], _mm256_add_epi16(lo_p, hi_p));
+                }
+              }
+              if constexpr (outputs_in_int16 >= 2)
+                for (int t = 0; t < TT; ++t) I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(sum[t], scale));
             }
-            if constexpr (biased) {
-              const __m256i lo_q = _mm256_shuffle_epi8(codebook, lo_w), hi_q = _mm256_shuffle_epi8(codebook, hi_w);
-              for (int t = 0; t < TT; ++t)
-                add_pairs(t, v, _mm256_maddubs_epi16(lo_q, x_lo[t]), _mm256_maddubs_epi16(hi_q, x_hi[t]));
-            } else if constexpr (f.has_codebook()) {
-              const __m256i lo_q = _mm256_shuffle_epi8(codebook, lo_w), hi_q = _mm256_shuffle_epi8(codebook, hi_w);
-              const __m256i lo_abs = _mm256_abs_epi8(lo_q), hi_abs = _mm256_abs_epi8(hi_q);
-              for (int t = 0; t < TT; ++t)
-                add_pairs(t, v, _mm256_maddubs_epi16(lo_abs, _mm256_sign_epi8(x_lo[t], lo_q)),
-                          _mm256_maddubs_epi16(hi_abs, _mm256_sign_epi8(x_hi[t], hi_q)));
-            } else {
-              for (int t = 0; t < TT; ++t)
-                add_pairs(t, v, _mm256_maddubs_epi16(lo_w, x_lo[t]), _mm256_maddubs_epi16(hi_w, x_hi[t]));
+          }
+        } else {
+          __m256i scale[V];
+          for (int v = 0; v < V; ++v) scale[v] = scale_of(v);
+          for (int g0 = 0; g0 < pairs; g0 += run) {
+            __m256i sum[TT][V];  // set by the run's first vector
+            for (int t = 0; t < TT; ++t)
+              for (int v = 0; v < V; ++v) sum[t][v] = _mm256_setzero_si256();
+            for (int g = g0; g < g0 + run; ++g) {
+              __m256i x_lo[TT], x_hi[TT];
+              for (int t = 0; t < TT; ++t) {
+                x_lo[t] = x_group(t, u * f.sub + 4 * g);
+                x_hi[t] = x_group(t, u * f.sub + 4 * (g + pairs));
+              }
+              for (int v = 0; v < V; ++v) {
+                __m256i lo, hi, lo_q, hi_q;
+                unpack(g, v, f.high_bits != 0 ? high_vec(v) : nibble, lo, hi, lo_q, hi_q);
+                for (int t = 0; t < TT; ++t) {
+                  __m256i xl = x_lo[t], xh = x_hi[t];
+                  if constexpr (signed_codes) {
+                    xl = _mm256_sign_epi8(xl, lo_q);
+                    xh = _mm256_sign_epi8(xh, hi_q);
+                  }
+                  const __m256i lo_p = _mm256_maddubs_epi16(lo, xl), hi_p = _mm256_maddubs_epi16(hi, xh);
+                  if constexpr (outputs_in_int16 < 2)
+                    I[t][v] = _mm256_add_epi32(I[t][v], _mm256_add_epi32(_mm256_madd_epi16(lo_p, scale[v]),
+                                                                         _mm256_madd_epi16(hi_p, scale[v])));
+                  else if constexpr (run == 1)
+                    I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(_mm256_add_epi16(lo_p, hi_p), scale[v]));
+                  else
+                    sum[t][v] = g == g0 ? _mm256_add_epi16(lo_p, hi_p)
+                                        : _mm256_add_epi16(sum[t][v], _mm256_add_epi16(lo_p, hi_p));
+                }
+              }
             }
+            if constexpr (outputs_in_int16 >= 2 && run > 1)
+              for (int v = 0; v < V; ++v)
+                for (int t = 0; t < TT; ++t)
+                  I[t][v] = _mm256_add_epi32(I[t][v], _mm256_madd_epi16(sum[t][v], scale[v]));
           }
         }
       } else {
+        __m256i scale[V];
+        for (int v = 0; v < V; ++v) scale[v] = scale_of(v);
         for (int g = 0; g < f.sub / 4; ++g) {
           __m256i xg[TT];
           for (int t = 0; t < TT; ++t) xg[t] = x_group(t, u * f.sub + 4 * g);
