@@ -81,9 +81,10 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
   // two tokens, row vector by row vector: each token's sum is one register and the high-bit
   // vector is loaded once. Otherwise group by group, the activations' broadcasts shared by the
   // row vectors; every token's and row vector's sum is then a register, which paid only
-  // where a run is four vectors or more (Q4_K, Q4_1, the ternary types).
+  // where a run is four vectors or more (Q4_K, Q4_1, the ternary types) and in the tiles of
+  // two tokens: in the one-token tile, T = 3's last token, it cost Q4_K's block 0.9×.
   constexpr bool row_vector_outer = f.high_bits != 0 && TT >= 2;
-  constexpr int run = row_vector_outer || longest_run >= 4 ? longest_run : 1;
+  constexpr int run = row_vector_outer || (longest_run >= 4 && TT >= 2) ? longest_run : 1;
   for (int64_t b = b0; b < b1; ++b) {
     const auto* blk = reinterpret_cast<const uint8_t*>(P + b * L.bytes);
     const int8_t* x[TT];
