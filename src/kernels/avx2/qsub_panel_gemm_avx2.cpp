@@ -1,7 +1,8 @@
 // AVX2 product with a qsub panel packed at load (layout, integers and arithmetic in
 // qsub_panels.hpp), super-block after super-block, in tiles of 1×64 (one token × 8 ymm of 8
 // rows) and 2×32 (two tokens × 4 ymm: each vector of weights unpacked once for both, which
-// at 2–8 tokens is most of the work: the nibbles, high bits and codebook lookups below).
+// at 2–8 tokens is most of the work: the nibbles, high bits and codebook lookups below),
+// and for some types 4×8 (four tokens × 1 ymm: four_token_strips).
 // A group's 4 values of 8 rows are one vector: vpmaddubsw multiplies the unsigned values by
 // the signed activation bytes into pairs of int16 (at most 2·63·127 < 2¹⁵: no saturation
 // for any K-quant), and vpmaddwd against the sub-block's scales (each row's scale in both
@@ -254,29 +255,50 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + t * ldc + 8 * (v0 + v), acc[t][v]);
 }
 
+// Whether type W runs four tokens at a time as 4 × 8-row tiles from four tokens (two tokens
+// block by block): each vector of weights unpacked once for four, where four tokens × 4 row
+// vectors of sums would not fit the 16 ymm registers. It paid where the unpacking is dearest
+// — the high bits of Q6_K, Q5_K and Q5_0, IQ4's codebook and signs (1.04–1.15× from memory
+// at 4–16 tokens) — and cost the formats whose runs of int16 sums are long (Q4_K, Q4_1, the
+// ternary types: 0.71–0.77× in L2), MXFP4 (0.89×) and Q5_1 (0.91–0.94×); Q3_K read 0.95× at
+// six tokens (docs/performance.md, "AVX2: a sub-block's products summed in int16").
+template <WeightType W>
+constexpr bool four_token_strips() {
+  using W_ = WeightType;
+  return W == W_::q6_K || W == W_::q5_K || W == W_::q5_0 || W == W_::iq4_xs || W == W_::iq4_nl;
+}
+
 // C[t][0..63] for every token t < T (the qsub contract), K block by K block
-// (avx2_qsub::panel_in_k_blocks): tokens two at a time as 2 × 32-row tiles
+// (avx2_qsub::panel_in_k_blocks): for the types of four_token_strips, from four tokens,
+// four at a time as 4 × 8-row tiles; then tokens two at a time as 2 × 32-row tiles
 // (the weights unpacked once for both: 8 int32 and 8 f32 accumulators, as one token's 1×64
 // has), a last odd token by the 1×64 tile. Every tile computes a (token, row) by the same
 // integer sums and float chain, so the pairing changes no bit.
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   avx2_qsub::panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
-    // Shared: a super-block's T tiles (a pair of tokens' two halves, an odd token's one), tile i
-    // prefetching share i of T.
+    // Shared: a super-block's tiles, tile i prefetching share i of them.
+    const int64_t strips_of_four = four_token_strips<W>() && shared ? T / 4 : 0;
+    const int parts = int(8 * strips_of_four + (T - 4 * strips_of_four));
+    int part = 0;
     int64_t t = 0;
+    for (; t < 4 * strips_of_four; t += 4) {
+      const Q8Rows four[4] = {rows(t), rows(t + 1), rows(t + 2), rows(t + 3)};
+      for (int v0 = 0; v0 < 8; ++v0)
+        tile<W, 4, 1, true>(four, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
+    }
     for (; t + 2 <= T; t += 2) {
       const Q8Rows two[2] = {rows(t), rows(t + 1)};
       for (int v0 : {0, 4})
         if (shared)
-          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, int(t) + v0 / 4, int(T));
+          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
         else
           tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
     }
     if (t < T) {
       const Q8Rows one = rows(t);
       if (shared)
-        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, int(t), int(T));
+        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
       else
         tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
     }
