@@ -11,16 +11,19 @@
 // vectors is summed in int16, as many as the format's largest q keeps below 2¹⁵ (Q4_K's
 // whole sub-block, 8 vpmaddubsw outputs; Q5_K 4; Q6_K 2), which takes a vpmaddwd and a
 // vpaddd from most of them: with a few tokens this loop is bound by the core, not the
-// memory (docs/performance.md, "AVX2: a sub-block's products summed in int16"). The offset term −offset·Σ_u sc_u·B_u
-// and the mins Σ_u m_u·B_u take one vpmulld a sub-block and row vector. The codebook types (IQ4_NL, IQ4_XS, MXFP4) map
-// each nibble to its code with one vpshufb against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is
-// looked up biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most 2·24·127 < 2¹⁵). IQ4's codes
-// (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q| (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a
-// product, pairs at most 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs are
-// not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its own. MXFP4's d is made from its
-// e8m0 byte in integer registers. The 32-blocks (one sub-block a block, whose scale the panel stores as 1) skip the
-// scales: vpmaddwd by ones. Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the
-// level.
+// memory (docs/performance.md, "AVX2: a sub-block's products summed in int16"). The offset
+// term −offset·Σ_u sc_u·B_u and the mins Σ_u m_u·B_u take one vpmulld a sub-block and row
+// vector.
+// The codebook types (IQ4_NL, IQ4_XS, MXFP4) map each nibble to its code with one vpshufb
+// against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is looked up
+// biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most
+// 2·24·127 < 2¹⁵). IQ4's codes (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q|
+// (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a product, pairs at most
+// 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs
+// are not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its
+// own. MXFP4's d is made from its e8m0 byte in integer registers. The 32-blocks (one
+// sub-block a block, whose scale the panel stores as 1) skip the scales: vpmaddwd by ones.
+// Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -154,7 +157,9 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
             asm volatile("" ::: "memory");
             const __m256i scale = scale_of(v), h = high_vec(v);
             for (int g0 = 0; g0 < pairs; g0 += run) {
-              __m256i sum[TT];  // set by the run's first vector
+              // Set by the run's first vector; zeroed first only so that GCC sees no read of an
+              // unset value (adding every vector to the zeros instead cost Q4_K 0.8×).
+              __m256i sum[TT];
               for (int t = 0; t < TT; ++t) sum[t] = _mm256_setzero_si256();
               for (int g = g0; g < g0 + run; ++g) {
                 __m256i lo, hi, lo_q, hi_q;
@@ -182,7 +187,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
           __m256i scale[V];
           for (int v = 0; v < V; ++v) scale[v] = scale_of(v);
           for (int g0 = 0; g0 < pairs; g0 += run) {
-            __m256i sum[TT][V];  // set by the run's first vector
+            __m256i sum[TT][V];  // set by the run's first vector; zeroed as above
             for (int t = 0; t < TT; ++t)
               for (int v = 0; v < V; ++v) sum[t][v] = _mm256_setzero_si256();
             for (int g = g0; g < g0 + run; ++g) {
