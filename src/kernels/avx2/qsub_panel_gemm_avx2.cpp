@@ -123,28 +123,12 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
         auto high_vec = [&](int v) {
           return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));
         };
-        // Group g's high bits moved to bits 4 … of each byte.
-        auto high_of = [&](__m256i h, int g) {
-          const int shift = 4 - f.high_bits * g;
-          const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
-          return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
-        };
         // Nibble vector g of row vector v (h: its high bits) as vpmaddubsw's unsigned operands
         // lo and hi (groups g and g + pairs): the values, their codes, or for IQ4's signed codes
         // |q|, whose signs (lo_q, hi_q) go to the activations.
         constexpr bool signed_codes = f.has_codebook() && !biased;
         auto unpack = [&](int g, int v, __m256i h, __m256i& lo, __m256i& hi, __m256i& lo_q, __m256i& hi_q) {
-          const __m256i raw = w_vec(g, v);
-          lo_q = _mm256_and_si256(raw, nibble);
-          hi_q = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-          if constexpr (f.high_bits != 0) {
-            lo_q = _mm256_or_si256(lo_q, high_of(h, g));
-            hi_q = _mm256_or_si256(hi_q, high_of(h, g + pairs));
-          }
-          if constexpr (f.has_codebook()) {
-            lo_q = _mm256_shuffle_epi8(codebook, lo_q);
-            hi_q = _mm256_shuffle_epi8(codebook, hi_q);
-          }
+          nibble_codes<W>(w_vec(g, v), h, g, codebook, lo_q, hi_q);
           lo = signed_codes ? _mm256_abs_epi8(lo_q) : lo_q;
           hi = signed_codes ? _mm256_abs_epi8(hi_q) : hi_q;
         };
@@ -273,41 +257,13 @@ constexpr bool four_token_strips() {
   return W == W_::q6_K || W == W_::q5_K || W == W_::q5_0 || W == W_::iq4_xs || W == W_::iq4_nl;
 }
 
-// C[t][0..63] for every token t < T (the qsub contract), K block by K block
-// (avx2_qsub::panel_in_k_blocks): for the types of four_token_strips, from four tokens,
-// four at a time as 4 × 8-row tiles; then tokens two at a time as 2 × 32-row tiles
-// (the weights unpacked once for both: 8 int32 and 8 f32 accumulators, as one token's 1×64
-// has), a last odd token by the 1×64 tile. Every tile computes a (token, row) by the same
-// integer sums and float chain, so the pairing changes no bit.
+// C[t][0..63] for every token t < T (the qsub contract), K block by K block, in the tiles
+// of avx2_qsub::panel_in_tiles: the 2 × 32 tiles unpack the weights once for both tokens (8
+// int32 and 8 f32 accumulators, as one token's 1×64 has).
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  avx2_qsub::panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
-    // Shared: a super-block's tiles, tile i prefetching share i of them.
-    const int64_t strips_of_four = four_token_strips<W>() && shared ? T / 4 : 0;
-    const int parts = int(8 * strips_of_four + (T - 4 * strips_of_four));
-    int part = 0;
-    int64_t t = 0;
-    for (; t < 4 * strips_of_four; t += 4) {
-      const Q8Rows four[4] = {rows(t), rows(t + 1), rows(t + 2), rows(t + 3)};
-      for (int v0 = 0; v0 < 8; ++v0)
-        tile<W, 4, 1, true>(four, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
-    }
-    for (; t + 2 <= T; t += 2) {
-      const Q8Rows two[2] = {rows(t), rows(t + 1)};
-      for (int v0 : {0, 4})
-        if (shared)
-          tile<W, 2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
-        else
-          tile<W, 2, 4>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc);
-    }
-    if (t < T) {
-      const Q8Rows one = rows(t);
-      if (shared)
-        tile<W, 1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
-      else
-        tile<W, 1, 8>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc);
-    }
-  });
+  avx2_qsub::panel_in_tiles<W, four_token_strips<W>()>(
+      T, K, A, P, C, ldc, []<int TT, int V, bool Shared>(auto... args) { tile<W, TT, V, Shared>(args...); });
 }
 
 }  // namespace

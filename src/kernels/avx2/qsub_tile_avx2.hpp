@@ -1,8 +1,9 @@
 // What the two 256-bit qsub panel kernels share (avx2/qsub_panel_gemm_avx2.cpp, vpmaddubsw;
-// avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the panel driver over K blocks,
-// the widening of 8 rows' block scales d, and the float terms of a block. The two differ only in how a
-// block's exact integer sums I are formed; the float arithmetic after them is the contract's
-// (qsub_panels.hpp), so both agree with the scalar reference bit for bit.
+// avx2_vnni/qsub_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): the panel driver over K
+// blocks and its order of tiles, the widening of 8 rows' block scales d, and the float terms
+// of a block. The two differ only in how a block's exact integer sums I are formed; the
+// float arithmetic after them is the contract's (qsub_panels.hpp), so both agree with the
+// scalar reference bit for bit.
 // Included only by files compiled with at least the avx2 level's flags.
 #pragma once
 
@@ -38,6 +39,30 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
     return _mm256_castsi256_ps(_mm256_blendv_epi8(tiny, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
   } else {
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + 16 * v)));
+  }
+}
+
+// Nibble vector `raw` of a sub-block's row vector (h: the row vector's high bits) as the codes
+// of its groups g and g + sub/8 (lo, hi): each nibble with the group's high bits as its bits
+// 4 …, then for the codebook types looked up in `codebook` (16 bytes in each lane).
+template <WeightType W>
+inline void nibble_codes(__m256i raw, __m256i h, int g, __m256i codebook, __m256i& lo, __m256i& hi) {
+  constexpr QFormat f = q_format(W);
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  lo = _mm256_and_si256(raw, nibble);
+  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+  if constexpr (f.high_bits != 0) {
+    auto high_of = [&](int group) {  // the group's high bits moved to bits 4 … of each byte
+      const int shift = 4 - f.high_bits * group;
+      const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
+      return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
+    };
+    lo = _mm256_or_si256(lo, high_of(g));
+    hi = _mm256_or_si256(hi, high_of(g + f.sub / 8));
+  }
+  if constexpr (f.has_codebook()) {
+    lo = _mm256_shuffle_epi8(codebook, lo);
+    hi = _mm256_shuffle_epi8(codebook, hi);
   }
 }
 
@@ -100,6 +125,54 @@ inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, flo
   // K = 0 still visits one (empty) range, so that C is written (zeros).
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / block)
     pass(rows, b0, std::min(blocks, b0 + kKValues / block), false);
+}
+
+// The tiles' order over each pass of panel_in_k_blocks, the same in the two kernels: with
+// FourTokenStrips, in the passes of two tokens and more (shared), four tokens at a time as
+// 4 × 8-row tiles; then two at a time as 2 × 32-row tiles; an odd token by the 1 × 64 tile —
+// in a shared pass before the others: it reads the super-block's lines in their order, where
+// a 2 × 32 tile reads half of each 256-byte group, and from memory the others then find them
+// in cache (docs/performance.md, "AVX-VNNI: the AVX2 kernel's tiles"). Every tile computes
+// a (token, row) by the same integer sums and float chain, so neither grouping nor order
+// changes a bit.
+// tile.template operator()<TT, V, Shared>(rows, P, v0, b0, b1, resume, prefetch, C, ldc,
+// part, parts) runs TT tokens × V row vectors from v0 over super-blocks [b0, b1); in a shared
+// pass tile i of a super-block prefetches share i of `parts` of the one ahead, otherwise the
+// pass's first tile all of it.
+template <WeightType W, bool FourTokenStrips, class Tile>
+inline void panel_in_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc,
+                           Tile tile) {
+  panel_in_k_blocks<W>(T, K, A, C, ldc, [&](const auto& rows, int64_t b0, int64_t b1, bool shared) {
+    const int64_t strips_of_four = FourTokenStrips && shared ? T / 4 : 0;
+    const int parts = int(8 * strips_of_four + (T - 4 * strips_of_four));
+    int part = 0;
+    int64_t t = 0, end = T;
+    if (shared && (T - 4 * strips_of_four) % 2 == 1) {
+      end = T - 1;
+      const Q8Rows one = rows(end);
+      tile.template operator()<1, 8, true>(&one, P, 0, b0, b1, true, true, C + end * ldc, ldc, part++, parts);
+    }
+    for (; t < 4 * strips_of_four; t += 4) {
+      const Q8Rows four[4] = {rows(t), rows(t + 1), rows(t + 2), rows(t + 3)};
+      for (int v0 = 0; v0 < 8; ++v0)
+        tile.template operator()<4, 1, true>(four, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
+    }
+    for (; t + 2 <= end; t += 2) {
+      const Q8Rows two[2] = {rows(t), rows(t + 1)};
+      for (int v0 : {0, 4})
+        if (shared)
+          tile.template operator()<2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
+        else
+          tile.template operator()<2, 4, false>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc, 0, 1);
+    }
+    if (t < end) {
+      const Q8Rows one = rows(t);
+      if (shared)
+        tile.template operator()<1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
+      else
+        tile.template operator()<1, 8, false>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc, 0, 1);
+    }
+  });
 }
 
 }  // namespace ffn::kernels::avx2_qsub
