@@ -8,7 +8,7 @@
 namespace ffn::kernels {
 
 extern const PanelGemmSet qblock_panel_gemm_avx2_vnni_1x64;
-extern const PanelGemmSet qsub_panel_gemm_avx2_vnni_1x64;
+extern const PanelGemmSet qsub_panel_gemm_avx2_vnni_1x64_2x32;
 float int8_dot_roof_avx2_vnni(int64_t iterations);
 
 extern const RowsDotQ8_0 rows_dot_q8_0_avx2_vnni;

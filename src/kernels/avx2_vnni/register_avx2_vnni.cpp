@@ -13,7 +13,7 @@ KernelTable avx2_vnni_entries() {
                 .int8_dot_roof = FFN_KERNEL(int8_dot_roof_avx2_vnni),
                 .rows_dot_q8_0 = FFN_KERNEL(rows_dot_q8_0_avx2_vnni)};
   FFN_PANEL_KERNELS(t, qblock, panel_gemm_avx2_vnni_1x64);
-  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_vnni_1x64);
+  FFN_PANEL_KERNELS(t, qsub, panel_gemm_avx2_vnni_1x64_2x32);
   return t;
 }
 
