@@ -129,8 +129,8 @@ inline void panel_in_k_blocks(int64_t T, int64_t K, const ActivationRows& A, flo
 
 // The tiles' order over each pass of panel_in_k_blocks, the same in the two kernels: with
 // FourTokenStrips, in the passes of two tokens and more (shared), four tokens at a time as
-// 4 × 8-row tiles; then two at a time as 2 × 32-row tiles; an odd token by the 1 × 64 tile —
-// in a shared pass before the others: it reads the super-block's lines in their order, where
+// 4 × 8-row tiles; then two at a time as 2 × 32-row tiles; an odd token by the 1 × 64 tile,
+// before the others: it reads the super-block's lines in their order, where
 // a 2 × 32 tile reads half of each 256-byte group, and from memory the others then find them
 // in cache (docs/performance.md, "AVX-VNNI: the AVX2 kernel's tiles"). Every tile computes
 // a (token, row) by the same integer sums and float chain, so neither grouping nor order
@@ -146,31 +146,31 @@ inline void panel_in_tiles(int64_t T, int64_t K, const ActivationRows& A, const 
     const int64_t strips_of_four = FourTokenStrips && shared ? T / 4 : 0;
     const int parts = int(8 * strips_of_four + (T - 4 * strips_of_four));
     int part = 0;
-    int64_t t = 0, end = T;
-    if (shared && (T - 4 * strips_of_four) % 2 == 1) {
-      end = T - 1;
+    // An odd token (T = 1 included) first; in a pass that is not shared only the first tile
+    // prefetches (only T = 1 has such passes with work in them: K = 0 has none).
+    const bool odd = (T - 4 * strips_of_four) % 2 == 1;
+    const int64_t end = odd ? T - 1 : T;
+    if (odd) {
       const Q8Rows one = rows(end);
-      tile.template operator()<1, 8, true>(&one, P, 0, b0, b1, true, true, C + end * ldc, ldc, part++, parts);
+      if (shared)
+        tile.template operator()<1, 8, true>(&one, P, 0, b0, b1, true, true, C + end * ldc, ldc, part++, parts);
+      else
+        tile.template operator()<1, 8, false>(&one, P, 0, b0, b1, b0 > 0, true, C + end * ldc, ldc, 0, 1);
     }
+    int64_t t = 0;
     for (; t < 4 * strips_of_four; t += 4) {
       const Q8Rows four[4] = {rows(t), rows(t + 1), rows(t + 2), rows(t + 3)};
       for (int v0 = 0; v0 < 8; ++v0)
         tile.template operator()<4, 1, true>(four, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
     }
-    for (; t + 2 <= end; t += 2) {
+    for (; t < end; t += 2) {
       const Q8Rows two[2] = {rows(t), rows(t + 1)};
       for (int v0 : {0, 4})
         if (shared)
           tile.template operator()<2, 4, true>(two, P, v0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
         else
-          tile.template operator()<2, 4, false>(two, P, v0, b0, b1, b0 > 0, t == 0 && v0 == 0, C + t * ldc, ldc, 0, 1);
-    }
-    if (t < end) {
-      const Q8Rows one = rows(t);
-      if (shared)
-        tile.template operator()<1, 8, true>(&one, P, 0, b0, b1, true, true, C + t * ldc, ldc, part++, parts);
-      else
-        tile.template operator()<1, 8, false>(&one, P, 0, b0, b1, b0 > 0, t == 0, C + t * ldc, ldc, 0, 1);
+          tile.template operator()<2, 4, false>(two, P, v0, b0, b1, b0 > 0, !odd && t == 0 && v0 == 0, C + t * ldc, ldc,
+                                                0, 1);
     }
   });
 }

@@ -98,11 +98,6 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       auto high_vec = [&](int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));
       };
-      // Nibble vector g of row vector v (h: its high bits) as vpdpbusd's unsigned operands for
-      // groups g and g + pairs: the values, or their codes plus 128.
-      auto unpack = [&](int g, int v, __m256i h, __m256i& lo, __m256i& hi) {
-        nibble_codes<W>(w_vec(g, v), h, g, biased_codebook, lo, hi);
-      };
       if constexpr (row_vector_outer) {
         for (int v = 0; v < V; ++v) {
           __m256i s[TT];
@@ -110,8 +105,8 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
           if constexpr (f.nibbles) {
             const __m256i h = f.high_bits != 0 ? high_vec(v) : nibble;
             for (int g = 0; g < pairs; ++g) {
-              __m256i lo, hi;
-              unpack(g, v, h, lo, hi);
+              __m256i lo, hi;  // vpdpbusd's unsigned operands: the values, or codes plus 128
+              nibble_codes<W>(w_vec(g, v), h, g, biased_codebook, lo, hi);
               for (int t = 0; t < TT; ++t) {
                 s[t] = _mm256_dpbusd_avx_epi32(s[t], lo, x_group(t, u * f.sub + 4 * g));
                 s[t] = _mm256_dpbusd_avx_epi32(s[t], hi, x_group(t, u * f.sub + 4 * (g + pairs)));
@@ -138,7 +133,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
             }
             for (int v = 0; v < V; ++v) {
               __m256i lo, hi;
-              unpack(g, v, f.high_bits != 0 ? high_vec(v) : nibble, lo, hi);
+              nibble_codes<W>(w_vec(g, v), f.high_bits != 0 ? high_vec(v) : nibble, g, biased_codebook, lo, hi);
               for (int t = 0; t < TT; ++t) {
                 s[t][v] = _mm256_dpbusd_avx_epi32(s[t][v], lo, lo_x[t]);
                 s[t][v] = _mm256_dpbusd_avx_epi32(s[t][v], hi, hi_x[t]);
