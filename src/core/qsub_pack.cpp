@@ -229,17 +229,21 @@ void rows_into_panel(const std::byte* src, int64_t row_bytes, int64_t rows, int6
         uint8_t* q = out + L.q_of(f, u);
         const uint8_t* v = s.q + u * f.sub;
         if (f.nibbles) {
+          // Pair g: values 4g + l and their partners 4(g + pairs) + l (kernels/qsub_panels.hpp).
           const int pairs = f.sub / 8;
-          for (int g = 0; g < pairs; ++g)
-            for (int l = 0; l < 4; ++l)
-              q[g * 256 + 4 * j + l] = uint8_t((v[4 * g + l] & 0x0F) | (v[4 * (g + pairs) + l] & 0x0F) << 4);
-          if (f.high_bits) {
-            uint8_t* h = out + L.h_of(u);
-            for (int l = 0; l < 4; ++l) {
-              int bits = 0;
-              for (int g = 0; g < f.sub / 4; ++g) bits |= (v[4 * g + l] >> 4) << (f.high_bits * g);
-              h[4 * j + l] = uint8_t(bits);
+          uint8_t* h = out + L.h_of(u);
+          for (int l = 0; l < 4; ++l) {
+            int high = 0;
+            for (int g = 0; g < pairs; ++g) {
+              const int first = v[4 * g + l], partner = v[4 * (g + pairs) + l];
+              if (f.high_bits == 0) {
+                q[g * 256 + 4 * j + l] = uint8_t(first | partner << 4);
+              } else {
+                q[g * 256 + 4 * j + l] = uint8_t(first | partner << kernels::code_bits(f));
+                high |= (partner >> kernels::partner_low_bits(f)) << kernels::partner_h_shift(f, g);
+              }
             }
+            if (f.high_bits) h[4 * j + l] = uint8_t(high);
           }
         } else {
           for (int i = 0; i < f.sub; ++i) q[(i / 4) * 256 + 4 * j + i % 4] = v[i];

@@ -23,18 +23,27 @@
 //   m      [U][64] uint8 (types with mins only)                           U·64 bytes
 //   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
 //          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
-//            nibbles (the low 4 bits of q): sub / 8 group pairs, each byte two values, the
-//              low nibble value 4g + l and the high nibble value 4(g + sub/8) + l of the
+//            nibbles (4-bit codes): sub / 8 group pairs, each byte two values, the low
+//              nibble value 4g + l and the high nibble value 4(g + sub/8) + l of the
 //              sub-block (for sub = 32 as q4_0's panels);
+//            codes of 4 + high_bits bits (Q5_0, Q5_1, Q5_K: 5; Q6_K: 6): the same group
+//              pairs, each byte the whole code of value 4g + l in its low 4 + high_bits
+//              bits and the low 4 − high_bits bits of its partner 4(g + sub/8) + l above
+//              them (qsub_value);
 //            bytes: sub / 4 groups, one unsigned byte a value;
 //          (codebook types: the nibbles n, to be mapped through the codebook);
-//   h      (nibble types with more than 4 bits: Q5_K 1, Q6_K 2) per sub-block 256 bytes,
-//          byte 4r + l holding the high bits of value 4g + l of row r for every group g of
-//          the sub-block, group g at bits high_bits·g … (sub/4 · high_bits = 8 bits).
+//   h      (the codes of 4 + high_bits bits) per sub-block 256 bytes, byte 4r + l holding
+//          the partners' remaining 2·high_bits bits for every pair g of row r, pair g at
+//          bits 2·high_bits·g … (sub/8 · 2·high_bits = 8 bits).
 // So one vector of a group holds 16 (zmm) or 8 (ymm) rows × 4 values, the operand of one
 // unsigned × signed dot product against 4 activation bytes broadcast, and the panel holds
 // the stored bits and no more where the codes fill their nibbles (Q6_K: exactly its 6.5625
 // bits a weight); the 2- and 3-bit codes (Q2_K, Q3_K, TQ1_0, TQ2_0) take a nibble each.
+// Why a pair's first code is whole: a vector kernel then makes it by one AND, and the
+// partner by a shift and a mask of the byte and one of h — where the high bits of both
+// codes, each in h, had cost a shift, a mask and an OR apiece; a few tokens of Q6_K are
+// bound by the core's vector instructions (docs/performance.md, "Q6_K and the 5-bit types:
+// a pair's first code whole").
 #pragma once
 
 #include <cstdint>
@@ -62,13 +71,26 @@ constexpr QSubLayout qsub_layout(const QFormat& f) {
   return {dmin, sc, m, q, h, h + h_bytes};
 }
 
-// The value q of group g of a sub-block (g < sub/4) from its nibble-pair byte and its
-// high-bits byte (both at the same place 4r + l): the portable form of what the vector
-// kernels do a vector at a time.
-constexpr int qsub_value(const QFormat& f, int g, uint8_t nibble_pair, uint8_t high) {
-  const int low = g < f.sub / 8 ? nibble_pair & 0x0F : nibble_pair >> 4;
-  if (f.has_codebook()) return f.codebook_values()[low];
-  return low | ((high >> (f.high_bits * g)) & ((1 << f.high_bits) - 1)) << 4;
+// Where the codes of 4 + high_bits bits lie in a pair's byte and h (layout above): the
+// pair's first code in the byte's low code_bits(f) bits, its partner's low
+// partner_low_bits(f) bits above them and its other 2·high_bits bits in h at bits
+// partner_h_shift(f, pair).
+constexpr int code_bits(const QFormat& f) { return 4 + f.high_bits; }
+constexpr int partner_low_bits(const QFormat& f) { return 4 - f.high_bits; }
+constexpr int partner_h_shift(const QFormat& f, int pair) { return 2 * f.high_bits * pair; }
+
+// The value q of group g of a sub-block (g < sub/4) from its pair's byte and its h byte
+// (both at the same place 4r + l): the portable form of what the vector kernels do a vector
+// at a time.
+constexpr int qsub_value(const QFormat& f, int g, uint8_t pair_byte, uint8_t high) {
+  const int pairs = f.sub / 8;
+  if (f.high_bits == 0) {
+    const int nibble = g < pairs ? pair_byte & 0x0F : pair_byte >> 4;
+    return f.has_codebook() ? f.codebook_values()[nibble] : nibble;
+  }
+  if (g < pairs) return pair_byte & ((1 << code_bits(f)) - 1);
+  const int rest = (high >> partner_h_shift(f, g - pairs)) & ((1 << (2 * f.high_bits)) - 1);
+  return pair_byte >> code_bits(f) | rest << partner_low_bits(f);
 }
 
 // B_u, the activations' sum over sub-block u of a block, from the block's sums of 16 (bs).

@@ -42,23 +42,26 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
   }
 }
 
-// Nibble vector `raw` of a sub-block's row vector (h: the row vector's high bits) as the codes
-// of its groups g and g + sub/8 (lo, hi): each nibble with the group's high bits as its bits
-// 4 …, then for the codebook types looked up in `codebook` (16 bytes in each lane).
+// Pair vector `raw` of a sub-block's row vector (h: the row vector's high bits) as the codes
+// of its groups g and g + sub/8 (lo, hi): the two nibbles, or for the codes of 4 + high_bits
+// bits the first code whole and its partner's low bits (the byte's bits above the code,
+// shifted down) with the rest from h (qsub_panels.hpp), then for the codebook types looked up in `codebook` (16 bytes
+// in each lane). The 16-bit shifts carry a byte's neighbour's bits in, outside the masks.
 template <WeightType W>
 inline void nibble_codes(__m256i raw, __m256i h, int g, __m256i codebook, __m256i& lo, __m256i& hi) {
   constexpr QFormat f = q_format(W);
-  const __m256i nibble = _mm256_set1_epi8(0x0F);
-  lo = _mm256_and_si256(raw, nibble);
-  hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
-  if constexpr (f.high_bits != 0) {
-    auto high_of = [&](int group) {  // the group's high bits moved to bits 4 … of each byte
-      const int shift = 4 - f.high_bits * group;
-      const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
-      return _mm256_and_si256(moved, _mm256_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
-    };
-    lo = _mm256_or_si256(lo, high_of(g));
-    hi = _mm256_or_si256(hi, high_of(g + f.sub / 8));
+  auto bytes_of = [](int bits) { return _mm256_set1_epi8(char(bits)); };
+  if constexpr (f.high_bits == 0) {
+    lo = _mm256_and_si256(raw, bytes_of(0x0F));
+    hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), bytes_of(0x0F));
+  } else {
+    constexpr int low = partner_low_bits(f);
+    const __m256i code_mask = bytes_of((1 << code_bits(f)) - 1);
+    lo = _mm256_and_si256(raw, code_mask);
+    const int shift = low - partner_h_shift(f, g);  // h's bits of pair g to bits low … of each byte
+    const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
+    hi = _mm256_or_si256(_mm256_srli_epi16(_mm256_andnot_si256(code_mask, raw), code_bits(f)),
+                         _mm256_and_si256(moved, bytes_of(((1 << (2 * f.high_bits)) - 1) << low)));
   }
   if constexpr (f.has_codebook()) {
     lo = _mm256_shuffle_epi8(codebook, lo);

@@ -56,6 +56,21 @@ constexpr int64_t prefetch_twice_as_far_from() {
   return INT64_MAX;
 }
 
+// A panel vector loaded into a register of its own. GCC otherwise folds the load into each
+// instruction that uses it (a memory operand), so the load waits until that instruction is
+// dispatched; loaded on its own it is requested as soon as the loop reaches it. Taken by the
+// types with high bits in their one- and two-token tiles (the K-block path, Ahead::whole and
+// none) and, for Q5_0 and Q5_1, in every tile: from memory Q6_K's one token reads 1.14–1.16×
+// faster so, Q5_0's and Q5_1's one to sixteen tokens 1.0–1.26×. Q6_K's and Q5_K's strips of
+// three tokens and more read as fast or faster without it (Q6_K's three 0.82–0.85 of the
+// previous kernel with it), and IQ4_XS, Q3_K and MXFP4 slower with it (docs/performance.md,
+// "Q6_K and the 5-bit types: a pair's first code whole").
+inline __m512i load_into_register(const __m512i* p) {
+  __m512i v = _mm512_load_si512(p);
+  asm("" : "+v"(v));
+  return v;
+}
+
 // What a tile prefetches into L2 of the super-block kQPanelPrefetchBytes ahead of each it
 // reads (rounded up to whole super-blocks), a sub-block's share of its lines with each
 // sub-block: nothing, all of it, or share `part` of `parts` of it (the strips of the
@@ -90,6 +105,9 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
         _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
                          _mm512_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
+  constexpr bool own_registers =
+      f.high_bits != 0 && (prefetch == Ahead::whole || prefetch == Ahead::none || f.block == 32);
+  auto panel_vector = [](const __m512i* p) { return own_registers ? load_into_register(p) : _mm512_load_si512(p); };
   // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
   // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
   auto scale_d = [&](const std::byte* blk, int v) {
@@ -137,14 +155,7 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
         __m512i high[NV];
         if constexpr (f.high_bits != 0)
           for (int v = 0; v < NV; ++v)
-            high[v] = _mm512_load_si512(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + V0 + v);
-        // Group g's high bits moved to bits 4 … of each byte.
-        auto high_of = [&](int v, int g) {
-          const int shift = 4 - f.high_bits * g;
-          const __m512i moved =
-              shift >= 0 ? _mm512_slli_epi16(high[v], unsigned(shift)) : _mm512_srli_epi16(high[v], unsigned(-shift));
-          return _mm512_and_si512(moved, _mm512_set1_epi8(char(((1 << f.high_bits) - 1) << 4)));
-        };
+            high[v] = panel_vector(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + V0 + v);
         for (int g = 0; g < pairs; ++g) {
           __m512i lo_x[MT], hi_x[MT];
           for (int t = 0; t < MT; ++t) {
@@ -152,12 +163,24 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
             hi_x[t] = x_group(t, u * f.sub + 4 * (g + pairs));
           }
           for (int v = 0; v < NV; ++v) {
-            const __m512i raw = _mm512_load_si512(q + 4 * g + V0 + v);
-            __m512i lo = _mm512_and_si512(raw, nibble);
-            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
-            if constexpr (f.high_bits != 0) {
-              lo = _mm512_or_si512(lo, high_of(v, g));
-              hi = _mm512_or_si512(hi, high_of(v, g + pairs));
+            // The pair's codes (qsub_panels.hpp): the two nibbles, or the first code whole and
+            // its partner's low bits (the byte's bits above the code, shifted down), the rest
+            // from h. The 16-bit shifts carry a byte's neighbour's bits in, outside the masks.
+            const __m512i raw = panel_vector(q + 4 * g + V0 + v);
+            __m512i lo, hi;
+            if constexpr (f.high_bits == 0) {
+              lo = _mm512_and_si512(raw, nibble);
+              hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+            } else {
+              constexpr int low = partner_low_bits(f);
+              const __m512i code_mask = _mm512_set1_epi8(char((1 << code_bits(f)) - 1));
+              lo = _mm512_and_si512(raw, code_mask);
+              const int shift = low - partner_h_shift(f, g);  // h's bits of pair g to bits low …
+              const __m512i moved = shift >= 0 ? _mm512_slli_epi16(high[v], unsigned(shift))
+                                               : _mm512_srli_epi16(high[v], unsigned(-shift));
+              hi = _mm512_or_si512(
+                  _mm512_srli_epi16(_mm512_andnot_si512(code_mask, raw), code_bits(f)),
+                  _mm512_and_si512(moved, _mm512_set1_epi8(char(((1 << (2 * f.high_bits)) - 1) << low))));
             }
             if constexpr (f.has_codebook()) {
               lo = _mm512_shuffle_epi8(biased_codebook, lo);
@@ -240,7 +263,10 @@ inline Q8Rows rows_from(const Q8Rows& A, int64_t t, int64_t K, int64_t blocks) {
 // chains in C (zeroed first), each strip prefetching its share of the super-block ahead —
 // so the panel streams from memory once while the strips' products run, instead of once a
 // strip per K block with the memory idle while the other strips re-read it from L2
-// (docs/performance.md, "Decode: where the time goes").
+// (docs/performance.md, "Decode: where the time goes"). An odd token's strip runs first, as
+// in the 256-bit kernels (avx2/qsub_tile_avx2.hpp): from memory three tokens read faster so
+// in slow-memory processes (1.03–1.10× for Q4_K, IQ4_XS and the 5-bit types), level in
+// fast ones (docs/performance.md, "Q6_K and the 5-bit types: a pair's first code whole").
 // Share is Ahead::share or Ahead::share_far.
 template <WeightType W, Ahead Share>
 inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float* C, int64_t ldc) {
@@ -248,16 +274,18 @@ inline void block_by_block(int64_t T, int64_t K, const Q8Rows& A, const std::byt
   zero_panel_rows(C, T, ldc);
   const int64_t fours = T >= four_token_strips_from<W>() ? T / 4 : 0;
   const int calls = int(fours * 2 + (T - 4 * fours + 1) / 2);
+  const bool odd = T % 2 != 0;  // token T − 1 has no pair: it runs alone, first
   for (int64_t b = 0; b < blocks; ++b) {
     int64_t t = 0;
     int part = 0;
+    if (odd)
+      tile<W, 1, Share>(K, rows_from(A, T - 1, K, blocks), P, b, b + 1, true, C + (T - 1) * ldc, ldc, part++, calls);
     for (; t < 4 * fours; t += 4) {  // rows 0–31, then 32–63
       tile<W, 4, Share, 2, 0>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
       tile<W, 4, Share, 2, 2>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
     }
     for (; t + 2 <= T; t += 2)
       tile<W, 2, Share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
-    if (t < T) tile<W, 1, Share>(K, rows_from(A, t, K, blocks), P, b, b + 1, true, C + t * ldc, ldc, part++, calls);
   }
 }
 

@@ -36,15 +36,23 @@ using namespace neon_q;
 inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-blocks, 64 blocks of 32)
 inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 64 rows
 
-// The nibbles of group G (bits 0 … 3, the bits above clear) with the group's high bits (at
-// bits high_bits·G … of each byte of h) moved to bits 4 … and inserted by one BSL.
+// The codes of pair G of a sub-block's row vector from its byte `raw` and the row vector's
+// high bits h (qsub_panels.hpp): the two nibbles, or for the codes of 4 + high_bits bits the
+// first code whole (one AND) and its partner's low bits (one shift) with the rest of its
+// bits moved from h and inserted by one BSL.
 template <QFormat f, int G>
-inline uint8x16_t with_high(uint8x16_t nibbles, uint8x16_t h) {
-  constexpr int shift = 4 - f.high_bits * G;
-  uint8x16_t moved = h;
-  if constexpr (shift > 0) moved = vshlq_n_u8(h, shift);
-  if constexpr (shift < 0) moved = vshrq_n_u8(h, -shift);
-  return vbslq_u8(vdupq_n_u8(uint8_t(((1 << f.high_bits) - 1) << 4)), moved, nibbles);
+inline void pair_codes(uint8x16_t raw, uint8x16_t h, uint8x16_t& lo, uint8x16_t& hi) {
+  if constexpr (f.high_bits == 0) {
+    lo = vandq_u8(raw, vdupq_n_u8(0x0F));
+    hi = vshrq_n_u8(raw, 4);
+  } else {
+    constexpr int low = partner_low_bits(f), shift = low - partner_h_shift(f, G);
+    lo = vandq_u8(raw, vdupq_n_u8(uint8_t((1 << code_bits(f)) - 1)));
+    uint8x16_t moved = h;
+    if constexpr (shift > 0) moved = vshlq_n_u8(h, shift);
+    if constexpr (shift < 0) moved = vshrq_n_u8(h, -shift);
+    hi = vbslq_u8(vdupq_n_u8(uint8_t(((1 << (2 * f.high_bits)) - 1) << low)), moved, vshrq_n_u8(raw, code_bits(f)));
+  }
 }
 
 // MT tokens × the panel's 64 rows over super-blocks [b0, b1), the integers CV row vectors at
@@ -94,20 +102,16 @@ template <WeightType W, class Dot, int MT, int CV>
           for (int v = 0; v < CV; ++v) s[t][v] = start;
         }
         const uint8_t* q = blk + L.q_of(f, u) + 16 * rv;
-        uint8x16_t high[CV];
+        uint8x16_t high[CV] = {};  // zeros where the type has no high bits (unread)
         if constexpr (f.high_bits != 0)
           for (int v = 0; v < CV; ++v) high[v] = vld1q_u8(blk + L.h_of(u) + 16 * (rv + v));
-        // Group pair g: the low nibbles are values 4g + l, the high nibbles 4(g + pairs) + l;
-        // value 4G + l is lane G % 4 of activation vector G / 4.
+        // Pair g: values 4g + l and their partners 4(g + pairs) + l (qsub_panels.hpp); value
+        // 4G + l is lane G % 4 of activation vector G / 4.
         static_for<pairs>([&](auto g) FFN_INLINE {
           constexpr int G = decltype(g)::value, H = G + pairs;
           for (int v = 0; v < CV; ++v) {
-            const uint8x16_t raw = vld1q_u8(q + 256 * G + 16 * v);
-            uint8x16_t lo = vandq_u8(raw, vdupq_n_u8(0x0F)), hi = vshrq_n_u8(raw, 4);
-            if constexpr (f.high_bits != 0) {
-              lo = with_high<f, G>(lo, high[v]);
-              hi = with_high<f, H>(hi, high[v]);
-            }
+            uint8x16_t lo, hi;
+            pair_codes<f, G>(vld1q_u8(q + 256 * G + 16 * v), high[v], lo, hi);
             if constexpr (f.has_codebook()) {
               lo = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, lo));
               hi = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, hi));
