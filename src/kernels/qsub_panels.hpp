@@ -78,6 +78,12 @@ constexpr QSubLayout qsub_layout(const QFormat& f) {
 constexpr int code_bits(const QFormat& f) { return 4 + f.high_bits; }
 constexpr int partner_low_bits(const QFormat& f) { return 4 - f.high_bits; }
 constexpr int partner_h_shift(const QFormat& f, int pair) { return 2 * f.high_bits * pair; }
+// The masks and the move the unpacking takes, byte by byte: the first code's bits; the
+// partner's bits that come from h, in their place in its code; and how far h moves left
+// (right where negative) to put pair `pair`'s bits there.
+constexpr int code_mask(const QFormat& f) { return (1 << code_bits(f)) - 1; }
+constexpr int partner_h_mask(const QFormat& f) { return ((1 << (2 * f.high_bits)) - 1) << partner_low_bits(f); }
+constexpr int partner_h_move(const QFormat& f, int pair) { return partner_low_bits(f) - partner_h_shift(f, pair); }
 
 // The value q of group g of a sub-block (g < sub/4) from its pair's byte and its h byte
 // (both at the same place 4r + l): the portable form of what the vector kernels do a vector
@@ -88,9 +94,9 @@ constexpr int qsub_value(const QFormat& f, int g, uint8_t pair_byte, uint8_t hig
     const int nibble = g < pairs ? pair_byte & 0x0F : pair_byte >> 4;
     return f.has_codebook() ? f.codebook_values()[nibble] : nibble;
   }
-  if (g < pairs) return pair_byte & ((1 << code_bits(f)) - 1);
-  const int rest = (high >> partner_h_shift(f, g - pairs)) & ((1 << (2 * f.high_bits)) - 1);
-  return pair_byte >> code_bits(f) | rest << partner_low_bits(f);
+  if (g < pairs) return pair_byte & code_mask(f);
+  const int move = partner_h_move(f, g - pairs);
+  return pair_byte >> code_bits(f) | ((move >= 0 ? high << move : high >> -move) & partner_h_mask(f));
 }
 
 // B_u, the activations' sum over sub-block u of a block, from the block's sums of 16 (bs).

@@ -45,8 +45,9 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
 // Pair vector `raw` of a sub-block's row vector (h: the row vector's high bits) as the codes
 // of its groups g and g + sub/8 (lo, hi): the two nibbles, or for the codes of 4 + high_bits
 // bits the first code whole and its partner's low bits (the byte's bits above the code,
-// shifted down) with the rest from h (qsub_panels.hpp), then for the codebook types looked up in `codebook` (16 bytes
-// in each lane). The 16-bit shifts carry a byte's neighbour's bits in, outside the masks.
+// shifted down) with the rest from h (qsub_panels.hpp), then for the codebook types looked
+// up in `codebook` (16 bytes in each lane). The 16-bit shifts carry a byte's neighbour's bits
+// in, outside the masks.
 template <WeightType W>
 inline void nibble_codes(__m256i raw, __m256i h, int g, __m256i codebook, __m256i& lo, __m256i& hi) {
   constexpr QFormat f = q_format(W);
@@ -55,13 +56,12 @@ inline void nibble_codes(__m256i raw, __m256i h, int g, __m256i codebook, __m256
     lo = _mm256_and_si256(raw, bytes_of(0x0F));
     hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), bytes_of(0x0F));
   } else {
-    constexpr int low = partner_low_bits(f);
-    const __m256i code_mask = bytes_of((1 << code_bits(f)) - 1);
-    lo = _mm256_and_si256(raw, code_mask);
-    const int shift = low - partner_h_shift(f, g);  // h's bits of pair g to bits low … of each byte
-    const __m256i moved = shift >= 0 ? _mm256_slli_epi16(h, shift) : _mm256_srli_epi16(h, -shift);
-    hi = _mm256_or_si256(_mm256_srli_epi16(_mm256_andnot_si256(code_mask, raw), code_bits(f)),
-                         _mm256_and_si256(moved, bytes_of(((1 << (2 * f.high_bits)) - 1) << low)));
+    const __m256i first = bytes_of(code_mask(f));
+    lo = _mm256_and_si256(raw, first);
+    const int move = partner_h_move(f, g);
+    const __m256i moved = move >= 0 ? _mm256_slli_epi16(h, move) : _mm256_srli_epi16(h, -move);
+    hi = _mm256_or_si256(_mm256_srli_epi16(_mm256_andnot_si256(first, raw), code_bits(f)),
+                         _mm256_and_si256(moved, bytes_of(partner_h_mask(f))));
   }
   if constexpr (f.has_codebook()) {
     lo = _mm256_shuffle_epi8(codebook, lo);

@@ -172,15 +172,13 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
               lo = _mm512_and_si512(raw, nibble);
               hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
             } else {
-              constexpr int low = partner_low_bits(f);
-              const __m512i code_mask = _mm512_set1_epi8(char((1 << code_bits(f)) - 1));
-              lo = _mm512_and_si512(raw, code_mask);
-              const int shift = low - partner_h_shift(f, g);  // h's bits of pair g to bits low …
-              const __m512i moved = shift >= 0 ? _mm512_slli_epi16(high[v], unsigned(shift))
-                                               : _mm512_srli_epi16(high[v], unsigned(-shift));
-              hi = _mm512_or_si512(
-                  _mm512_srli_epi16(_mm512_andnot_si512(code_mask, raw), code_bits(f)),
-                  _mm512_and_si512(moved, _mm512_set1_epi8(char(((1 << (2 * f.high_bits)) - 1) << low))));
+              const __m512i first = _mm512_set1_epi8(char(code_mask(f)));
+              lo = _mm512_and_si512(raw, first);
+              const int move = partner_h_move(f, g);
+              const __m512i moved =
+                  move >= 0 ? _mm512_slli_epi16(high[v], unsigned(move)) : _mm512_srli_epi16(high[v], unsigned(-move));
+              hi = _mm512_or_si512(_mm512_srli_epi16(_mm512_andnot_si512(first, raw), code_bits(f)),
+                                   _mm512_and_si512(moved, _mm512_set1_epi8(char(partner_h_mask(f)))));
             }
             if constexpr (f.has_codebook()) {
               lo = _mm512_shuffle_epi8(biased_codebook, lo);

@@ -46,12 +46,12 @@ inline void pair_codes(uint8x16_t raw, uint8x16_t h, uint8x16_t& lo, uint8x16_t&
     lo = vandq_u8(raw, vdupq_n_u8(0x0F));
     hi = vshrq_n_u8(raw, 4);
   } else {
-    constexpr int low = partner_low_bits(f), shift = low - partner_h_shift(f, G);
-    lo = vandq_u8(raw, vdupq_n_u8(uint8_t((1 << code_bits(f)) - 1)));
+    constexpr int move = partner_h_move(f, G);
+    lo = vandq_u8(raw, vdupq_n_u8(uint8_t(code_mask(f))));
     uint8x16_t moved = h;
-    if constexpr (shift > 0) moved = vshlq_n_u8(h, shift);
-    if constexpr (shift < 0) moved = vshrq_n_u8(h, -shift);
-    hi = vbslq_u8(vdupq_n_u8(uint8_t(((1 << (2 * f.high_bits)) - 1) << low)), moved, vshrq_n_u8(raw, code_bits(f)));
+    if constexpr (move > 0) moved = vshlq_n_u8(h, move);
+    if constexpr (move < 0) moved = vshrq_n_u8(h, -move);
+    hi = vbslq_u8(vdupq_n_u8(uint8_t(partner_h_mask(f))), moved, vshrq_n_u8(raw, code_bits(f)));
   }
 }
 
