@@ -1,6 +1,8 @@
 // Runtime choice of instruction set. One binary runs on any CPU of its architecture: kernels
-// for wider ISAs are compiled per folder and the widest level the CPU supports is used, unless
-// FFN_ISA or set_isa() asks for another. The levels are those of ffn/isa_list.hpp (isa_names()
+// for wider ISAs are compiled per folder and the widest level the CPU supports is used —
+// except avx512_bf16 on Intel's cores, where its vdpbf16ps measured slower than widening bf16
+// in registers, so that avx512_vnni is used there — unless FFN_ISA or set_isa() asks for
+// another. The levels are those of ffn/isa_list.hpp (isa_names()
 // lists this build's): each builds on the one it extends — on x86-64, avx2_vnni and avx512
 // both build on avx2 (Zen 4 and Skylake-X have AVX-512 without AVX-VNNI; Alder Lake has
 // AVX-VNNI without AVX-512). Every ISA computes the same results within the tested error
@@ -34,7 +36,7 @@ Isa parse_isa(std::string_view name);  // throws ffn::Error listing the names
 std::vector<Isa> supported_isas();     // by this CPU and OS, narrowest first
 bool isa_supported(Isa isa);
 // The ISA kernels use now: FFN_ISA if set (an unsupported or unknown value is an error
-// raised on first use), else the widest supported.
+// raised on first use), else the widest supported (on Intel's cores below avx512_bf16).
 Isa active_isa();
 void set_isa(Isa isa);  // throws ffn::Error if this CPU does not support it
 // Whether bf16 inference blocks on the active ISA round their activations to bf16 for a bf16

@@ -16,6 +16,9 @@ namespace ffn {
 namespace kernels {
 
 bool cpu_has_scalar() { return true; }
+#if !(defined(__x86_64__) || defined(_M_X64) || defined(__aarch64__) || defined(_M_ARM64))
+bool cpu_default_takes(Isa) { return true; }  // the scalar level alone
+#endif
 
 }  // namespace kernels
 
@@ -47,9 +50,12 @@ constexpr int kUnset = -1;
 std::atomic<int> g_active{kUnset};
 std::once_flag g_env_once;
 
-Isa widest_supported() {
+// The widest supported level the default may take on this CPU (kernels::cpu_default_takes:
+// on Intel's cores avx512_vnni where avx512_bf16 is supported too).
+Isa default_isa() {
   Isa best = Isa::scalar;
-  for (Isa i : supported_isas()) best = i;
+  for (Isa i : supported_isas())
+    if (kernels::cpu_default_takes(i)) best = i;
   return best;
 }
 
@@ -116,7 +122,7 @@ Isa active_isa() {
       if (!isa_supported(want)) throw Error("FFN_ISA=" + std::string(env) + ": this CPU does not support it");
       g_active.store(static_cast<int>(want));
     } else {
-      g_active.store(static_cast<int>(widest_supported()));
+      g_active.store(static_cast<int>(default_isa()));
     }
   });
   return static_cast<Isa>(g_active.load());

@@ -79,4 +79,8 @@ bool cpu_has_bf16() {
 #endif
 }
 
+// Every level the CPU has: BFDOT, the one level-specific choice on Arm, has not been
+// measured against widening on Arm hardware.
+bool cpu_default_takes(Isa) { return true; }
+
 }  // namespace ffn::kernels

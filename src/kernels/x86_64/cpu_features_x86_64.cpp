@@ -46,4 +46,21 @@ bool cpu_has_avx512_vnni() {
 // Every CPU with AVX512_BF16 has VNNI; its file uses BW/VL too (masked 16-bit stores).
 bool cpu_has_avx512_bf16() { return leaf7_1_eax_bit(5); }
 
+bool cpu_is_intel() {
+  static const bool intel = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+    return ebx == signature_INTEL_ebx && ecx == signature_INTEL_ecx && edx == signature_INTEL_edx;
+  }();
+  return intel;
+}
+
+// avx512_bf16 adds one kernel, bf16 weights dotted by vdpbf16ps. On AMD's Zen 4 its FLOP
+// rate is twice the f32 FMA's; on Intel's Emerald Rapids (Golden Cove cores, as Sapphire
+// Rapids') 0.34–0.47 of it, and avx512_vnni's bf16 widened in registers ran bf16 blocks
+// 1.2–1.45× faster at one token and 1.4–1.75× at four (docs/performance.md, "An Intel CPU:
+// Emerald Rapids"). So on Intel's cores the default stays at avx512_vnni; FFN_ISA=avx512_bf16
+// still takes it.
+bool cpu_default_takes(Isa isa) { return !(isa == Isa::avx512_bf16 && cpu_is_intel()); }
+
 }  // namespace ffn::kernels
