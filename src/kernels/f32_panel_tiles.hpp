@@ -82,7 +82,8 @@ struct PrefetchShare {
 // half-line widens by a conversion before its FMA, so the loop does more work per byte than
 // f32's and the out-of-order window alone no longer runs far enough ahead of the loads;
 // likewise the integer kernels); bf16 with vdpbf16ps 8 KiB from 7 tokens (two strips, the
-// second rereading the block); f32 none.
+// second rereading the block); f32 none (on AMD's cores; Intel's take 16 KiB from two
+// tokens: f32_panel_gemm_avx512_6x64_4x64).
 struct StreamAhead {
   int64_t bytes = 0;
   int64_t min_tokens = 1;

@@ -2,8 +2,9 @@
 // vpmaddubsw; avx2_vnni/qblock_panel_gemm_avx2_vnni.cpp, AVX-VNNI's vpdpbusd): one token × 8
 // ymm of 8 rows, block after block in one pass, so the panel streams from memory as the
 // linear array it is, with no software prefetch (the hardware prefetcher alone streams it
-// fastest: docs/performance.md, AVX2). The two differ only in how a block's exact integer
-// sums S_b are formed, which each file gives as BlockSums::sums<W>(q, x_group, x_sum, sum):
+// fastest on AMD's cores: docs/performance.md, AVX2; on Intel's, panel() below). The two
+// differ only in how a block's exact integer sums S_b are formed, which each file gives as
+// BlockSums::sums<W>(q, x_group, x_sum, sum):
 //   q        the block's groups (qblock_panels.hpp: group g's 4 weights of rows 8v … 8v + 7
 //            are the 32 bytes at q + 256g + 32v, unsigned codes);
 //   x_group  x_group(g): the token's 4 activation bytes of group g broadcast to every lane;
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu_features.hpp"
 #include "kernels/kernels.hpp"
 #include "kernels/panel_family.hpp"
 #include "kernels/qblock_panels.hpp"
@@ -90,10 +92,13 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
 }
 
 // C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp): one token in
-// one pass (K in blocks of kKBlocks, the chains in registers), more by block_major.
+// one pass (K in blocks of kKBlocks, the chains in registers), more by block_major — and on
+// Intel's cores one token too, whose prefetch made it 1.15–1.3× faster there than the
+// hardware prefetcher alone (docs/performance.md, "An Intel CPU: Emerald Rapids"). The
+// chains are the same either way, so are the bits.
 template <WeightType W, class BlockSums>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  if (T >= 2) {
+  if (T >= 2 || cpu_is_intel()) {
     block_major<W, BlockSums>(T, K, A, P, C, ldc);
     return;
   }
