@@ -49,8 +49,8 @@ ISAS = tuple(_core.isas())
 def active_isa():
     """The instruction set the kernels use, one of ISAS: the widest this CPU supports (supported_isas();
     on Intel's cores avx512_vnni where avx512_bf16 is supported too, as its bf16 dot product ran slower
-    there than widening) unless FFN_ISA names another. On avx512_bf16 bf16 inference blocks round their activations to bf16 for
-    the dot products (see the README's accuracy table)."""
+    there than widening) unless FFN_ISA names another. On avx512_bf16 bf16 inference blocks round their
+    activations to bf16 for the dot products (see the README's accuracy table)."""
     return _core.active_isa()
 
 

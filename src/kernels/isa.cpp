@@ -50,15 +50,6 @@ constexpr int kUnset = -1;
 std::atomic<int> g_active{kUnset};
 std::once_flag g_env_once;
 
-// The widest supported level the default may take on this CPU (kernels::cpu_default_takes:
-// on Intel's cores avx512_vnni where avx512_bf16 is supported too).
-Isa default_isa() {
-  Isa best = Isa::scalar;
-  for (Isa i : supported_isas())
-    if (kernels::cpu_default_takes(i)) best = i;
-  return best;
-}
-
 }  // namespace
 
 std::string_view isa_name(Isa isa) {
@@ -106,6 +97,17 @@ std::vector<Isa> supported_isas() {
   for (const Level& l : kLevels)
     if (isa_supported(l.isa)) out.push_back(l.isa);
   return out;
+}
+
+// The widest supported level the default may take on this CPU (kernels::cpu_default_takes).
+Isa default_isa() {
+  static const Isa chosen = [] {
+    Isa best = Isa::scalar;
+    for (Isa i : supported_isas())
+      if (kernels::cpu_default_takes(i)) best = i;
+    return best;
+  }();
+  return chosen;
 }
 
 void set_isa(Isa isa) {

@@ -100,7 +100,8 @@ def test_half_precision_files(tmp_path, run_ffn, ffn_kernels, dtype):
     whose weights were rounded the same way: f16 (and bf16 without a bf16 dot product)
     widened exactly, the f32 bound; bf16 where the CPU has a bf16 dot product (avx512_bf16,
     the default on AMD's cores but not on Intel's, which widen; Arm's bf16) within the bound
-    with the activations' rounding, which the widened values meet too. --dtype f32 widens them, the f32 bound everywhere."""
+    with the activations' rounding, which the widened values meet too. --dtype f32 widens
+    them, the f32 bound everywhere."""
     module, gated = make_block("swiglu", 40, 72, True)
     x = torch.randn(9, 40)
     check_against_module(tmp_path, run_ffn, module, gated, "swiglu", x, dtype=dtype, args=("--dtype", "f32"))

@@ -211,9 +211,13 @@ PeerTimes run_peer(const std::string& command, const std::vector<int64_t>& token
 }
 
 // oneDNN's ISA name for ffn's active ISA: the most it lets a peer's oneDNN use (ONEDNN_MAX_CPU_ISA).
-// None on other architectures: the peers' libraries pick their own kernels there.
+// None at the widest level, and none at ffn's default where that stops below the widest
+// (avx512_vnni on Intel's cores with avx512_bf16, whose bf16 widening beat vdpbf16ps there:
+// ffn's own best choice, so the peers too keep all this CPU has, their bf16 and AMX kernels
+// included); none on other architectures: the peers' libraries pick their own kernels there.
 const char* onednn_isa_ceiling() {
 #if defined(__x86_64__)
+  if (active_isa() == default_isa() && default_isa() != supported_isas().back()) return nullptr;
   switch (active_isa()) {
     case Isa::scalar:  // the peers have no scalar path: AVX2 is the narrowest they get
     case Isa::avx2:

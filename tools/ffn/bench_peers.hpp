@@ -46,7 +46,7 @@ struct PeerTimes {
 // their own switches (ONEDNN_MAX_CPU_ISA for oneDNN and PyTorch's oneDNN, ATEN_CPU_CAPABILITY,
 // OPENBLAS_CORETYPE), so that FFN_ISA=avx2 on an AVX-512 machine compares AVX2 with AVX2.
 // The ceiling in oneDNN's words ("AVX2", "AVX512_CORE", "AVX512_CORE_VNNI"); empty: none
-// (ffn runs the widest ISA, avx512_bf16).
+// (ffn runs the widest ISA, avx512_bf16, or its default below it: default_isa()).
 std::string peer_isa_ceiling();
 
 PeerTimes run_onednn_peer(const BlockConfig& config, const std::vector<int64_t>& tokens, int threads, int reps,
