@@ -333,6 +333,10 @@ def test_bench_sparsity_writes_its_rows(tmp_path, run_ffn):
     assert 0.45 < rows[1]["dropped"] < 0.55  # calibrated on other tokens: near, not exactly, the target
     assert all(r["sparse_ms"] > 0 and r["dense_ms"] > 0 for r in rows)
     assert "sparse decode (--sparsity)" in out.stdout
+    # Without --tokens, decode's token counts (not the bench's usual ones up to 1024).
+    run_ffn("bench", "--d", 64, "--variant", "swiglu", "--dtype", "bf16", "--reps", 1, "--sparsity", "50",
+            "--json", tmp_path / "d.json")
+    assert [r["tokens"] for r in json.loads((tmp_path / "d.json").read_text())["rows"]] == [1, 2, 4, 8]
     r = run_ffn("bench", "--d", 64, "--tokens", 1, "--sparsity", "0,150", check=False)
     assert r.returncode != 0 and "--sparsity" in r.stderr
 
