@@ -49,7 +49,8 @@ TEST_P(QBlockKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQBlock))
     for (int64_t K : {32, 96, 2240})
       for (int64_t N : {1, 31, 64})
-        for (int64_t T : {1, 2, 3, 4, 5, 8, 9}) {  // 3 and more block by block; q4_0 from 8 in K blocks
+        // 3 and more block by block; q4_0 from 8 in K blocks, from 16 in K blocks unpacked once
+        for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
           const WeightType t = p.type;
           const test::StoredRows w = test::store(t, N, K, uint32_t(K + N + 1));
           const test::Activations x =
@@ -114,7 +115,7 @@ TEST_P(QBlockKernels, AtExtremeValuesEqualScalarBitForBit) {
 // a row left unwritten fails.
 TEST_P(QBlockKernels, WithNoValuesWriteZeros) {
   for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQBlock))
-    for (int64_t T : {1, 2, 3, 9})
+    for (int64_t T : {1, 2, 3, 9, 16})
       EXPECT_EQ(test::error_with_no_values(*p.kernel, T), "") << p.kernel->name << " T=" << T;
 }
 

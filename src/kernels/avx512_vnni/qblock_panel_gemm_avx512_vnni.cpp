@@ -27,13 +27,32 @@ constexpr bool prefetch_into_l1(int64_t T) {
   return !q_format(W).nibbles || T <= 2;
 }
 
+// W's format as a tile reads its blocks: with Unpacked, a q4_0 block unpacked to a byte a
+// code (unpack_nibbles), read as q8_0's are, its offset still 8.
+template <WeightType W, bool Unpacked>
+constexpr QFormat read_format() {
+  QFormat f = q_format(W);
+  if (Unpacked) f.nibbles = false;
+  return f;
+}
+
+// From kUnpackFrom tokens a q4_0 panel is unpacked once a K block of kUnpackBlocks blocks
+// (unpack_nibbles), into a buffer of the thread's (34 KiB: in L1) that every strip of tokens
+// reads as q8_0's bytes, where each strip unpacking the nibbles itself spends 3 of its 7
+// vector instructions a weight vector on it. From fewer tokens the strips' arithmetic no
+// longer hides the burst of panel reads each K block starts with, and the unpacking in every
+// strip was faster (docs/performance.md, "The kernels' constants").
+constexpr int64_t kUnpackFrom = 16;
+constexpr int64_t kUnpackBlocks = 16;
+constexpr int64_t kUnpackedBlockBytes = qblock_bytes(read_format<WeightType::q4_0, true>());
+
 // The exact integer sums S_b of block b (at blk) for MT tokens from A's token 0 × the panel's
 // 64 rows: sum[t][v] holds rows 16v … 16v + 15. With prefetch (the first strip of tokens),
 // the block kQPanelPrefetchBytes ahead is pulled into L1 (L1) or L2, a group's share of its
 // lines with each group of 4 weights.
-template <WeightType W, int MT, bool L1, bool prefetch>
+template <WeightType W, int MT, bool L1, bool prefetch, bool Unpacked = false>
 inline void block_sums(int64_t K, const ActivationRows& A, const std::byte* blk, int64_t b, __m512i sum[MT][4]) {
-  constexpr QFormat f = q_format(W);
+  constexpr QFormat f = read_format<W, Unpacked>();
   constexpr int64_t block_bytes = qblock_bytes(f), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const auto* q = reinterpret_cast<const __m512i*>(blk + kQBlockScaleBytes);
   for (int t = 0; t < MT; ++t) {
@@ -96,19 +115,27 @@ inline void chain_step(const __m512i sum[MT][4], const __m512 dw[4], const float
 }
 
 // MT tokens × 64 rows over blocks [b0, b1), the chains in registers, starting from C when
-// resume.
-template <WeightType W, int MT, bool L1, bool prefetch>
+// resume. Block b at P + b·(its bytes); with Unpacked at P + (b − b0)·(its bytes), the K
+// block unpack_nibbles made, and with prefetch the blocks kUnpackBlocks on of the panel as
+// stored (raw) pulled into L2, a block's lines with each block.
+template <WeightType W, int MT, bool L1, bool prefetch, bool Unpacked = false>
 void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C,
-          int64_t ldc) {
-  constexpr int64_t block_bytes = qblock_bytes(q_format(W));
+          int64_t ldc, const std::byte* raw = nullptr) {
+  constexpr int64_t block_bytes = qblock_bytes(read_format<W, Unpacked>());
   const int64_t blocks = K / 32;
   __m512 acc[MT][4];
   for (int t = 0; t < MT; ++t)
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t b = b0; b < b1; ++b) {
-    const std::byte* blk = P + b * block_bytes;
+    const std::byte* blk = P + (Unpacked ? b - b0 : b) * block_bytes;
+    if constexpr (Unpacked && prefetch) {
+      constexpr int64_t raw_bytes = qblock_bytes(q_format(W));
+      if (b + kUnpackBlocks < K / 32)
+        for (int64_t i = 0; i < raw_bytes; i += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(raw + (b + kUnpackBlocks) * raw_bytes + i), _MM_HINT_T1);
+    }
     __m512i sum[MT][4];
-    block_sums<W, MT, L1, prefetch>(K, A, blk, b, sum);
+    block_sums<W, MT, L1, prefetch && !Unpacked, Unpacked>(K, A, blk, b, sum);
     __m512 dw[4];
     row_scales(blk, dw);
     chain_step<MT>(sum, dw, A.scales, blocks, b, acc);
@@ -152,14 +179,35 @@ void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
 }
 
 // Eight tokens and more of q4_0, whose unpacking a strip repeats, are bound by the core, not
-// the memory: there the chains stay in registers over K blocks of kKBlocks, every strip
-// re-reading the block from L2, which block_major's chains in C would slow (0.8× at T = 16).
-// (K = 0, which writes zeros, goes block by block at every T ≥ 3.)
+// the memory: there the chains stay in registers over K blocks, every strip re-reading the
+// block from L1 or L2, which block_major's chains in C would slow (0.8× at T = 16) — from
+// kUnpackFrom tokens over unpacked K blocks of kUnpackBlocks, below over kKBlocks of the panel
+// as stored. (K = 0, which writes zeros, goes block by block at every T ≥ 3.)
 constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 72 KiB of q4_0 panel
 
 template <WeightType W>
 constexpr bool by_blocks(int64_t T, int64_t K) {
   return !q_format(W).nibbles || T < 8 || K == 0;
+}
+
+// Blocks [b0, b1) of a q4_0 panel P into `out` in the byte layout (read_format<.., true>):
+// the 128 bytes of scales copied; group g's nibbles to group g (low) and g + 4 (high), as
+// block_sums pairs them. The same integers, so the same sums and bits.
+inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte* out) {
+  constexpr int64_t raw_bytes = qblock_bytes(q_format(WeightType::q4_0));
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = b0; b < b1; ++b) {
+    const std::byte* src = P + b * raw_bytes;
+    std::byte* dst = out + (b - b0) * kUnpackedBlockBytes;
+    for (int i = 0; i < 2; ++i) _mm512_store_si512(dst + 64 * i, _mm512_load_si512(src + 64 * i));
+    const auto* q = reinterpret_cast<const __m512i*>(src + kQBlockScaleBytes);
+    auto* u = reinterpret_cast<__m512i*>(dst + kQBlockScaleBytes);
+    for (int i = 0; i < 16; ++i) {
+      const __m512i raw = _mm512_load_si512(q + i);
+      _mm512_store_si512(u + i, _mm512_and_si512(raw, nibble));
+      _mm512_store_si512(u + 16 + i, _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble));
+    }
+  }
 }
 
 template <WeightType W, bool L1>
@@ -171,6 +219,17 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
     tile<W, 2, L1, true>(K, A, P, 0, blocks, false, C, ldc);
   } else if (T >= 3 && by_blocks<W>(T, K)) {
     block_major<W, L1>(T, K, A, P, C, ldc);
+  } else if (q_format(W).nibbles && T >= kUnpackFrom) {
+    alignas(64) static thread_local std::byte unpacked[kUnpackBlocks * kUnpackedBlockBytes];
+    for (int64_t b0 = 0; b0 < blocks; b0 += kUnpackBlocks) {
+      const int64_t b1 = std::min(blocks, b0 + kUnpackBlocks);
+      unpack_nibbles(P, b0, b1, unpacked);
+      tile<W, 2, L1, true, true>(K, A, unpacked, b0, b1, b0 > 0, C, ldc, P);
+      int64_t t = 2;
+      for (; t + 2 <= T; t += 2)
+        tile<W, 2, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc);
+      if (t < T) tile<W, 1, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc);
+    }
   } else if (T >= 3) {
     for (int64_t b0 = 0; b0 < blocks; b0 += kKBlocks) {
       const int64_t b1 = std::min(blocks, b0 + kKBlocks);
