@@ -38,11 +38,12 @@ constexpr QFormat read_format() {
 }
 
 // From kUnpackFrom tokens a q4_0 panel is unpacked once a K block of kUnpackBlocks blocks
-// (unpack_nibbles), into a buffer of the thread's (34 KiB: in L1) that every strip of tokens
-// reads as q8_0's bytes, where each strip unpacking the nibbles itself spends 3 of its 7
-// vector instructions a weight vector on it. From fewer tokens the strips' arithmetic no
-// longer hides the burst of panel reads each K block starts with, and the unpacking in every
-// strip was faster (docs/performance.md, "The kernels' constants").
+// (unpack_nibbles), into a buffer of the thread's that every strip of tokens reads as q8_0's
+// bytes, where each strip unpacking the nibbles itself spends 3 of its 7 vector instructions
+// a weight vector on it. The buffer, 34 KiB, stays in L1 on cores with 48 KiB of it (Golden
+// Cove, Zen 5), in L2 on Zen 4's 32 (not measured there). From fewer tokens the strips'
+// arithmetic no longer hides the burst of panel reads each K block starts with, and each
+// strip unpacking its own was faster (docs/performance.md, "The kernels' constants").
 constexpr int64_t kUnpackFrom = 16;
 constexpr int64_t kUnpackBlocks = 16;
 constexpr int64_t kUnpackedBlockBytes = qblock_bytes(read_format<WeightType::q4_0, true>());
@@ -213,7 +214,7 @@ inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte
 
 // q4_0 from kUnpackFrom tokens: K blocks of kUnpackBlocks blocks unpacked once
 // (unpack_nibbles), strips of three tokens over each with their chains in registers (12
-// chains of vpdpbusd where two tokens' 8 left its latency uncovered: 1.05x), the first strip
+// chains of vpdpbusd, where two tokens' 8 leave its latency uncovered), the first strip
 // prefetching the panel's next K block into L2.
 template <WeightType W, bool L1>
 void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
