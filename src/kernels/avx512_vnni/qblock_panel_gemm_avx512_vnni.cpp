@@ -132,9 +132,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     const std::byte* blk = P + (Unpacked ? b - b0 : b) * block_bytes;
     if constexpr (Unpacked && prefetch) {
       constexpr int64_t raw_bytes = qblock_bytes(q_format(W));
-      if (b + kUnpackBlocks < K / 32)
-        for (int64_t i = 0; i < raw_bytes; i += 64)
-          _mm_prefetch(reinterpret_cast<const char*>(raw + (b + kUnpackBlocks) * raw_bytes + i), _MM_HINT_T1);
+      if (b + kUnpackBlocks < blocks) prefetch_share_to_l2(raw + (b + kUnpackBlocks) * raw_bytes, raw_bytes, 0, 1);
     }
     __m512i sum[MT][4];
     block_sums<W, MT, L1, prefetch && !Unpacked, Unpacked>(K, A, blk, b, sum);
