@@ -5,8 +5,8 @@
 // scale vector per block — and the panel streams as one linear array, its next blocks
 // prefetched (into L1 or L2: prefetch_into_l1). The weights enter as unsigned bytes (q8_0 +
 // 128, q4_0 nibbles + 8); each block sum starts from the activations' −offset·Σx, which
-// makes it exact. q4_0 from 16 tokens: strips of three tokens over K blocks unpacked once
-// (unpacked_strips).
+// makes it exact. q4_0 from 8 tokens: strips over K blocks, which together prefetch the next
+// (NextKBlock); from 16 the K blocks unpacked once and strips of three (unpacked_strips).
 // Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -116,13 +116,35 @@ inline void chain_step(const __m512i sum[MT][4], const __m512 dw[4], const float
   }
 }
 
+// The panel's next K block, which the strips over a K block pull into L2 as they compute:
+// strip `part` of `parts` takes that share of each next block's lines (prefetch_share), so
+// that together they fetch the next K block once and the memory streams while every strip
+// computes, not only while the first does, the others re-reading the K block from L1 or L2.
+template <WeightType W>
+class NextKBlock {
+ public:
+  NextKBlock() = default;
+  // raw: the panel as stored; span: the K block's blocks.
+  NextKBlock(const std::byte* raw, int64_t span, int64_t part, int64_t parts)
+      : raw_(raw), span_(span), first_(part * kBytes / parts / 64 * 64), end_((part + 1) * kBytes / parts) {}
+  // The share of block b + span, the one block b's place in the next K block, if the panel has it.
+  void pull(int64_t b, int64_t blocks) const {
+    if (raw_ == nullptr || b + span_ >= blocks) return;
+    for (int64_t line = first_; line < end_; line += 64) __builtin_prefetch(raw_ + (b + span_) * kBytes + line, 0, 2);
+  }
+
+ private:
+  static constexpr int64_t kBytes = qblock_bytes(q_format(W));
+  const std::byte* raw_ = nullptr;
+  int64_t span_ = 0, first_ = 0, end_ = 0;
+};
+
 // MT tokens × 64 rows over blocks [b0, b1), the chains in registers, starting from C when
 // resume. Block b at P + b·(its bytes); with Unpacked at P + (b − b0)·(its bytes), the K
-// block unpack_nibbles made, and with prefetch the blocks kUnpackBlocks on of the panel as
-// stored (raw) pulled into L2, a block's lines with each block.
+// block unpack_nibbles made. With each block, its share of the next K block (next).
 template <WeightType W, int MT, bool L1, bool prefetch, bool Unpacked = false>
 void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C,
-          int64_t ldc, const std::byte* raw = nullptr) {
+          int64_t ldc, const NextKBlock<W>& next = {}) {
   constexpr int64_t block_bytes = qblock_bytes(read_format<W, Unpacked>());
   const int64_t blocks = K / 32;
   __m512 acc[MT][4];
@@ -130,10 +152,7 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     for (int v = 0; v < 4; ++v) acc[t][v] = resume ? _mm512_loadu_ps(C + t * ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* blk = P + (Unpacked ? b - b0 : b) * block_bytes;
-    if constexpr (Unpacked && prefetch) {
-      constexpr int64_t raw_bytes = qblock_bytes(q_format(W));
-      if (b + kUnpackBlocks < blocks) prefetch_share_to_l2(raw + (b + kUnpackBlocks) * raw_bytes, raw_bytes, 0, 1);
-    }
+    next.pull(b, blocks);
     __m512i sum[MT][4];
     block_sums<W, MT, L1, prefetch && !Unpacked, Unpacked>(K, A, blk, b, sum);
     __m512 dw[4];
@@ -212,8 +231,8 @@ inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte
 
 // q4_0 from kUnpackFrom tokens: K blocks of kUnpackBlocks blocks unpacked once
 // (unpack_nibbles), strips of three tokens over each with their chains in registers (12
-// chains of vpdpbusd, where two tokens' 8 leave its latency uncovered), the first strip
-// prefetching the panel's next K block into L2.
+// chains of vpdpbusd, where two tokens' 8 leave its latency uncovered), every strip pulling
+// its share of the panel's next K block into L2 (NextKBlock).
 template <WeightType W, bool L1>
 void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / 32;
@@ -221,15 +240,18 @@ void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::b
   for (int64_t b0 = 0; b0 < blocks; b0 += kUnpackBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kUnpackBlocks);
     unpack_nibbles(P, b0, b1, unpacked);
-    tile<W, 3, L1, true, true>(K, A, unpacked, b0, b1, b0 > 0, C, ldc, P);
+    const int64_t strips = T / 3 + (T % 3 != 0);
+    auto next = [&](int64_t strip) { return NextKBlock<W>(P, kUnpackBlocks, strip, strips); };
+    tile<W, 3, L1, true, true>(K, A, unpacked, b0, b1, b0 > 0, C, ldc, next(0));
     int64_t t = 3;
     for (; t + 3 <= T; t += 3)
-      tile<W, 3, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc);
+      tile<W, 3, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 3));
     if (t + 2 <= T) {
-      tile<W, 2, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc);
+      tile<W, 2, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 3));
       t += 2;
     }
-    if (t < T) tile<W, 1, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc);
+    if (t < T)
+      tile<W, 1, L1, false, true>(K, A.from_token(t), unpacked, b0, b1, b0 > 0, C + t * ldc, ldc, next(strips - 1));
   }
 }
 
@@ -247,10 +269,13 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
   } else if (T >= 3) {
     for (int64_t b0 = 0; b0 < blocks; b0 += kKBlocks) {
       const int64_t b1 = std::min(blocks, b0 + kKBlocks);
-      tile<W, 2, L1, true>(K, A, P, b0, b1, b0 > 0, C, ldc);
+      const int64_t strips = (T + 1) / 2;
+      auto next = [&](int64_t strip) { return NextKBlock<W>(P, kKBlocks, strip, strips); };
+      tile<W, 2, L1, true>(K, A, P, b0, b1, b0 > 0, C, ldc, next(0));
       int64_t t = 2;
-      for (; t + 2 <= T; t += 2) tile<W, 2, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
-      if (t < T) tile<W, 1, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc);
+      for (; t + 2 <= T; t += 2)
+        tile<W, 2, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
+      if (t < T) tile<W, 1, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
     }
   }
 }
