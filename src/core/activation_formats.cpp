@@ -1,8 +1,8 @@
 // The activation formats: their buffers' layout and their quantisers (activation_formats.hpp).
 #include "core/activation_formats.hpp"
 
-#include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/ggml_blocks.hpp"
 #include "core/quant.hpp"
@@ -80,29 +80,21 @@ void quantize_activations(const kernels::KernelTable& k, const ActivationRows& r
   const int64_t block = activation_block(format);
   for (int64_t t = 0; t < n; ++t) {
     const ActivationRows row = rows.from_token(t0 + t);
-    auto* codes = const_cast<int8_t*>(row.codes());
-    auto* scales = const_cast<float*>(row.scales);
-    auto* sums = const_cast<int16_t*>(row.sums);
-    for (int64_t c = c0; c < c1; c += block) {
-      const float* v = x + t * ldx + c;
-      if (format == WeightType::q8_K) {
-        BlockQ8_K b;
-        quantize_row_q8_K(v, &b, block);
-        scales[c / block] = b.d;
-        std::memcpy(codes + c, b.qs, sizeof b.qs);
-        std::memcpy(sums + c / 16, b.bsums, sizeof b.bsums);
-      } else {
-        BlockQ8_0 b;
-        quantize_row_q8_0(v, &b, block);
-        scales[c / block] = f16_to_f32(b.d);
-        std::memcpy(codes + c, b.qs, sizeof b.qs);
-        for (int i = 0; i < 2; ++i) {
-          int s = 0;
-          for (int l = 0; l < 16; ++l) s += b.qs[16 * i + l];
-          sums[c / 16 + i] = static_cast<int16_t>(s);
-        }
-      }
+    auto* codes = const_cast<int8_t*>(row.codes()) + c0;
+    auto* scales = const_cast<float*>(row.scales) + c0 / block;
+    auto* sums = const_cast<int16_t*>(row.sums) + c0 / 16;
+    const float* v = x + t * ldx + c0;
+    if (k.f32_to_q8_rows(format, c1 - c0, v, codes, scales, sums)) continue;
+    // A value the kernel cannot quantise: the reference says which (ffn::Error).
+    if (format == WeightType::q8_K) {
+      std::vector<BlockQ8_K> blocks(static_cast<size_t>((c1 - c0) / block));
+      quantize_row_q8_K(v, blocks.data(), c1 - c0);
+    } else {
+      std::vector<BlockQ8_0> blocks(static_cast<size_t>((c1 - c0) / block));
+      quantize_row_q8_0(v, blocks.data(), c1 - c0);
     }
+    throw Error("quantize_activations: a row the quantisers accept was refused by " +
+                std::string(k.f32_to_q8_rows.name));
   }
 }
 

@@ -122,6 +122,16 @@ struct PanelKernel {
 //     nearest even unless a caller changes it.)
 using F32ToBf16Rows = void (*)(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo);
 
+// f32_to_q8_rows_<isa>: x[0 … n) quantised to `format`, q8_0 (blocks of 32) or q8_K (256), as
+// the integer kernels take their activations (activation_rows.hpp): codes[0 … n), scales[0 …
+// n / block) — q8_0's binary16 scale widened to f32, q8_K's f32 d — and sums[0 … n / 16), each
+// 16 codes' sum. n a multiple of the block. Every ISA writes the bits of quantize_row_q8_0 /
+// quantize_row_q8_K (q8_0's codes rounded half away from zero, q8_K's half to even). Returns
+// false, its outputs unspecified, where a value is not finite or a q8_0 block's scale does
+// not fit binary16 — where those functions throw: the caller runs them then, so that the
+// error names the value.
+using F32ToQ8Rows = bool (*)(WeightType format, int64_t n, const float* x, int8_t* codes, float* scales, int16_t* sums);
+
 // f32_fma_roof_<isa>: the compute roof's loop (f32_fma_roof.hpp); executes
 // iterations · f32_roof_chains · f32_lanes · 2 FLOPs. bf16_dot_roof_<isa>: the bf16 compute
 // roof's loop, as f32_fma_roof with the level's bf16 dot instruction (vdpbf16ps, BFDOT):
@@ -215,6 +225,7 @@ using RowsAxpy = void (*)(WeightType type, int64_t T, int64_t n, const int32_t* 
   X(F32GemmNt, f32_gemm_nt_packed)                             \
   X(F32PanelGemm, f32_panel_gemm)                              \
   X(F32ToBf16Rows, f32_to_bf16_rows)                           \
+  X(F32ToQ8Rows, f32_to_q8_rows)                               \
   X(F32GemmNn, f32_gemm_nn)                                    \
   X(F32GemmTnAdd, f32_gemm_tn_add)                             \
   X(RowsToPanel32, rows_to_panel32)                            \

@@ -37,5 +37,6 @@ extern const F32Erfc f32_erfc_avx2;
 extern const RowsDot rows_dot_avx2;
 extern const RowsAxpy rows_axpy_avx2;
 extern const RowsDotQ8_0 rows_dot_q8_0_avx2;
+extern const F32ToQ8Rows f32_to_q8_rows_avx2;
 
 }  // namespace ffn::kernels

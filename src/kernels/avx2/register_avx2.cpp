@@ -16,6 +16,7 @@ KernelTable avx2_entries() {
       .f32_gemm_nt = FFN_KERNEL(f32_gemm_nt_avx2_3x3),
       .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_packed_avx2_6x16),
       .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_avx2_2x64_1x64_3x32_6x16),
+      .f32_to_q8_rows = FFN_KERNEL(f32_to_q8_rows_avx2),
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_avx2_6x16),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_avx2_6x16),
       .rows_to_panel32 = FFN_KERNEL(rows_to_panel32_avx2),

@@ -15,6 +15,7 @@ const KernelTable& table_scalar() {
         // The reference has one form of the forward's product: it is also the packed one.
         .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_scalar),
         .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_scalar),
+        .f32_to_q8_rows = FFN_KERNEL(f32_to_q8_rows_scalar),
         .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_scalar),
         .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_scalar),
         .rows_to_panel32 = FFN_KERNEL(rows_to_panel32_scalar),

@@ -33,5 +33,6 @@ extern const F32Erfc f32_erfc_scalar;
 extern const RowsDot rows_dot_scalar;
 extern const RowsAxpy rows_axpy_scalar;
 extern const RowsDotQ8_0 rows_dot_q8_0_scalar;
+extern const F32ToQ8Rows f32_to_q8_rows_scalar;
 
 }  // namespace ffn::kernels
