@@ -5,8 +5,9 @@
 // scale vector per block — and the panel streams as one linear array, its next blocks
 // prefetched (into L1 or L2: prefetch_into_l1). The weights enter as unsigned bytes (q8_0 +
 // 128, q4_0 nibbles + 8); each block sum starts from the activations' −offset·Σx, which
-// makes it exact. q4_0 from 8 tokens: strips over K blocks, which together prefetch the next
-// (NextKBlock); from 16 the K blocks unpacked once and strips of three (unpacked_strips).
+// makes it exact. From 4 tokens (q4_0: 8) strips over K blocks, which together prefetch the
+// next (k_block_strips); q4_0 from 16 over K blocks unpacked once, strips of three
+// (unpacked_strips).
 // Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -177,10 +178,9 @@ inline void strip_step(int64_t K, const ActivationRows& A, const std::byte* blk,
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
-// Three tokens and more, block by block: every strip of two tokens takes a block while it is
-// in L1, so the panel streams from memory once, at the pace of its first strip's prefetch,
-// instead of once a strip per K block with the memory idle while the other strips re-read
-// it from L2 (docs/performance.md, "Decode: where the time goes"). The chains live in C.
+// Three tokens (q4_0: to seven), block by block: every strip of two tokens takes a block
+// while it is in L1, so the panel streams from memory once, at the pace of its first strip's
+// prefetch. The chains live in C. (K = 0, which writes zeros, goes this way at every T ≥ 3.)
 template <WeightType W, bool L1>
 void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
@@ -197,17 +197,18 @@ void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
   }
 }
 
-// Eight tokens and more of q4_0, whose unpacking a strip repeats, are bound by the core, not
-// the memory: there the chains stay in registers over K blocks, every strip re-reading the
-// block from L1 or L2, which block_major's chains in C would slow (0.8× at T = 16) — from
-// kUnpackFrom tokens over unpacked K blocks of kUnpackBlocks, below over kKBlocks of the panel
-// as stored. (K = 0, which writes zeros, goes block by block at every T ≥ 3.)
-constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block: 72 KiB of q4_0 panel
+// From kKBlockStripsFrom tokens the chains stay in registers over a K block of about
+// kKBlockBytes of panel, strip after strip of two tokens (k_block_strips), the later strips
+// re-reading it from L1 while every strip pulls its share of the next K block into L2
+// (NextKBlock), so the memory streams throughout. block_major's chains in C cost a load and
+// a store a chain a block there, and q4_0's strips each unpacking the nibbles make it bound
+// by the core from 8 tokens. Fewer tokens than that run block by block, where the K block's
+// burst of reads at each start was not hidden (docs/performance.md, "The kernels'
+// constants"). From kUnpackFrom tokens q4_0 unpacks its K blocks once (unpacked_strips).
+constexpr int64_t kKBlockBytes = 36 * 1024;  // in L1 of 48 KiB (Golden Cove, Zen 5)
 
 template <WeightType W>
-constexpr bool by_blocks(int64_t T, int64_t K) {
-  return !q_format(W).nibbles || T < 8 || K == 0;
-}
+constexpr int64_t kKBlockStripsFrom = q_format(W).nibbles ? 8 : 4;
 
 // Blocks [b0, b1) of a q4_0 panel P into `out` in the byte layout (read_format<.., true>):
 // the 128 bytes of scales copied; group g's nibbles to group g (low) and g + 4 (high), as
@@ -226,6 +227,23 @@ inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte
       _mm512_store_si512(u + i, _mm512_and_si512(raw, nibble));
       _mm512_store_si512(u + 16 + i, _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble));
     }
+  }
+}
+
+// kKBlockStripsFrom tokens and more over K blocks of the panel as stored: strips of two
+// tokens (then one), their chains in registers, each pulling its share of the next K block.
+template <WeightType W, bool L1>
+void k_block_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  constexpr int64_t span = kKBlockBytes / qblock_bytes(q_format(W));  // q8_0 16 blocks, q4_0 32
+  const int64_t blocks = K / 32, strips = (T + 1) / 2;
+  auto next = [&](int64_t strip) { return NextKBlock<W>(P, span, strip, strips); };
+  for (int64_t b0 = 0; b0 < blocks; b0 += span) {
+    const int64_t b1 = std::min(blocks, b0 + span);
+    tile<W, 2, L1, true>(K, A, P, b0, b1, b0 > 0, C, ldc, next(0));
+    int64_t t = 2;
+    for (; t + 2 <= T; t += 2)
+      tile<W, 2, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
+    if (t < T) tile<W, 1, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
   }
 }
 
@@ -264,19 +282,10 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
     tile<W, 2, L1, true>(K, A, P, 0, blocks, false, C, ldc);
   } else if (q_format(W).nibbles && T >= kUnpackFrom && K > 0) {
     if constexpr (q_format(W).nibbles) unpacked_strips<W, L1>(T, K, A, P, C, ldc);
-  } else if (T >= 3 && by_blocks<W>(T, K)) {
-    block_major<W, L1>(T, K, A, P, C, ldc);
+  } else if (T >= kKBlockStripsFrom<W> && K > 0) {
+    k_block_strips<W, L1>(T, K, A, P, C, ldc);
   } else if (T >= 3) {
-    for (int64_t b0 = 0; b0 < blocks; b0 += kKBlocks) {
-      const int64_t b1 = std::min(blocks, b0 + kKBlocks);
-      const int64_t strips = (T + 1) / 2;
-      auto next = [&](int64_t strip) { return NextKBlock<W>(P, kKBlocks, strip, strips); };
-      tile<W, 2, L1, true>(K, A, P, b0, b1, b0 > 0, C, ldc, next(0));
-      int64_t t = 2;
-      for (; t + 2 <= T; t += 2)
-        tile<W, 2, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
-      if (t < T) tile<W, 1, L1, false>(K, A.from_token(t), P, b0, b1, b0 > 0, C + t * ldc, ldc, next(t / 2));
-    }
+    block_major<W, L1>(T, K, A, P, C, ldc);
   }
 }
 
