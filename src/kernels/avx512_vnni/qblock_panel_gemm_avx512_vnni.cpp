@@ -253,13 +253,12 @@ void k_block_strips(int64_t T, int64_t K, const ActivationRows& A, const std::by
 // its share of the panel's next K block into L2 (NextKBlock).
 template <WeightType W, bool L1>
 void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  const int64_t blocks = K / 32;
+  const int64_t blocks = K / 32, strips = T / 3 + (T % 3 != 0);
+  auto next = [&](int64_t strip) { return NextKBlock<W>(P, kUnpackBlocks, strip, strips); };
   alignas(64) static thread_local std::byte unpacked[kUnpackBlocks * kUnpackedBlockBytes];
   for (int64_t b0 = 0; b0 < blocks; b0 += kUnpackBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kUnpackBlocks);
     unpack_nibbles(P, b0, b1, unpacked);
-    const int64_t strips = T / 3 + (T % 3 != 0);
-    auto next = [&](int64_t strip) { return NextKBlock<W>(P, kUnpackBlocks, strip, strips); };
     tile<W, 3, L1, true, true>(K, A, unpacked, b0, b1, b0 > 0, C, ldc, next(0));
     int64_t t = 3;
     for (; t + 3 <= T; t += 3)
