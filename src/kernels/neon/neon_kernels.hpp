@@ -36,5 +36,6 @@ extern const F32Erfc f32_erfc_neon;
 extern const RowsDot rows_dot_neon;
 extern const RowsAxpy rows_axpy_neon;
 extern const RowsDotQ8_0 rows_dot_q8_0_neon;
+extern const F32ToQ8Rows f32_to_q8_rows_neon;
 
 }  // namespace ffn::kernels

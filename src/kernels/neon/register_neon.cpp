@@ -15,6 +15,7 @@ KernelTable neon_entries() {
       .f32_gemm_nt = FFN_KERNEL(f32_gemm_nt_neon_4x4),
       .f32_gemm_nt_packed = FFN_KERNEL(f32_gemm_nt_packed_neon_6x16),
       .f32_panel_gemm = FFN_KERNEL(f32_panel_gemm_neon_1x64_6x16),
+      .f32_to_q8_rows = FFN_KERNEL(f32_to_q8_rows_neon),
       .f32_gemm_nn = FFN_KERNEL(f32_gemm_nn_neon_6x16),
       .f32_gemm_tn_add = FFN_KERNEL(f32_gemm_tn_add_neon_6x16),
       .f32_activation_rows = FFN_KERNEL(f32_activation_rows_neon),
