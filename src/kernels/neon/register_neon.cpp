@@ -1,5 +1,5 @@
 // The neon table (Advanced SIMD, 32 q registers of 4 floats): its own f32, 16-bit, activation,
-// integer (SDOT's sums by widening multiplies) and roof kernels. rows_to_panel32 /
+// integer (SDOT's sums by widening multiplies), quantisation and roof kernels. rows_to_panel32 /
 // rows_to_panel16 (bit copies) are the scalar table's, inherited.
 #include "kernels/neon/neon_kernels.hpp"
 #include "kernels/register.hpp"
