@@ -8,9 +8,10 @@
 #include <immintrin.h>
 
 #include <cfloat>
-#include <cmath>
 
+#include "core/quant_checks.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/q8_rows_by_blocks.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -79,8 +80,7 @@ bool q8_0_block(const float* x, int8_t* codes, float* scale, int16_t* sums) {
   const uint16_t h = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);  // IEEE binary16, to nearest even
   if ((h & 0x7C00u) == 0x7C00u) return false;
   *scale = _cvtsh_ss(h);
-  float id = d != 0.0f ? 1.0f / d : 0.0f;  // detail::reciprocal_scale
-  if (!std::isfinite(id)) id = 0.0f;
+  const float id = ffn::detail::reciprocal_scale(d);
   const __m256 idv = _mm256_set1_ps(id);
   __m256i q[4];
   for (int i = 0; i < 4; ++i) q[i] = round_half_away(_mm256_mul_ps(v[i], idv));
@@ -134,19 +134,8 @@ bool q8_K_block(const float* x, int8_t* codes, float* scale, int16_t* sums) {
   return true;
 }
 
-bool quantize(WeightType format, int64_t n, const float* x, int8_t* codes, float* scales, int16_t* sums) {
-  const bool k = format == WeightType::q8_K;
-  const int64_t block = k ? 256 : 32;
-  for (int64_t c = 0; c < n; c += block) {
-    const bool ok = k ? q8_K_block(x + c, codes + c, scales + c / block, sums + c / 16)
-                      : q8_0_block(x + c, codes + c, scales + c / block, sums + c / 16);
-    if (!ok) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-const F32ToQ8Rows f32_to_q8_rows_avx2 = quantize;
+const F32ToQ8Rows f32_to_q8_rows_avx2 = q8_rows_by_blocks<q8_0_block, q8_K_block>;
 
 }  // namespace ffn::kernels

@@ -11,7 +11,9 @@
 #include <cmath>
 
 #include "core/quant.hpp"
+#include "core/quant_checks.hpp"
 #include "kernels/neon/neon_kernels.hpp"
+#include "kernels/q8_rows_by_blocks.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -45,8 +47,7 @@ bool q8_0_block(const float* x, int8_t* codes, float* scale, int16_t* sums) {
   const uint16_t h = f32_to_f16(d);
   if ((h & 0x7C00u) == 0x7C00u) return false;
   *scale = f16_to_f32(h);
-  float id = d != 0.0f ? 1.0f / d : 0.0f;  // detail::reciprocal_scale
-  if (!std::isfinite(id)) id = 0.0f;
+  const float id = ffn::detail::reciprocal_scale(d);
   const float32x4_t idv = vdupq_n_f32(id);
   for (int half = 0; half < 2; ++half) {
     int32x4_t q[4];
@@ -88,19 +89,8 @@ bool q8_K_block(const float* x, int8_t* codes, float* scale, int16_t* sums) {
   return true;
 }
 
-bool quantize(WeightType format, int64_t n, const float* x, int8_t* codes, float* scales, int16_t* sums) {
-  const bool k = format == WeightType::q8_K;
-  const int64_t block = k ? 256 : 32;
-  for (int64_t c = 0; c < n; c += block) {
-    const bool ok = k ? q8_K_block(x + c, codes + c, scales + c / block, sums + c / 16)
-                      : q8_0_block(x + c, codes + c, scales + c / block, sums + c / 16);
-    if (!ok) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
-const F32ToQ8Rows f32_to_q8_rows_neon = quantize;
+const F32ToQ8Rows f32_to_q8_rows_neon = q8_rows_by_blocks<q8_0_block, q8_K_block>;
 
 }  // namespace ffn::kernels
