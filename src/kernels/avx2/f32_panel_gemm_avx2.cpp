@@ -11,7 +11,11 @@
 //   more:   6×16, 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1
 //           broadcast), the panel in four passes — the most FMAs per load.
 // The bounds are where each tile stopped winning (docs/performance.md, "The kernels'
-// constants"); a 4×64 tile, more spilled, was slower than 2×64.
+// constants"); a 4×64 tile, more spilled, was slower than 2×64. Those were measured on AMD's
+// cores. On Intel's (Emerald Rapids, docs/performance.md, "An Intel CPU: Emerald Rapids")
+// one token prefetches each row 16 KiB ahead into L1 (1.13–1.17× faster), and two and three
+// tokens take the 1×64 strips (1.23–1.31× and 1.02–1.05×), where two tokens' 2×64 tile, its
+// accumulator spilled, read the memory at 0.6–0.75 of the roof.
 // Every tile computes each element by the same chain (f32_panel_tiles.hpp), so the choice
 // changes no bit: a token gets the same result alone or in any batch.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx2.hpp.
@@ -19,6 +23,7 @@
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/cpu_features.hpp"
 
 namespace ffn::kernels {
 
@@ -27,7 +32,9 @@ void f32_panel_gemm_avx2_2x64_1x64_3x32_6x16(int64_t T, int64_t K, const float* 
   // Token blocks of two to five strips read K kFewStripsKRows rows at a time
   // (FewStripsKBlock, f32_panel_tiles.hpp).
   using Panel = RowPanel<LoadF32<Avx2Store>>;
-  if (T <= 3)
+  if (T == 1 && cpu_is_intel())
+    f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{16384}>(T, K, A, lda, P, C, ldc);
+  else if (T <= 3 && !cpu_is_intel())
     f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else if (T <= 5)
     f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);

@@ -8,6 +8,7 @@
 #include "kernels/avx2/widen16_avx2.hpp"
 #include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/cpu_features.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -29,7 +30,8 @@ struct PairedBf16Panel {
 // by a mask — where PairedBf16Panel reads it at k and again at k + 1. Every element is the
 // same chain acc ← fma(A[t][k], P[k][j], acc) over k in order, so the bits are the 2×64
 // tile's. Strips of several in a token block (more than 2 tokens) share out the next K
-// block's lines to prefetch (pf), as panel_tile does, a pair of rows at a time.
+// block's lines to prefetch (pf), as panel_tile does, a pair of rows at a time; a strip that
+// streams the block alone may prefetch each pair of rows pf.ahead_bytes ahead into L1.
 // Measured against the 2×64 tile through PairedBf16Panel in docs/performance.md (AVX2).
 template <int R, bool Resume>
 void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc,
@@ -39,10 +41,13 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < 8; ++v) acc[i][v] = Resume ? _mm256_loadu_ps(C + i * ldc + 8 * v) : _mm256_setzero_ps();
   const __m256i high = _mm256_set1_epi32(int32_t(0xFFFF0000u));
+  const char* ahead = reinterpret_cast<const char*>(P) + pf.ahead_bytes;
   int64_t k = 0;
   for (; k + 2 <= kc; k += 2) {
     for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
       __builtin_prefetch(pf.first + 64 * issued, 0, 2);
+    if (pf.ahead_bytes > 0)  // the pair of rows ahead_bytes on: 2 × 64 values of 2 bytes
+      for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(ahead + k * 128 + line, 0, 3);
     const uint16_t* pair = P + bf16_panel_index(k, 0);
     __m256 a0[R], a1[R];
     for (int i = 0; i < R; ++i) {
@@ -77,6 +82,14 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
 // (docs/performance.md, "The kernels' constants").
 constexpr int64_t kBf16PairTileMaxTokens = 16;
 
+// One or two tokens, whose strip streams the panel alone, prefetch each row 16 KiB ahead
+// into L1 on Intel's cores: without it the widening loop, two to three times f32's
+// instructions a byte, kept too few of the panel's lines in flight, and bf16 and f16
+// decode read 0.55–0.68 of the memory roof (Emerald Rapids: 1.3–1.6× faster with it,
+// docs/performance.md, "An Intel CPU: Emerald Rapids"). AMD's cores keep the hardware
+// prefetcher alone (not measured there with AVX2).
+constexpr StreamAhead kIntelAhead{16384};
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
@@ -86,12 +99,14 @@ constexpr int64_t kBf16PairTileMaxTokens = 16;
 // widens both rows of a pair load) — f16 from 3 to 5 tokens in strips of one (1×64, nothing
 // spilled) sharing 32-row pieces of the panel from L1 (FewStripsKBlock) — and
 // the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning
-// (docs/performance.md, "The kernels' constants"). Every tile gives every element the same
-// bits.
+// (docs/performance.md, "The kernels' constants"). One or two tokens prefetch 16 KiB ahead
+// on Intel's cores (kIntelAhead). Every tile gives every element the same bits.
 void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                         int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
-  if (T <= 2)
+  if (T <= 2 && cpu_is_intel())
+    f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>, 2, kIntelAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  else if (T <= 2)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (T <= 5)
     f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<F16x8>, 1, StreamAhead{}, kFewStripsKRows>(
@@ -104,7 +119,13 @@ void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& 
                                     int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   const int64_t lda = A.f32_stride();
-  if (T <= kBf16PairTileMaxTokens)
+  if (T <= kBf16PairTileMaxTokens && cpu_is_intel())
+    panel_gemm_blocked<2, 2, kIntelAhead>(
+        T, K, A.f32(), lda, P, C, ldc,
+        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
+          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
+        });
+  else if (T <= kBf16PairTileMaxTokens)
     panel_gemm_blocked<2, 2, StreamAhead{}>(
         T, K, A.f32(), lda, P, C, ldc,
         [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
