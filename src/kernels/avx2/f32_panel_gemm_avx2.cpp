@@ -20,10 +20,10 @@
 // changes no bit: a token gets the same result alone or in any batch.
 // Loops in f32_panel_tiles.hpp, vector operations in vec_avx2.hpp.
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
-#include "kernels/avx2/vec_avx2.hpp"
-#include "kernels/f32_panel_tiles.hpp"
 #include "kernels/avx2/avx2_kernels.hpp"
+#include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 
 namespace ffn::kernels {
 

@@ -4,11 +4,11 @@
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <cstring>
 
+#include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/vec_avx2.hpp"
 #include "kernels/avx2/widen16_avx2.hpp"
-#include "kernels/f32_panel_tiles.hpp"
-#include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/f32_panel_tiles.hpp"
 
 namespace ffn::kernels {
 namespace {
