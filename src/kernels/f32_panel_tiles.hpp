@@ -67,18 +67,29 @@ inline constexpr int64_t kFewStripsKRows = 32;
 
 // A share of the next block to prefetch: `lines` cache lines from `first`, at most
 // `per_k` of them per step of k. In a streamed block (no share), a tile may instead
-// prefetch each row of the panel `ahead_bytes` before it reads it, into L1 (0: none; see
-// StreamAhead).
+// prefetch each row of the panel `ahead_bytes` before it reads it, into L1 or, with
+// ahead_into_l2, into L2 (0: none; see StreamAhead).
 struct PrefetchShare {
   const char* first = nullptr;
   int64_t lines = 0;
   int64_t per_k = 0;
   int64_t ahead_bytes = 0;
+  bool ahead_into_l2 = false;
+
+  // Row k's `row_bytes` of a panel at P, ahead_bytes on, into L1 or L2.
+  void row_ahead(const void* P, int64_t k, int64_t row_bytes) const {
+    const char* row = static_cast<const char*>(P) + ahead_bytes + k * row_bytes;
+    if (ahead_into_l2)
+      for (int64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(row + line, 0, 2);
+    else
+      for (int64_t line = 0; line < row_bytes; line += 64) __builtin_prefetch(row + line, 0, 3);
+  }
 };
 
 // Which streamed token blocks (at most StreamedTokens, which rely on the hardware
 // prefetcher) still prefetch ahead of the row they read: those of at least `min_tokens`,
-// `bytes` ahead, into L1: f16, and bf16 widened in registers, 16 KiB at every T (each
+// `bytes` ahead, into L1 (into L2 with into_l2, which f16 and bf16 widened in registers
+// take on Intel's cores): f16, and bf16 widened in registers, 16 KiB at every T (each
 // half-line widens by a conversion before its FMA, so the loop does more work per byte than
 // f32's and the out-of-order window alone no longer runs far enough ahead of the loads;
 // likewise the integer kernels); bf16 with vdpbf16ps 8 KiB from 7 tokens (two strips, the
@@ -87,6 +98,7 @@ struct PrefetchShare {
 struct StreamAhead {
   int64_t bytes = 0;
   int64_t min_tokens = 1;
+  bool into_l2 = false;
 };
 
 // How a tile reads a panel: PanelLoad::at(P, k, c) is the f32 vector of row k's values in
@@ -124,12 +136,10 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
     int64_t issued = j0 == 0 ? 0 : pf.lines;
     // Row k of the panel starts k·kRowBytes into it (on average, in the bf16 pair layout).
     constexpr int64_t kRowBytes = kPanelWidth * int64_t(sizeof(*P));
-    const char* ahead = reinterpret_cast<const char*>(P) + pf.ahead_bytes;
     for (int64_t k = 0; k < kc; ++k) {
       for (int64_t n = 0; n < pf.per_k && issued < pf.lines; ++n, ++issued)
         __builtin_prefetch(pf.first + 64 * issued, 0, 2);
-      if (pf.ahead_bytes > 0)
-        for (int64_t line = 0; line < kRowBytes; line += 64) __builtin_prefetch(ahead + k * kRowBytes + line, 0, 3);
+      if (pf.ahead_bytes > 0) pf.row_ahead(P, k, kRowBytes);
       Vec b[NV];
       for (int v = 0; v < NV; ++v) b[v] = PanelLoad::at(P, k, j0 + v * V::lanes);
       for (int i = 0; i < MR; ++i) {
@@ -192,7 +202,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
         const int64_t s = t / MR - first_sharer;
         const int64_t first = s < 0 ? lines : std::min(lines, s * share);
         const PrefetchShare pf{reinterpret_cast<const char*>(next) + 64 * first, std::min(share, lines - first), per_k,
-                               ahead_bytes};
+                               ahead_bytes, Ahead.into_l2};
         if (resume)
           tile.template operator()<R, true>(kc, a + t * lda, block, c + t * ldc, pf);
         else

@@ -31,7 +31,7 @@ struct PairedBf16Panel {
 // same chain acc ← fma(A[t][k], P[k][j], acc) over k in order, so the bits are the 2×64
 // tile's. Strips of several in a token block (more than 2 tokens) share out the next K
 // block's lines to prefetch (pf), as panel_tile does, a pair of rows at a time; a strip that
-// streams the block alone may prefetch each pair of rows pf.ahead_bytes ahead into L1.
+// streams the block alone may prefetch each pair of rows pf.ahead_bytes ahead.
 // Measured against the 2×64 tile through PairedBf16Panel in docs/performance.md (AVX2).
 template <int R, bool Resume>
 void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc,
@@ -41,13 +41,11 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
   for (int i = 0; i < R; ++i)
     for (int v = 0; v < 8; ++v) acc[i][v] = Resume ? _mm256_loadu_ps(C + i * ldc + 8 * v) : _mm256_setzero_ps();
   const __m256i high = _mm256_set1_epi32(int32_t(0xFFFF0000u));
-  const char* ahead = reinterpret_cast<const char*>(P) + pf.ahead_bytes;
   int64_t k = 0;
   for (; k + 2 <= kc; k += 2) {
     for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
       __builtin_prefetch(pf.first + 64 * issued, 0, 2);
-    if (pf.ahead_bytes > 0)  // the pair of rows ahead_bytes on: 2 × 64 values of 2 bytes
-      for (int64_t line = 0; line < 256; line += 64) __builtin_prefetch(ahead + k * 128 + line, 0, 3);
+    if (pf.ahead_bytes > 0) pf.row_ahead(P, k / 2, 256);  // the pair of rows: 2 × 64 values of 2 bytes
     const uint16_t* pair = P + bf16_panel_index(k, 0);
     __m256 a0[R], a1[R];
     for (int i = 0; i < R; ++i) {
@@ -83,12 +81,12 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
 constexpr int64_t kBf16PairTileMaxTokens = 16;
 
 // One or two tokens, whose strip streams the panel alone, prefetch each row 16 KiB ahead
-// into L1 on Intel's cores: without it the widening loop, two to three times f32's
+// into L2 on Intel's cores: without it the widening loop, two to three times f32's
 // instructions a byte, kept too few of the panel's lines in flight, and bf16 and f16
-// decode read 0.55–0.68 of the memory roof (Emerald Rapids: 1.3–1.6× faster with it,
-// docs/performance.md, "An Intel CPU: Emerald Rapids"). AMD's cores keep the hardware
-// prefetcher alone (not measured there with AVX2).
-constexpr StreamAhead kIntelAhead{16384};
+// decode read 0.55–0.68 of the memory roof (Emerald Rapids: 1.3–1.6× faster with it into
+// L1, and 1.09–1.13× faster again into L2; docs/performance.md, "An Intel CPU: Emerald
+// Rapids"). AMD's cores keep the hardware prefetcher alone (not measured there with AVX2).
+constexpr StreamAhead kIntelAhead{.bytes = 16384, .into_l2 = true};
 
 }  // namespace
 

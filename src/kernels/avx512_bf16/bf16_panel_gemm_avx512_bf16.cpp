@@ -12,15 +12,15 @@
 #include <cstring>
 
 #include "kernels/avx512/vec_avx512.hpp"
+#include "kernels/avx512_bf16/avx512_bf16_kernels.hpp"
 #include "kernels/f32_fma_roof.hpp"
 #include "kernels/f32_panel_tiles.hpp"
-#include "kernels/avx512_bf16/avx512_bf16_kernels.hpp"
 
 namespace ffn::kernels {
 namespace {
 
 constexpr int kTileTokens = 6;
-constexpr int kTileVectors = 4;  // 64 columns of 16 lanes
+constexpr int kTileVectors = 4;                         // 64 columns of 16 lanes
 constexpr int64_t kPairRowBytes = 2 * kPanelWidth * 2;  // weights k, k + 1 of 64 rows
 
 __m512 dot_pairs(__m512 acc, __m512i a, __m512i b) {
@@ -35,8 +35,7 @@ int32_t load_pair(const uint16_t* p) {
 
 // MR tokens × 64 columns over kc rows (kc / 2 pairs, rounded up) of a bf16 panel block.
 template <int MR, bool Resume>
-void dot_tile(int64_t kc, const uint16_t* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc,
-              PrefetchShare pf) {
+void dot_tile(int64_t kc, const uint16_t* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc, PrefetchShare pf) {
   __m512 acc[MR][kTileVectors];
   for (int i = 0; i < MR; ++i)
     for (int v = 0; v < kTileVectors; ++v)
@@ -48,9 +47,7 @@ void dot_tile(int64_t kc, const uint16_t* A, int64_t lda, const uint16_t* P, flo
     for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
       __builtin_prefetch(pf.first + 64 * issued, 0, 2);
     const uint16_t* p = P + bf16_panel_index(2 * q, 0);
-    if (pf.ahead_bytes > 0)
-      for (int64_t line = 0; line < kPairRowBytes; line += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(p) + pf.ahead_bytes + line, 0, 3);
+    if (pf.ahead_bytes > 0) pf.row_ahead(P, q, kPairRowBytes);
     __m512i b[kTileVectors];
     for (int v = 0; v < kTileVectors; ++v) b[v] = _mm512_loadu_si512(p + 32 * v);
     for (int i = 0; i < MR; ++i) {
@@ -82,11 +79,11 @@ void bf16_panel_gemm_avx512_bf16_6x64(int64_t T, int64_t K, const ActivationRows
   const int64_t lda = A.bf16_stride();
   // Streamed blocks of two strips prefetch 8 KiB ahead (f32_panel_tiles.hpp, StreamAhead).
   constexpr StreamAhead kAhead{8192, kTileTokens + 1};
-  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp, kAhead>(T, K, A.bf16(), lda, P, C, ldc,
-                                  [&]<int R, bool Resume>(int64_t kc, const uint16_t* a, const uint16_t* block,
-                                                          float* c, PrefetchShare pf) {
-                                    dot_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
-                                  });
+  panel_gemm_blocked<kTileTokens, kStreamedTokensPerLineOp, kAhead>(
+      T, K, A.bf16(), lda, P, C, ldc,
+      [&]<int R, bool Resume>(int64_t kc, const uint16_t* a, const uint16_t* block, float* c, PrefetchShare pf) {
+        dot_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
+      });
 }
 
 void f32_to_bf16_rows_avx512_bf16(int64_t T, int64_t K, const float* x, int64_t ldx, uint16_t* out, int64_t ldo) {
