@@ -33,6 +33,8 @@ struct PairedBf16Panel {
 // block's lines to prefetch (pf), as panel_tile does, a pair of rows at a time; a strip that
 // streams the block alone may prefetch each pair of rows pf.ahead_bytes ahead.
 // Measured against the 2×64 tile through PairedBf16Panel in docs/performance.md (AVX2).
+constexpr int64_t kPairRowBytes = 2 * kPanelWidth * 2;  // weights k, k + 1 of 64 rows
+
 template <int R, bool Resume>
 void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc,
                     PrefetchShare pf) {
@@ -45,7 +47,7 @@ void bf16_pair_tile(int64_t kc, const float* A, int64_t lda, const uint16_t* P, 
   for (; k + 2 <= kc; k += 2) {
     for (int64_t n = 0; n < 2 * pf.per_k && issued < pf.lines; ++n, ++issued)
       __builtin_prefetch(pf.first + 64 * issued, 0, 2);
-    if (pf.ahead_bytes > 0) pf.row_ahead(P, k / 2, 256);  // the pair of rows: 2 × 64 values of 2 bytes
+    if (pf.ahead_bytes > 0) pf.row_ahead(P, k / 2, kPairRowBytes);
     const uint16_t* pair = P + bf16_panel_index(k, 0);
     __m256 a0[R], a1[R];
     for (int i = 0; i < R; ++i) {
@@ -88,6 +90,17 @@ constexpr int64_t kBf16PairTileMaxTokens = 16;
 // Rapids"). AMD's cores keep the hardware prefetcher alone (not measured there with AVX2).
 constexpr StreamAhead kIntelAhead{.bytes = 16384, .into_l2 = true};
 
+// The pair tile's strips of two tokens over the panel's K blocks (panel_gemm_blocked), one
+// strip streaming a block alone prefetching as Ahead says.
+template <StreamAhead Ahead>
+void bf16_pair_tiles(int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc) {
+  panel_gemm_blocked<2, 2, Ahead>(
+      T, K, A, lda, P, C, ldc,
+      [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
+        bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
+      });
+}
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
@@ -118,17 +131,9 @@ void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& 
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   const int64_t lda = A.f32_stride();
   if (T <= kBf16PairTileMaxTokens && cpu_is_intel())
-    panel_gemm_blocked<2, 2, kIntelAhead>(
-        T, K, A.f32(), lda, P, C, ldc,
-        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
-          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
-        });
+    bf16_pair_tiles<kIntelAhead>(T, K, A.f32(), lda, P, C, ldc);
   else if (T <= kBf16PairTileMaxTokens)
-    panel_gemm_blocked<2, 2, StreamAhead{}>(
-        T, K, A.f32(), lda, P, C, ldc,
-        [&]<int R, bool Resume>(int64_t kc, const float* a, const uint16_t* block, float* c, PrefetchShare pf) {
-          bf16_pair_tile<R, Resume>(kc, a, lda, block, c, ldc, pf);
-        });
+    bf16_pair_tiles<StreamAhead{}>(T, K, A.f32(), lda, P, C, ldc);
   else
     f32_panel_gemm_tiled<Avx2Store, 6, 2, PairedBf16Panel>(T, K, A.f32(), lda, P, C, ldc);
 }

@@ -29,6 +29,16 @@ struct PairedBf16Panel {
 constexpr StreamAhead kAhead{16384};
 constexpr StreamAhead kAheadIntoL2{.bytes = 16384, .into_l2 = true};
 
+// The 6×64 tile over a panel read through PanelLoad, streamed strips prefetching into L2 on
+// Intel's cores and into L1 on others (kAhead, kAheadIntoL2).
+template <class PanelLoad>
+void tiles_6x64(int64_t T, int64_t K, const ActivationRows& A, const uint16_t* P, float* C, int64_t ldc) {
+  if (cpu_is_intel())
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, PanelLoad, 6, kAheadIntoL2>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  else
+    f32_panel_gemm_tiled<Avx512Store, 6, 4, PanelLoad, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+}
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with widening loads: 16-bit panels laid out at
@@ -43,20 +53,14 @@ void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, c
   if (T == 7 || T == 8)
     f32_panel_gemm_tiled<Avx512Store, 4, 4, RowPanel<F16x16>, 4, StreamAhead{}, kFewStripsKRows>(
         T, K, A.f32(), A.f32_stride(), P, C, ldc);
-  else if (cpu_is_intel())
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<F16x16>, 6, kAheadIntoL2>(T, K, A.f32(), A.f32_stride(), P, C,
-                                                                               ldc);
   else
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, RowPanel<F16x16>, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+    tiles_6x64<RowPanel<F16x16>>(T, K, A, P, C, ldc);
 }
 
 void bf16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                  int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
-  if (cpu_is_intel())
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel, 6, kAheadIntoL2>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
-  else
-    f32_panel_gemm_tiled<Avx512Store, 6, 4, PairedBf16Panel, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  tiles_6x64<PairedBf16Panel>(T, K, A, P, C, ldc);
 }
 
 }  // namespace ffn::kernels
