@@ -59,8 +59,9 @@ inline void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bo
 // Two tokens and more, block by block: every token takes a block while it is in L1, its
 // chains in C, so the panel streams from memory once, while the tokens' products run,
 // instead of once a token per K block with the memory idle while the other tokens re-read it
-// from L2 (docs/performance.md, "Decode: where the time goes").
-template <WeightType W, class BlockSums>
+// from L2 (docs/performance.md, "Decode: where the time goes"). The tokens share the
+// prefetch of the block kQPanelPrefetchBytes ahead, into L1 (IntoL1) or L2.
+template <WeightType W, class BlockSums, bool IntoL1>
 inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
   constexpr int64_t ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
@@ -69,7 +70,7 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* blk = P + b * block_bytes;
     for (int64_t t = 0; t < T; ++t) {
-      prefetch_share<!q_format(W).nibbles>(blk + ahead, block_bytes, t, T);
+      prefetch_share<IntoL1>(blk + ahead, block_bytes, t, T);
       const int8_t* codes = A.codes() + t * K;
       const int16_t* sums = A.sums + t * (K / 16);
       auto x_group = [&](int g) {
@@ -94,12 +95,18 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
 // C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp): one token in
 // one pass (K in blocks of kKBlocks, the chains in registers), more by block_major — and on
 // Intel's cores one token too, whose prefetch made it 1.15–1.3× faster there than the
-// hardware prefetcher alone (docs/performance.md, "An Intel CPU: Emerald Rapids"). The
-// chains are the same either way, so are the bits.
+// hardware prefetcher alone. block_major prefetches into L1 for q8_0 on AMD's cores, whose
+// loop reads the most bytes per instruction, into L2 otherwise: on Intel's, q8_0's into L2
+// was 1.01–1.14× faster at one and two tokens (docs/performance.md, "An Intel CPU: Emerald
+// Rapids"). The chains are the same either way, so are the bits.
 template <WeightType W, class BlockSums>
 inline void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  if (T >= 2 || cpu_is_intel()) {
-    block_major<W, BlockSums>(T, K, A, P, C, ldc);
+  if (cpu_is_intel()) {
+    block_major<W, BlockSums, false>(T, K, A, P, C, ldc);
+    return;
+  }
+  if (T >= 2) {
+    block_major<W, BlockSums, !q_format(W).nibbles>(T, K, A, P, C, ldc);
     return;
   }
   const int64_t blocks = K / 32;

@@ -14,19 +14,21 @@
 #include <algorithm>
 
 #include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/qblock_panels.hpp"
 
 namespace ffn::kernels {
 namespace {
 
 // The first strip prefetches kQPanelPrefetchBytes ahead (7 q4_0 blocks, 3 q8_0), a group's
-// share of the block's lines with each group of 4 weights. Into L1 where the loop reads the
-// most bytes per instruction — q8_0 at every T, q4_0 (whose nibbles are unpacked) at one or
-// two tokens — into L2 otherwise, where L1 prefetches were slower (docs/performance.md,
-// "The kernels' constants").
+// share of the block's lines with each group of 4 weights. On AMD's cores into L1 where the
+// loop reads the most bytes per instruction — q8_0 at every T, q4_0 (whose nibbles are
+// unpacked) at one or two tokens — into L2 otherwise, where L1 prefetches were slower; on
+// Intel's into L2 at every T, 1.01–1.16× faster there at one and two tokens
+// (docs/performance.md, "The kernels' constants"; "An Intel CPU: Emerald Rapids").
 template <WeightType W>
-constexpr bool prefetch_into_l1(int64_t T) {
-  return !q_format(W).nibbles || T <= 2;
+bool prefetch_into_l1(int64_t T) {
+  return (!q_format(W).nibbles || T <= 2) && !cpu_is_intel();
 }
 
 // W's format as a tile reads its blocks: with Unpacked, a q4_0 block unpacked to a byte a
