@@ -49,8 +49,9 @@ TEST_P(QBlockKernels, EqualScalarBitForBitAndAreWithinBound) {
   for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kQBlock))
     for (int64_t K : {32, 96, 2240})
       for (int64_t N : {1, 31, 64})
-        // 3 and more block by block; q4_0 from 8 in K blocks, from 16 in K blocks unpacked once
-        for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
+        // (AVX-512 VNNI) 3 and 4 in one pass, then block by block; q8_0 from 9 in K blocks, q4_0
+        // from 16 in K blocks unpacked once
+        for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17}) {
           const WeightType t = p.type;
           const test::StoredRows w = test::store(t, N, K, uint32_t(K + N + 1));
           const test::Activations x =

@@ -5,9 +5,10 @@
 // scale vector per block — and the panel streams as one linear array, its next blocks
 // prefetched (into L1 or L2: prefetch_into_l1). The weights enter as unsigned bytes (q8_0 +
 // 128, q4_0 nibbles + 8); each block sum starts from the activations' −offset·Σx, which
-// makes it exact. From 4 tokens (q4_0: 8) strips over K blocks, which together prefetch the
-// next (k_block_strips); q4_0 from 16 over K blocks unpacked once, strips of three
-// (unpacked_strips).
+// makes it exact. Three and four tokens in one pass of 16 rows at a time (rows_tile); more
+// block by block (block_major); q8_0 from 9 tokens in strips over K blocks, which together
+// prefetch the next (k_block_strips); q4_0 from 16 over K blocks unpacked once, strips of
+// three (unpacked_strips).
 // Compiled with the avx512_vnni level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -45,8 +46,9 @@ constexpr QFormat read_format() {
 // bytes, where each strip unpacking the nibbles itself spends 3 of its 7 vector instructions
 // a weight vector on it. The buffer, 34 KiB, stays in L1 on cores with 48 KiB of it (Golden
 // Cove, Zen 5), in L2 on Zen 4's 32 (not measured there). From fewer tokens the strips'
-// arithmetic no longer hides the burst of panel reads each K block starts with, and each
-// strip unpacking its own was faster (docs/performance.md, "The kernels' constants").
+// arithmetic no longer hides the burst of panel reads each K block starts with, and reading
+// block by block, each strip unpacking its own, was faster (docs/performance.md, "The
+// kernels' constants").
 constexpr int64_t kUnpackFrom = 16;
 constexpr int64_t kUnpackBlocks = 16;
 constexpr int64_t kUnpackedBlockBytes = qblock_bytes(read_format<WeightType::q4_0, true>());
@@ -166,6 +168,69 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
+// Three or four tokens × 64 rows in one pass over the panel, their 4·MT chains in registers:
+// a block's sums are formed 16 rows at a time (vector v of the 4), MT integer sums live at
+// once instead of 4·MT, and each token's 4 activation bytes of a group are broadcast once per
+// vector. The panel streams once, as at one and two tokens, with its prefetch a quarter of
+// the block kQPanelPrefetchBytes ahead per vector. Each row's chain takes the same steps as
+// tile's, so the bits are the same.
+template <WeightType W, int MT, bool L1>
+void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  static_assert(MT == 3 || MT == 4, "one and two tokens take tile");
+  constexpr QFormat f = q_format(W);
+  constexpr int64_t block_bytes = qblock_bytes(f), ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
+  const int64_t blocks = K / 32;
+  __m512 acc[MT][4];
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < 4; ++v) acc[t][v] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::byte* blk = P + b * block_bytes;
+    const auto* q = reinterpret_cast<const __m512i*>(blk + kQBlockScaleBytes);
+    __m512 dw[4];
+    row_scales(blk, dw);
+    // Unrolled, so that acc[t][v] names registers (a loop over v would keep acc in memory).
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      prefetch_share<L1>(blk + ahead, block_bytes, v, 4);
+      // The activations' address made opaque for each vector, so that the compiler
+      // broadcasts each group's bytes within the vpdpbusd (an embedded broadcast) instead of
+      // holding all 8·MT broadcasts of the block in registers across the vectors.
+      const int8_t* codes = A.codes() + 32 * b;
+      asm("" : "+r"(codes));
+      auto x_group = [&](int t, int g) {
+        int32_t bytes;
+        __builtin_memcpy(&bytes, codes + t * K + 4 * g, 4);
+        return _mm512_set1_epi32(bytes);
+      };
+      __m512i sum[MT];
+      for (int t = 0; t < MT; ++t) sum[t] = _mm512_set1_epi32(-f.offset * q8_block_sum(A.sums + t * (K / 16), b));
+      if constexpr (!f.nibbles) {
+        for (int g = 0; g < 8; ++g) {
+          const __m512i w = _mm512_load_si512(q + 4 * g + v);
+          for (int t = 0; t < MT; ++t) sum[t] = _mm512_dpbusd_epi32(sum[t], w, x_group(t, g));
+        }
+      } else {
+        const __m512i nibble = _mm512_set1_epi8(0x0F);
+        for (int g = 0; g < 4; ++g) {
+          const __m512i raw = _mm512_load_si512(q + 4 * g + v);
+          const __m512i lo = _mm512_and_si512(raw, nibble);
+          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
+          for (int t = 0; t < MT; ++t) {
+            sum[t] = _mm512_dpbusd_epi32(sum[t], lo, x_group(t, g));
+            sum[t] = _mm512_dpbusd_epi32(sum[t], hi, x_group(t, g + 4));
+          }
+        }
+      }
+      for (int t = 0; t < MT; ++t) {
+        const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
+        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(dw[v], dx), acc[t][v]);
+      }
+    }
+  }
+  for (int t = 0; t < MT; ++t)
+    for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
+}
+
 // MT tokens, their chains in C: one step of the chains over a block's sums.
 template <WeightType W, int MT, bool L1, bool prefetch>
 inline void strip_step(int64_t K, const ActivationRows& A, const std::byte* blk, int64_t b, const __m512 dw[4],
@@ -180,9 +245,10 @@ inline void strip_step(int64_t K, const ActivationRows& A, const std::byte* blk,
     for (int v = 0; v < 4; ++v) _mm512_storeu_ps(C + t * ldc + 16 * v, acc[t][v]);
 }
 
-// Three tokens (q4_0: to seven), block by block: every strip of two tokens takes a block
-// while it is in L1, so the panel streams from memory once, at the pace of its first strip's
-// prefetch. The chains live in C. (K = 0, which writes zeros, goes this way at every T ≥ 3.)
+// Five to eight tokens (q4_0: to fifteen), block by block: every strip of two tokens takes a
+// block while it is in L1, so the panel streams from memory once, at the pace of its first
+// strip's prefetch. The chains live in C. (K = 0, which writes zeros, goes this way at every
+// T ≥ 5.)
 template <WeightType W, bool L1>
 void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
@@ -199,18 +265,17 @@ void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
   }
 }
 
-// From kKBlockStripsFrom tokens the chains stay in registers over a K block of about
+// q8_0 from kKBlockStripsFrom tokens: the chains stay in registers over a K block of about
 // kKBlockBytes of panel, strip after strip of two tokens (k_block_strips), the later strips
 // re-reading it from L1 while every strip pulls its share of the next K block into L2
 // (NextKBlock), so the memory streams throughout. block_major's chains in C cost a load and
-// a store a chain a block there, and q4_0's strips each unpacking the nibbles make it bound
-// by the core from 8 tokens. Fewer tokens than that run block by block, where the K block's
-// burst of reads at each start was not hidden (docs/performance.md, "The kernels'
-// constants"). From kUnpackFrom tokens q4_0 unpacks its K blocks once (unpacked_strips).
+// a store a chain a block there. Fewer tokens run block by block, which was faster up to 8
+// tokens and slower from 10 (Emerald Rapids; docs/performance.md, "The kernels'
+// constants"). q4_0 runs block by block to 15 tokens, faster than these strips (each
+// unpacking the nibbles again) at 8–14; from kUnpackFrom it unpacks its K blocks once
+// (unpacked_strips).
 constexpr int64_t kKBlockBytes = 36 * 1024;  // in L1 of 48 KiB (Golden Cove, Zen 5)
-
-template <WeightType W>
-constexpr int64_t kKBlockStripsFrom = q_format(W).nibbles ? 8 : 4;
+constexpr int64_t kKBlockStripsFrom = 9;
 
 // Blocks [b0, b1) of a q4_0 panel P into `out` in the byte layout (read_format<.., true>):
 // the 128 bytes of scales copied; group g's nibbles to group g (low) and g + 4 (high), as
@@ -232,11 +297,11 @@ inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte
   }
 }
 
-// kKBlockStripsFrom tokens and more over K blocks of the panel as stored: strips of two
+// q8_0, kKBlockStripsFrom tokens and more over K blocks of the panel as stored: strips of two
 // tokens (then one), their chains in registers, each pulling its share of the next K block.
 template <WeightType W, bool L1>
 void k_block_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  constexpr int64_t span = kKBlockBytes / qblock_bytes(q_format(W));  // q8_0 16 blocks, q4_0 32
+  constexpr int64_t span = kKBlockBytes / qblock_bytes(q_format(W));  // 16 blocks
   const int64_t blocks = K / 32, strips = (T + 1) / 2;
   auto next = [&](int64_t strip) { return NextKBlock<W>(P, span, strip, strips); };
   for (int64_t b0 = 0; b0 < blocks; b0 += span) {
@@ -281,11 +346,15 @@ void panel_tiles(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
     tile<W, 1, L1, true>(K, A, P, 0, blocks, false, C, ldc);
   } else if (T == 2) {
     tile<W, 2, L1, true>(K, A, P, 0, blocks, false, C, ldc);
+  } else if (T == 3) {
+    rows_tile<W, 3, L1>(K, A, P, C, ldc);
+  } else if (T == 4) {
+    rows_tile<W, 4, L1>(K, A, P, C, ldc);
   } else if (q_format(W).nibbles && T >= kUnpackFrom && K > 0) {
     if constexpr (q_format(W).nibbles) unpacked_strips<W, L1>(T, K, A, P, C, ldc);
-  } else if (T >= kKBlockStripsFrom<W> && K > 0) {
-    k_block_strips<W, L1>(T, K, A, P, C, ldc);
-  } else if (T >= 3) {
+  } else if (!q_format(W).nibbles && T >= kKBlockStripsFrom && K > 0) {
+    if constexpr (!q_format(W).nibbles) k_block_strips<W, L1>(T, K, A, P, C, ldc);
+  } else {
     block_major<W, L1>(T, K, A, P, C, ldc);
   }
 }
