@@ -193,10 +193,10 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
     for (int v = 0; v < 4; ++v) {
       prefetch_share<L1>(blk + ahead, block_bytes, v, 4);
       // The activations' address made opaque for each vector, so that the compiler
-      // broadcasts each group's bytes within the vpdpbusd (an embedded broadcast) instead of
-      // holding all 8·MT broadcasts of the block in registers across the vectors.
+      // broadcasts each group's bytes as its vpdpbusd needs them (a load-port broadcast)
+      // instead of hoisting all 8·MT broadcasts of the block out of the vectors and spilling.
       const int8_t* codes = A.codes() + 32 * b;
-      asm("" : "+r"(codes));
+      asm volatile("" : "+r"(codes));
       auto x_group = [&](int t, int g) {
         int32_t bytes;
         __builtin_memcpy(&bytes, codes + t * K + 4 * g, 4);
