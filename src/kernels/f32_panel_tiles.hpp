@@ -215,6 +215,48 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
   }
 }
 
+// Strips of MR tokens × NV vectors over pieces of kFewStripsKRows rows of a 16-bit panel,
+// each piece widened once through PanelLoad into an f32 piece on the stack (8 KiB, in L1)
+// that every strip then reads as an f32 panel (panel_tile), where tiles over the 16-bit
+// panel widen each row again for every strip. The strips share out the prefetch of the
+// piece kFewStripsAheadBytes past the next into L2, as the few-strip blocks do. Every
+// element takes the same chain as in panel_tile over the 16-bit panel, so the bits are the
+// same.
+template <class V, int MR, int NV, class PanelLoad>
+void widened_strips(int64_t T, int64_t K, const float* A, int64_t lda, const typename PanelLoad::Elem* P, float* C,
+                    int64_t ldc) {
+  static_assert(NV * V::lanes == kPanelWidth, "a strip reads a row of the piece in one pass");
+  constexpr int64_t kRows = kFewStripsKRows;
+  constexpr int64_t kRowBytes = kPanelWidth * int64_t(sizeof(*P));
+  alignas(64) float piece[kRows * kPanelWidth];
+  if (K == 0) {
+    zero_panel_rows(C, T, ldc);
+    return;
+  }
+  const int64_t strips = (T + MR - 1) / MR;
+  for (int64_t k0 = 0; k0 < K; k0 += kRows) {
+    const int64_t kc = std::min(kRows, K - k0);
+    const auto* block = P + k0 * kPanelWidth;
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t c = 0; c < kPanelWidth; c += V::lanes)
+        V::store(piece + k * kPanelWidth + c, PanelLoad::at(block, k, c));
+    // The piece kFewStripsAheadBytes past the next, its lines shared out over the strips.
+    const char* ahead = reinterpret_cast<const char*>(block) + kc * kRowBytes + kFewStripsAheadBytes;
+    const int64_t lines = kc * kRowBytes / 64, share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
+    auto strip = [&]<int R>(int64_t t) {
+      const int64_t first = std::min(lines, t / MR * share);
+      const PrefetchShare pf{ahead + 64 * first, std::min(share, lines - first), per_k};
+      if (k0 > 0)
+        panel_tile<V, R, NV, true>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
+      else
+        panel_tile<V, R, NV, false>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
+    };
+    int64_t t = 0;
+    for (; t + MR <= T; t += MR) strip.template operator()<MR>(t);
+    if (t < T) with_count<MR - 1>(T - t, [&]<int R>() { strip.template operator()<R>(t); });
+  }
+}
+
 // StreamedTokens, FewStripsKBlock: see panel_gemm_blocked; by default one strip for a
 // one-pass tile, and no K blocks of their own for a few strips.
 template <class V, int MR, int NV, class PanelLoad = RowPanel<LoadF32<V>>,

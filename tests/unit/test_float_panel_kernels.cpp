@@ -104,8 +104,9 @@ TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
     if (p.kernel->activations != WeightType::f32) continue;  // the bf16 dot product: below
     const bool bf16 = p.type == WeightType::bf16;
     for (int64_t K : {0, 5, 512, 700})
-      // T: each tile and its edges (AVX2 on Intel's cores: pieces widened once from 5 to 64)
-      for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 8, 13, 18, 64, 65, 257}) {
+      // T: each tile and its edges (on Intel's cores pieces widened once: AVX2 from 5 to 64
+      // tokens, AVX-512 from 16 to 64)
+      for (int64_t T : {1, 2, 3, 4, 5, 6, 7, 8, 13, 16, 18, 64, 65, 257}) {
         const Matrix A = random_matrix(T, K, uint32_t(T + K));
         const Matrix W = random_matrix(K, kW, uint32_t(K + 9));
         // bf16: k in pairs (kernels.hpp), an odd K padded with zeros; f16: [K][64].
@@ -138,14 +139,14 @@ TEST_P(FloatPanelKernels, HalfPanelsMatchDoubleSumWithinBound) {
 
 // Determinism of the widened 16-bit panels (f32 activations): each token of a batch gets the
 // bits it gets alone, whichever tile and strips its batch takes (AVX-512's f16 takes 4×64
-// strips at 7 and 8 tokens, 6×64 otherwise; AVX2 on Intel's cores widens pieces once from 5
-// to 64 tokens).
+// strips at 7 and 8 tokens, 6×64 otherwise; on Intel's cores pieces widened once, AVX2 from
+// 5 to 64 tokens, AVX-512 from 16 to 64).
 TEST_P(FloatPanelKernels, HalfTokensGetTheSameBitsAloneAsInAnyBatch) {
   for (const test::RegisteredPanel& p : test::registered_panels(GetParam(), kHalfPanels)) {
     if (p.kernel->activations != WeightType::f32) continue;  // the bf16 dot product: its own tests
     const bool bf16 = p.type == WeightType::bf16;
     for (int64_t K : {100, 1100})
-      for (int64_t T : {2, 4, 5, 6, 7, 8, 9, 13, 64, 65}) {
+      for (int64_t T : {2, 4, 5, 6, 7, 8, 9, 13, 16, 64, 65}) {
         const Matrix A = random_matrix(T, K, uint32_t(T * 5 + K));
         const Matrix W = random_matrix(K, kW, uint32_t(K + 3));
         std::vector<uint16_t> P(size_t((bf16 ? kernels::bf16_panel_rows(K) : K) * kW));

@@ -2,7 +2,6 @@
 // with loads that widen 8 weights to one ymm: bf16 pairs by masking or shifting left 16
 // (exact), f16 by F16C's vcvtph2ps (exact).
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/avx2/avx2_kernels.hpp"
@@ -102,46 +101,16 @@ void bf16_pair_tiles(int64_t T, int64_t K, const float* A, int64_t lda, const ui
       });
 }
 
-// Strips of one token (1×64) over 32-row pieces of the panel (kFewStripsKRows), each piece
-// widened once through PanelLoad into an f32 piece on the stack (8 KiB, in L1) that every
-// strip then reads with its FMAs' memory operands — where the strips or the 6×16 tile over
-// the 16-bit panel widen each row again for every strip. The strips share out the prefetch
-// of the piece kFewStripsAheadBytes past the next into L2, as the few-strip blocks do. Every
-// element takes the same chain as in panel_tile over the 16-bit panel, so the bits are the
-// same. Taken on Intel's cores from kWidenedMinTokens to kWidenedMaxTokens tokens, where
+// Strips of one token (1×64) over 32-row pieces of the panel widened once
+// (widened_strips, f32_panel_tiles.hpp), which read them with their FMAs' memory operands —
+// where the strips or the 6×16 tile over the 16-bit panel widen each row again for every
+// strip. Taken on Intel's cores from kWidenedMinTokens to kWidenedMaxTokens tokens, where
 // it was faster than each tile it replaces (Emerald Rapids: f16 1.05–1.26× at 5 tokens,
 // 1.22–1.52× at 6–8, 1.07–1.22× at 12–64; bf16 1.01–1.16× at 5–8, 1.08–1.35× at 12–32,
 // 1.01–1.14× at 64; slower at 256 and, against the pair tile and the one-token strips, at
 // 3–4; docs/performance.md, "An Intel CPU: Emerald Rapids"). Not measured on AMD's cores.
 constexpr int64_t kWidenedMinTokens = 5;
 constexpr int64_t kWidenedMaxTokens = 64;
-
-template <class PanelLoad>
-void widened_strips(int64_t T, int64_t K, const float* A, int64_t lda, const uint16_t* P, float* C, int64_t ldc) {
-  constexpr int64_t kRows = kFewStripsKRows;
-  alignas(32) float piece[kRows * kPanelWidth];
-  if (K == 0) {
-    zero_panel_rows(C, T, ldc);
-    return;
-  }
-  for (int64_t k0 = 0; k0 < K; k0 += kRows) {
-    const int64_t kc = std::min(kRows, K - k0);
-    const uint16_t* block = P + k0 * kPanelWidth;
-    const char* ahead = reinterpret_cast<const char*>(block + kc * kPanelWidth) + kFewStripsAheadBytes;
-    for (int64_t k = 0; k < kc; ++k)
-      for (int64_t c = 0; c < kPanelWidth; c += 8)
-        _mm256_store_ps(piece + k * kPanelWidth + c, PanelLoad::at(block, k, c));
-    const int64_t lines = kc * kPanelWidth * 2 / 64, share = (lines + T - 1) / T, per_k = (share + kc - 1) / kc;
-    for (int64_t t = 0; t < T; ++t) {
-      const int64_t first = std::min(lines, t * share);
-      const PrefetchShare pf{ahead + 64 * first, std::min(share, lines - first), per_k};
-      if (k0 > 0)
-        panel_tile<Avx2Store, 1, 8, true>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
-      else
-        panel_tile<Avx2Store, 1, 8, false>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
-    }
-  }
-}
 
 }  // namespace
 
@@ -164,7 +133,7 @@ void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRo
   else if (T <= 2)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (intel && T >= kWidenedMinTokens && T <= kWidenedMaxTokens)
-    widened_strips<RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+    widened_strips<Avx2Store, 1, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (T <= 5)
     f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<F16x8>, 1, StreamAhead{}, kFewStripsKRows>(
         T, K, A.f32(), A.f32_stride(), P, C, ldc);
@@ -178,7 +147,7 @@ void bf16_panel_gemm_avx2_2x64_6x16(int64_t T, int64_t K, const ActivationRows& 
   const int64_t lda = A.f32_stride();
   const bool intel = cpu_is_intel();
   if (intel && T >= kWidenedMinTokens && T <= kWidenedMaxTokens)
-    widened_strips<PairedBf16Panel>(T, K, A.f32(), lda, P, C, ldc);
+    widened_strips<Avx2Store, 1, 8, PairedBf16Panel>(T, K, A.f32(), lda, P, C, ldc);
   else if (T <= kBf16PairTileMaxTokens && intel)
     bf16_pair_tiles<kIntelAhead>(T, K, A.f32(), lda, P, C, ldc);
   else if (T <= kBf16PairTileMaxTokens)

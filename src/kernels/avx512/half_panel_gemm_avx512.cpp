@@ -39,6 +39,14 @@ void tiles_6x64(int64_t T, int64_t K, const ActivationRows& A, const uint16_t* P
     f32_panel_gemm_tiled<Avx512Store, 6, 4, PanelLoad, 6, kAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
 }
 
+// On Intel's cores 16 to 64 tokens take strips of 6×64 over 32-row pieces of the panel
+// widened once (widened_strips, f32_panel_tiles.hpp) instead of strips widening each row
+// again: f16 1.03–1.31× faster at 16 tokens, 1.18–1.27× at 32 and 64, bf16 1.02–1.13×, but
+// 1.06–1.26× slower at 4 and 8 tokens and level at 256 (Emerald Rapids, docs/performance.md,
+// "An Intel CPU: Emerald Rapids"). Not measured on AMD's cores.
+constexpr int64_t kWidenedMinTokens = 16;
+constexpr int64_t kWidenedMaxTokens = 64;
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with widening loads: 16-bit panels laid out at
@@ -46,11 +54,14 @@ void tiles_6x64(int64_t T, int64_t K, const ActivationRows& A, const uint16_t* P
 // pieces of the panel from L1 (FewStripsKBlock), where 6×64 ran a strip of 6 and one of 1
 // or 2 over long K blocks; from 10 tokens, where each strip's widening counts, and for bf16
 // widened here (CPUs without AVX512_BF16) 4×64 was slower (docs/performance.md, "The
-// kernels' constants").
+// kernels' constants"). On Intel's cores 16 to 64 tokens of either type read pieces widened
+// once (kWidenedMinTokens).
 void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                 int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
-  if (T == 7 || T == 8)
+  if (cpu_is_intel() && T >= kWidenedMinTokens && T <= kWidenedMaxTokens)
+    widened_strips<Avx512Store, 6, 4, RowPanel<F16x16>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  else if (T == 7 || T == 8)
     f32_panel_gemm_tiled<Avx512Store, 4, 4, RowPanel<F16x16>, 4, StreamAhead{}, kFewStripsKRows>(
         T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else
@@ -60,7 +71,10 @@ void f16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, c
 void bf16_panel_gemm_avx512_6x64(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                  int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
-  tiles_6x64<PairedBf16Panel>(T, K, A, P, C, ldc);
+  if (cpu_is_intel() && T >= kWidenedMinTokens && T <= kWidenedMaxTokens)
+    widened_strips<Avx512Store, 6, 4, PairedBf16Panel>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
+  else
+    tiles_6x64<PairedBf16Panel>(T, K, A, P, C, ldc);
 }
 
 }  // namespace ffn::kernels
