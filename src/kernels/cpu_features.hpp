@@ -19,9 +19,9 @@ FFN_ISA_LEVELS(FFN_DECLARE_CPU_HAS)
 bool cpu_default_takes(Isa isa);
 
 #if defined(__x86_64__)
-// Whether the CPU is Intel's (CPUID vendor "GenuineIntel"), read once. Where a choice was
-// measured both ways on AMD's and Intel's cores and they disagree, the kernels ask this
-// (docs/performance.md, "An Intel CPU: Emerald Rapids").
+// Whether the CPU is Intel's (CPUID vendor "GenuineIntel"), read once; FFN_CPU_VENDOR=intel
+// or amd overrides it. Where a choice was measured on Intel's cores and differs from AMD's,
+// the kernels ask this (docs/performance.md, "An Intel CPU: Emerald Rapids").
 bool cpu_is_intel();
 #endif
 

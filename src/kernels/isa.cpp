@@ -117,6 +117,11 @@ void set_isa(Isa isa) {
 
 Isa active_isa() {
   std::call_once(g_env_once, [] {
+    // The vendor whose kernel choices x86-64 takes (kernels::cpu_is_intel), named wrongly:
+    // said here, where every use of the kernels begins.
+    const char* vendor = std::getenv("FFN_CPU_VENDOR");
+    if (vendor && *vendor && std::string(vendor) != "intel" && std::string(vendor) != "amd")
+      throw Error("FFN_CPU_VENDOR=" + std::string(vendor) + ": expected intel or amd");
     if (g_active.load() != kUnset) return;  // set_isa() came first
     const char* env = std::getenv("FFN_ISA");
     if (env && *env) {

@@ -136,6 +136,10 @@ def test_forward_errors(run_ffn, small_block):
                 "--output", tmp / "y.npy", env={"FFN_ISA": "sse9"}, check=False)
     assert p.returncode == 1 and "ISA 'sse9' is unknown" in p.stderr
 
+    p = run_ffn("forward", "--variant", "swiglu", "--weights", tmp / "w.safetensors", "--input", tmp / "x.npy",
+                "--output", tmp / "y.npy", env={"FFN_CPU_VENDOR": "via"}, check=False)
+    assert p.returncode == 1 and "FFN_CPU_VENDOR=via: expected intel or amd" in p.stderr
+
 
 def test_forward_single_token_vector(run_ffn, small_block):
     m, tmp = small_block

@@ -4,6 +4,9 @@
 // what its own level adds.
 #include <cpuid.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/cpu_features.hpp"
 
 namespace ffn::kernels {
@@ -48,6 +51,9 @@ bool cpu_has_avx512_bf16() { return leaf7_1_eax_bit(5); }
 
 bool cpu_is_intel() {
   static const bool intel = [] {
+    // FFN_CPU_VENDOR=intel|amd takes either vendor's choices on any x86-64 CPU (checked by
+    // active_isa(), which names a bad value), so that each is tested and measured anywhere.
+    if (const char* vendor = std::getenv("FFN_CPU_VENDOR"); vendor && *vendor) return std::strcmp(vendor, "intel") == 0;
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
     return ebx == signature_INTEL_ebx && ecx == signature_INTEL_ecx && edx == signature_INTEL_edx;
