@@ -158,6 +158,29 @@ inline void panel_tile(int64_t kc, const float* A, int64_t lda, const typename P
   }
 }
 
+// strip.template operator()<R>(t) for the strips of MR of n tokens, the last of the
+// n mod MR that remain (R < MR, through with_count).
+template <int MR, class Strip>
+inline void for_each_strip(int64_t n, Strip&& strip) {
+  int64_t t = 0;
+  for (; t + MR <= n; t += MR) strip.template operator()<MR>(t);
+  if (t < n) with_count<MR - 1>(n - t, [&]<int R>() { strip.template operator()<R>(t); });
+}
+
+// Strips of MR tokens over kc rows of an f32 panel laid out on the stack (`piece`, its
+// first `cols` columns real): token t from A + t·lda, its chains in C's row t, resumed from
+// C when resume; strip s of them prefetching pf(s).
+template <class V, int MR, int NV, class Share>
+inline void strips_over_piece(int64_t T, int64_t kc, const float* A, int64_t lda, const float* piece, float* C,
+                              int64_t ldc, bool resume, Share pf, int64_t cols = kPanelWidth) {
+  for_each_strip<MR>(T, [&]<int R>(int64_t t) {
+    if (resume)
+      panel_tile<V, R, NV, true>(kc, A + t * lda, lda, piece, C + t * ldc, ldc, pf(t / MR), cols);
+    else
+      panel_tile<V, R, NV, false>(kc, A + t * lda, lda, piece, C + t * ldc, ldc, pf(t / MR), cols);
+  });
+}
+
 // The blocking of every panel kernel: tokens in blocks of kPanelTokenBlock, K in blocks of
 // kPanelKBlock rows (even, so a block starts on a pair of the bf16 layout, whose rows take
 // on average the same 64 elements as [K][64] layouts), strips of MR tokens, and the next
@@ -208,9 +231,7 @@ void panel_gemm_blocked(int64_t T, int64_t K, const ElemA* A, int64_t lda, const
         else
           tile.template operator()<R, false>(kc, a + t * lda, block, c + t * ldc, pf);
       };
-      int64_t t = 0;
-      for (; t + MR <= mb; t += MR) strip.template operator()<MR>(t);
-      if (t < mb) with_count<MR - 1>(mb - t, [&]<int R>() { strip.template operator()<R>(t); });
+      for_each_strip<MR>(mb, strip);
     }
   }
 }
@@ -243,17 +264,10 @@ void widened_strips(int64_t T, int64_t K, const float* A, int64_t lda, const typ
     // The piece kFewStripsAheadBytes past the next, its lines shared out over the strips.
     const char* ahead = reinterpret_cast<const char*>(block) + kc * kRowBytes + kFewStripsAheadBytes;
     const int64_t lines = kc * kRowBytes / 64, share = (lines + strips - 1) / strips, per_k = (share + kc - 1) / kc;
-    auto strip = [&]<int R>(int64_t t) {
-      const int64_t first = std::min(lines, t / MR * share);
-      const PrefetchShare pf{ahead + 64 * first, std::min(share, lines - first), per_k};
-      if (k0 > 0)
-        panel_tile<V, R, NV, true>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
-      else
-        panel_tile<V, R, NV, false>(kc, A + t * lda + k0, lda, piece, C + t * ldc, ldc, pf);
-    };
-    int64_t t = 0;
-    for (; t + MR <= T; t += MR) strip.template operator()<MR>(t);
-    if (t < T) with_count<MR - 1>(T - t, [&]<int R>() { strip.template operator()<R>(t); });
+    strips_over_piece<V, MR, NV>(T, kc, A + k0, lda, piece, C, ldc, k0 > 0, [&](int64_t s) {
+      const int64_t first = std::min(lines, s * share);
+      return PrefetchShare{ahead + 64 * first, std::min(share, lines - first), per_k};
+    });
   }
 }
 
@@ -299,18 +313,8 @@ void f32_gemm_nt_through_panels(int64_t T, int64_t N, int64_t K, const float* A,
     for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KB) {
       const int64_t kc = std::min(KB, K - k0);
       Pack::rows_to_panel(B + n0 * ldb + k0, ldb, nr, kc, panel);
-      const bool resume = k0 > 0;
-      auto strip = [&]<int R>(int64_t t) {
-        const float* a = A + t * lda + k0;
-        float* c = C + t * ldc + n0;
-        if (resume)
-          panel_tile<V, R, NV, true>(kc, a, lda, panel, c, ldc, PrefetchShare{}, nr);
-        else
-          panel_tile<V, R, NV, false>(kc, a, lda, panel, c, ldc, PrefetchShare{}, nr);
-      };
-      int64_t t = 0;
-      for (; t + MR <= T; t += MR) strip.template operator()<MR>(t);
-      if (t < T) with_count<MR - 1>(T - t, [&]<int R>() { strip.template operator()<R>(t); });
+      strips_over_piece<V, MR, NV>(
+          T, kc, A + k0, lda, panel, C + n0, ldc, k0 > 0, [](int64_t) { return PrefetchShare{}; }, nr);
     }
   }
 }

@@ -188,6 +188,13 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
     const auto* q = reinterpret_cast<const __m512i*>(blk + kQBlockScaleBytes);
     __m512 dw[4];
     row_scales(blk, dw);
+    // Each token's start of the block's sums (−offset·Σx) and scale d_x, for all 4 vectors.
+    int32_t start[MT];
+    float dx[MT];
+    for (int t = 0; t < MT; ++t) {
+      start[t] = -f.offset * q8_block_sum(A.sums + t * (K / 16), b);
+      dx[t] = A.scales[t * blocks + b];
+    }
     // Unrolled, so that acc[t][v] names registers (a loop over v would keep acc in memory).
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
@@ -203,7 +210,7 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
         return _mm512_set1_epi32(bytes);
       };
       __m512i sum[MT];
-      for (int t = 0; t < MT; ++t) sum[t] = _mm512_set1_epi32(-f.offset * q8_block_sum(A.sums + t * (K / 16), b));
+      for (int t = 0; t < MT; ++t) sum[t] = _mm512_set1_epi32(start[t]);
       if constexpr (!f.nibbles) {
         for (int g = 0; g < 8; ++g) {
           const __m512i w = _mm512_load_si512(q + 4 * g + v);
@@ -221,10 +228,8 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
           }
         }
       }
-      for (int t = 0; t < MT; ++t) {
-        const __m512 dx = _mm512_set1_ps(A.scales[t * blocks + b]);
-        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(dw[v], dx), acc[t][v]);
-      }
+      for (int t = 0; t < MT; ++t)
+        acc[t][v] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[t]), _mm512_mul_ps(dw[v], _mm512_set1_ps(dx[t])), acc[t][v]);
     }
   }
   for (int t = 0; t < MT; ++t)
