@@ -31,7 +31,9 @@
   X(avx512_vnni, avx512,      "-mavx512bw -mavx512vl -mavx512vnni",                                   \
     "+ AVX512_VNNI (with BW and VL): integer dot products by vpdpbusd, the same bits as avx2's")      \
   X(avx512_bf16, avx512_vnni, "-mavx512bf16",                                                         \
-    "+ AVX512_BF16: bf16 weights dotted with activations rounded to bf16 by vdpbf16ps")
+    "+ AVX512_BF16: bf16 weights dotted with activations rounded to bf16 by vdpbf16ps")               \
+  X(amx_int8,    avx512_vnni, "-mamx-tile -mamx-int8",                                                \
+    "+ AMX-TILE and AMX-INT8: q8_0 and q4_0 products of several tokens by tile dot products, same bits")
 
 // Each AArch64 level's flags name the whole architecture it needs (the last -march wins, and
 // a level's files get the flags of the levels below it first). FEAT_BF16 and FEAT_I8MM came

@@ -42,14 +42,14 @@ def __getattr__(name):
 
 
 # The instruction-set levels of this build (the library's list, narrowest first: on x86-64 scalar, avx2,
-# avx2_vnni, avx512, avx512_vnni, avx512_bf16), the values FFN_ISA takes.
+# avx2_vnni, avx512, avx512_vnni, avx512_bf16, amx_int8), the values FFN_ISA takes.
 ISAS = tuple(_core.isas())
 
 
 def active_isa():
     """The instruction set the kernels use, one of ISAS: the widest this CPU supports (supported_isas();
-    on Intel's cores avx512_vnni where avx512_bf16 is supported too, as its bf16 dot product ran slower
-    there than widening) unless FFN_ISA names another. On avx512_bf16 bf16 inference blocks round their
+    on Intel's cores never avx512_bf16, whose bf16 dot product ran slower there than widening, but
+    amx_int8 where the CPU has AMX) unless FFN_ISA names another. On avx512_bf16 bf16 inference blocks round their
     activations to bf16 for the dot products (see the README's accuracy table)."""
     return _core.active_isa()
 

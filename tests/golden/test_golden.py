@@ -81,7 +81,7 @@ def test_forward_matches_module(tmp_path, run_ffn, variant, d, hidden, tokens, b
 
 # Every level of both architectures' lists (include/ffn/isa_list.hpp); a test runs on those
 # the binary finds on this CPU.
-EVERY_ISA = ["scalar", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "neon", "dotprod", "i8mm", "bf16"]
+EVERY_ISA = ["scalar", "avx2", "avx2_vnni", "avx512", "avx512_vnni", "avx512_bf16", "amx_int8", "neon", "dotprod", "i8mm", "bf16"]
 
 
 @pytest.mark.parametrize("isa", EVERY_ISA)

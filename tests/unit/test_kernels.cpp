@@ -201,14 +201,15 @@ TEST(Isa, DispatchAndNames) {
 }
 
 // Each level needs the one it builds on (AVX512_BF16 implies VNNI on every CPU; avx2_vnni and
-// avx512 both build on avx2), and supported_isas() lists them narrowest first.
+// avx512 both build on avx2, avx512_bf16 and amx_int8 on avx512_vnni), and supported_isas()
+// lists them narrowest first.
 TEST(Isa, LevelsAreNested) {
   const std::vector<Isa> supported = supported_isas();
   for (size_t i = 1; i < supported.size(); ++i) EXPECT_LT(supported[i - 1], supported[i]);
 #if defined(__x86_64__)
-  const std::pair<Isa, Isa> builds_on[] = {{Isa::avx2, Isa::scalar},         {Isa::avx2_vnni, Isa::avx2},
-                                           {Isa::avx512, Isa::avx2},         {Isa::avx512_vnni, Isa::avx512},
-                                           {Isa::avx512_bf16, Isa::avx512_vnni}};
+  const std::pair<Isa, Isa> builds_on[] = {
+      {Isa::avx2, Isa::scalar},        {Isa::avx2_vnni, Isa::avx2},          {Isa::avx512, Isa::avx2},
+      {Isa::avx512_vnni, Isa::avx512}, {Isa::avx512_bf16, Isa::avx512_vnni}, {Isa::amx_int8, Isa::avx512_vnni}};
   for (const auto& [level, base] : builds_on) EXPECT_EQ(isa_extends(level), base) << isa_name(level);
 #endif
   for (Isa level : kEveryIsa) {

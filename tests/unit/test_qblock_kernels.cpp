@@ -50,8 +50,8 @@ TEST_P(QBlockKernels, EqualScalarBitForBitAndAreWithinBound) {
     for (int64_t K : {32, 96, 2240})
       for (int64_t N : {1, 31, 64})
         // (AVX-512 VNNI) 3 and 4 in one pass, then block by block; q8_0 from 9 in K blocks, q4_0
-        // from 16 in K blocks unpacked once
-        for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17}) {
+        // from 16 in K blocks unpacked once; (AMX) tiles of 16 tokens from 12, 33 ending in a tile of one
+        for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 16, 17, 33}) {
           const WeightType t = p.type;
           const test::StoredRows w = test::store(t, N, K, uint32_t(K + N + 1));
           const test::Activations x =
@@ -95,11 +95,13 @@ TEST_P(QBlockKernels, AtExtremeValuesEqualScalarBitForBit) {
           blk[2 + i] = std::byte(nibbles ? q4 : q8);
         }
       }
-    for (int pattern = 0; pattern < 3; ++pattern) {
-      const int64_t T = 2;
+    for (int pattern = 0; pattern < 6; ++pattern) {
+      const int64_t T = pattern < 3 ? 2 : 17;  // one pass; AMX tiles of 16 and 1 tokens
       std::vector<float> xs(size_t(T * K));
       for (int64_t i = 0; i < T * K; ++i)
-        xs[size_t(i)] = pattern == 0 ? 1.0f : pattern == 1 ? -1.0f : (i % 2 ? -1.0f : 1.0f) * (i / K ? -1.0f : 1.0f);
+        xs[size_t(i)] = pattern % 3 == 0   ? 1.0f
+                        : pattern % 3 == 1 ? -1.0f
+                                           : (i % 2 ? -1.0f : 1.0f) * (i / K % 2 ? -1.0f : 1.0f);
       const test::Activations x = test::quantise(p.kernel->activations, T, K, xs);
       const test::Panel panel = test::pack(t, bytes.data(), row_bytes, N, K, GetParam());
       std::vector<float> c(size_t(T * 64), std::nanf("")), ref(size_t(T * 64));  // NaN: a row left unwritten fails

@@ -229,6 +229,7 @@ const char* onednn_isa_ceiling() {
     case Isa::avx512_vnni:
       return "AVX512_CORE_VNNI";
     case Isa::avx512_bf16:
+    case Isa::amx_int8:
       break;
   }
 #endif

@@ -15,6 +15,7 @@
 #include <algorithm>
 
 #include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/avx512_vnni/qblock_unpack_avx512.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/qblock_panels.hpp"
 
@@ -33,7 +34,7 @@ bool prefetch_into_l1(int64_t T) {
 }
 
 // W's format as a tile reads its blocks: with Unpacked, a q4_0 block unpacked to a byte a
-// code (unpack_nibbles), read as q8_0's are, its offset still 8.
+// code (unpack_q4_0_nibbles), read as q8_0's are, its offset still 8.
 template <WeightType W, bool Unpacked>
 constexpr QFormat read_format() {
   QFormat f = q_format(W);
@@ -42,7 +43,7 @@ constexpr QFormat read_format() {
 }
 
 // From kUnpackFrom tokens a q4_0 panel is unpacked once a K block of kUnpackBlocks blocks
-// (unpack_nibbles), into a buffer of the thread's that every strip of tokens reads as q8_0's
+// (unpack_q4_0_nibbles), into a buffer of the thread's that every strip of tokens reads as q8_0's
 // bytes, where each strip unpacking the nibbles itself spends 3 of its 7 vector instructions
 // a weight vector on it. The buffer, 34 KiB, stays in L1 on cores with 48 KiB of it (Golden
 // Cove, Zen 5), in L2 on Zen 4's 32 (not measured there). From fewer tokens the strips'
@@ -52,6 +53,7 @@ constexpr QFormat read_format() {
 constexpr int64_t kUnpackFrom = 16;
 constexpr int64_t kUnpackBlocks = 16;
 constexpr int64_t kUnpackedBlockBytes = qblock_bytes(read_format<WeightType::q4_0, true>());
+static_assert(kUnpackedBlockBytes == kUnpackedQ4BlockBytes);
 
 // The exact integer sums S_b of block b (at blk) for MT tokens from A's token 0 × the panel's
 // 64 rows: sum[t][v] holds rows 16v … 16v + 15. With prefetch (the first strip of tokens),
@@ -146,7 +148,7 @@ class NextKBlock {
 
 // MT tokens × 64 rows over blocks [b0, b1), the chains in registers, starting from C when
 // resume. Block b at P + b·(its bytes); with Unpacked at P + (b − b0)·(its bytes), the K
-// block unpack_nibbles made. With each block, its share of the next K block (next).
+// block unpack_q4_0_nibbles made. With each block, its share of the next K block (next).
 template <WeightType W, int MT, bool L1, bool prefetch, bool Unpacked = false>
 void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, int64_t b1, bool resume, float* C,
           int64_t ldc, const NextKBlock<W>& next = {}) {
@@ -282,26 +284,6 @@ void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte*
 constexpr int64_t kKBlockBytes = 36 * 1024;  // in L1 of 48 KiB (Golden Cove, Zen 5)
 constexpr int64_t kKBlockStripsFrom = 9;
 
-// Blocks [b0, b1) of a q4_0 panel P into `out` in the byte layout (read_format<.., true>):
-// the 128 bytes of scales copied; group g's nibbles to group g (low) and g + 4 (high), as
-// block_sums pairs them. The same integers, so the same sums and bits.
-inline void unpack_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte* out) {
-  constexpr int64_t raw_bytes = qblock_bytes(q_format(WeightType::q4_0));
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  for (int64_t b = b0; b < b1; ++b) {
-    const std::byte* src = P + b * raw_bytes;
-    std::byte* dst = out + (b - b0) * kUnpackedBlockBytes;
-    for (int i = 0; i < 2; ++i) _mm512_store_si512(dst + 64 * i, _mm512_load_si512(src + 64 * i));
-    const auto* q = reinterpret_cast<const __m512i*>(src + kQBlockScaleBytes);
-    auto* u = reinterpret_cast<__m512i*>(dst + kQBlockScaleBytes);
-    for (int i = 0; i < 16; ++i) {
-      const __m512i raw = _mm512_load_si512(q + i);
-      _mm512_store_si512(u + i, _mm512_and_si512(raw, nibble));
-      _mm512_store_si512(u + 16 + i, _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble));
-    }
-  }
-}
-
 // q8_0, kKBlockStripsFrom tokens and more over K blocks of the panel as stored: strips of two
 // tokens (then one), their chains in registers, each pulling its share of the next K block.
 template <WeightType W, bool L1>
@@ -320,7 +302,7 @@ void k_block_strips(int64_t T, int64_t K, const ActivationRows& A, const std::by
 }
 
 // q4_0 from kUnpackFrom tokens: K blocks of kUnpackBlocks blocks unpacked once
-// (unpack_nibbles), strips of three tokens over each with their chains in registers (12
+// (unpack_q4_0_nibbles), strips of three tokens over each with their chains in registers (12
 // chains of vpdpbusd, where two tokens' 8 leave its latency uncovered), every strip pulling
 // its share of the panel's next K block into L2 (NextKBlock).
 template <WeightType W, bool L1>
@@ -330,7 +312,7 @@ void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::b
   alignas(64) static thread_local std::byte unpacked[kUnpackBlocks * kUnpackedBlockBytes];
   for (int64_t b0 = 0; b0 < blocks; b0 += kUnpackBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kUnpackBlocks);
-    unpack_nibbles(P, b0, b1, unpacked);
+    unpack_q4_0_nibbles(P, b0, b1, unpacked);
     tile<W, 3, L1, true, true>(K, A, unpacked, b0, b1, b0 > 0, C, ldc, next(0));
     int64_t t = 3;
     for (; t + 3 <= T; t += 3)

@@ -3,6 +3,8 @@
 // checks it. isa.cpp requires the level each one extends, so each function asks only for
 // what its own level adds.
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -48,6 +50,29 @@ bool cpu_has_avx512_vnni() {
 
 // Every CPU with AVX512_BF16 has VNNI; its file uses BW/VL too (masked 16-bit stores).
 bool cpu_has_avx512_bf16() { return leaf7_1_eax_bit(5); }
+
+// AMX: the CPU's AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25), the OS saving the
+// tile state (XCR0 bits 17 and 18), and Linux's leave for this process to use it: since Linux
+// 5.16 a process asks once (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA), for every
+// thread it has and will have; a tile instruction without it faults. Asked here, once, when
+// the levels are first read.
+bool cpu_has_amx_int8() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned tile = 1u << 24, int8 = 1u << 25;
+  if ((edx & (tile | int8)) != (tile | int8)) return false;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || (ecx & bit_OSXSAVE) == 0) return false;
+  unsigned xcr0 = 0, xcr0_high = 0;
+  asm volatile("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  const unsigned tile_state = (1u << 17) | (1u << 18);
+  if ((xcr0 & tile_state) != tile_state) return false;
+#if defined(__linux__)
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;  // the OS's leave is asked only on Linux
+#endif
+}
 
 bool cpu_is_intel() {
   static const bool intel = [] {
