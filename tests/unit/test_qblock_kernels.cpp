@@ -50,8 +50,9 @@ TEST_P(QBlockKernels, EqualScalarBitForBitAndAreWithinBound) {
     for (int64_t K : {32, 96, 2240})
       for (int64_t N : {1, 31, 64})
         // (AVX-512 VNNI) 3 and 4 in one pass, then block by block; q8_0 from 9 in K blocks, q4_0
-        // from 16 in K blocks unpacked once; (AMX) tiles of 16 tokens from 12, 33 ending in a tile of one
-        for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 11, 12, 15, 16, 17, 33}) {
+        // from 16 in K blocks unpacked once; (AMX) a tile of 16, two tiles and a token on VNNI (33),
+        // two tiles and one of 8 (40)
+        for (int64_t T : {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 33, 40}) {
           const WeightType t = p.type;
           const test::StoredRows w = test::store(t, N, K, uint32_t(K + N + 1));
           const test::Activations x =
@@ -96,7 +97,7 @@ TEST_P(QBlockKernels, AtExtremeValuesEqualScalarBitForBit) {
         }
       }
     for (int pattern = 0; pattern < 6; ++pattern) {
-      const int64_t T = pattern < 3 ? 2 : 17;  // one pass; AMX tiles of 16 and 1 tokens
+      const int64_t T = pattern < 3 ? 2 : 16;  // one pass; an AMX tile
       std::vector<float> xs(size_t(T * K));
       for (int64_t i = 0; i < T * K; ++i)
         xs[size_t(i)] = pattern % 3 == 0   ? 1.0f

@@ -7,7 +7,7 @@
 // each token's −offset·Σx: the same exact integer sums S_b as vpdpbusd's. The sums of a span
 // of blocks are stored and the f32 chains take them in block order, acc ← fma(float(S_b),
 // d_w·d_x, acc), so the bits are those of every other ISA. q4_0's nibbles are unpacked a
-// span at a time (unpack_q4_0_nibbles). Fewer than kAmxFrom tokens take avx512_vnni's kernel.
+// span at a time (unpack_q4_0_nibbles). Some token counts take avx512_vnni's kernel (amx_takes).
 // Compiled with the amx_int8 level's flags (ffn/isa_list.hpp); called only when the CPU has
 // the level, whose detection has asked the OS for the tiles (cpu_features_x86_64.cpp).
 #include <immintrin.h>
@@ -69,11 +69,16 @@ TileConfig config_for(int64_t tokens) {
   return c;
 }
 
-// From this many tokens the tiles; fewer take avx512_vnni's kernel, which was as fast or faster
-// at 16 tokens and below, where the 7B block streams its weights at the memory's pace
-// (docs/performance.md, "AMX tiles").
-constexpr int64_t kAmxFrom = 32;
+// Which tokens the tiles take (docs/performance.md, "AMX tiles"): a tile's fixed cost a block
+// (four tile products and the stores of four sum tiles) pays only over whole tiles of 16
+// tokens. So 16 tokens, or 32 and more, run in tiles; fewer, and 17 to 31, take
+// avx512_vnni's kernel (a tile of 16 and one of 1 to 15 was slower than it); of 32 and more,
+// a last tile of fewer than kAmxRestFrom tokens goes to avx512_vnni's kernel too, after the
+// tiles, while the panel is in L2.
 constexpr int64_t kTileTokens = 16;  // an AMX tile's rows
+constexpr int64_t kAmxRestFrom = 8;
+constexpr bool amx_takes(int64_t T) { return T == kTileTokens || T >= 2 * kTileTokens; }
+
 // Blocks whose sums are stored before the chains take them: 16 KiB of sums at 16 tokens.
 constexpr int64_t kSpan = 4;
 
@@ -104,8 +109,14 @@ inline void block_sums(const int8_t* codes, int64_t K, const std::byte* blk, int
 
 template <WeightType W>
 void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
-  if (T < kAmxFrom || K == 0) {
-    qblock_panel_gemm_avx512_vnni_2x64[static_cast<size_t>(W)](T, K, A, P, C, ldc);
+  const PanelGemm vnni = qblock_panel_gemm_avx512_vnni_2x64[static_cast<size_t>(W)];
+  if (!amx_takes(T) || K == 0) {
+    vnni(T, K, A, P, C, ldc);
+    return;
+  }
+  if (const int64_t rest = T % kTileTokens; rest != 0 && rest < kAmxRestFrom) {
+    panel<W>(T - rest, K, A, P, C, ldc);
+    vnni(rest, K, A.from_token(T - rest), P, C + (T - rest) * ldc, ldc);
     return;
   }
   constexpr QFormat f = q_format(W);
