@@ -141,6 +141,42 @@ TEST(QBlockKernels, BoundCatchesNibbleOrderAndScale) {
   EXPECT_GT(worst_ratio(T, N, K, x.values, rescaled, c, double(K / 32 + 8)), 100.0);
 }
 
+#if defined(__x86_64__)
+// The AMX kernel puts the thread's tile configuration back as it found it — another
+// library's (ggml's, oneDNN's) loaded once a thread and counted on, or none — so that tile
+// code run after it on the thread finds its tiles shaped as it left them.
+TEST(QBlockKernels, AmxKernelKeepsTheCallersTileConfiguration) {
+  if (!isa_supported(Isa::amx_int8)) GTEST_SKIP() << "this CPU (or OS) lacks AMX-INT8";
+  struct alignas(64) TileConfig {
+    unsigned char bytes[64] = {};
+  };
+  auto stored = [] {
+    TileConfig c;
+    asm volatile("sttilecfg %0" : "=m"(c) : : "memory");
+    return c;
+  };
+  const int64_t T = 16, K = 64;
+  const test::StoredRows w = test::store(WeightType::q8_0, 64, K, 5);
+  const test::Activations x = test::quantise(WeightType::q8_0, T, K, test::random_vector(size_t(T * K), 6));
+  const test::Panel panel = test::pack(WeightType::q8_0, w, 64, K, Isa::amx_int8);
+  const kernels::PanelGemm amx = kernels::kernel_table(Isa::amx_int8).panel(WeightType::q8_0).fn;
+  std::vector<float> c(size_t(T * 64));
+  // A caller's configuration: palette 1, tile 0 of 3 rows of 12 bytes, tile 7 of 16 × 64.
+  TileConfig callers;
+  callers.bytes[0] = 1;
+  callers.bytes[16] = 12;
+  callers.bytes[48] = 3;
+  callers.bytes[16 + 2 * 7] = 64;
+  callers.bytes[48 + 7] = 16;
+  asm volatile("ldtilecfg %0" : : "m"(callers) : "memory");
+  amx(T, K, x.rows, panel.data(), c.data(), 64);
+  EXPECT_EQ(std::memcmp(stored().bytes, callers.bytes, 64), 0) << "the caller's tile configuration was not restored";
+  asm volatile("tilerelease" ::: "memory");
+  amx(T, K, x.rows, panel.data(), c.data(), 64);
+  EXPECT_EQ(std::memcmp(stored().bytes, TileConfig{}.bytes, 64), 0) << "tiles left configured where none were";
+}
+#endif
+
 FFN_INSTANTIATE_FOR_EVERY_ISA(QBlockKernels);
 
 // q8_0 activations: each block byte for byte quantize_row_q8_0's codes and scale, and the

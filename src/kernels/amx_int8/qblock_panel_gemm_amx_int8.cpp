@@ -50,7 +50,27 @@ inline void tile_dot_signed_unsigned() {
   asm volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" ::"n"(C), "n"(A), "n"(B));
 }
 inline void tiles_configure(const TileConfig& config) { asm volatile("ldtilecfg %0" ::"m"(config) : "memory"); }
-inline void tiles_release() { asm volatile("tilerelease" ::: "memory"); }
+
+// The thread's tile configuration as the kernel found it, put back when it returns: other
+// code in the process (ggml's AMX kernels, oneDNN's in PyTorch) may load its configuration
+// once a thread and count on it staying, and a tile instruction run without the
+// configuration it expects faults (SIGILL) or computes with the wrong shapes. Tiles in their
+// initial state (no configuration: palette 0, as sttilecfg stores it) are released again.
+class KeepCallersTiles {
+ public:
+  KeepCallersTiles() { asm volatile("sttilecfg %0" : "=m"(callers_) : : "memory"); }
+  ~KeepCallersTiles() {
+    if (callers_.palette != 0)
+      tiles_configure(callers_);
+    else
+      asm volatile("tilerelease" ::: "memory");
+  }
+  KeepCallersTiles(const KeepCallersTiles&) = delete;
+  KeepCallersTiles& operator=(const KeepCallersTiles&) = delete;
+
+ private:
+  TileConfig callers_;
+};
 
 // Tile registers: tmm0–3 a block's sums for rows 16v … 16v + 15 (M tokens × 16 int32),
 // tmm4 the activations (M tokens × 32 bytes), tmm5–7 the weights (8 groups × 64 bytes).
@@ -124,6 +144,7 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
   static_assert(kUnpackedQ4BlockBytes == qblock_bytes(q_format(WeightType::q8_0)));
   constexpr int64_t ahead = kQPanelPrefetchBytes / raw_bytes * raw_bytes;
   const int64_t blocks = K / 32;
+  const KeepCallersTiles keep;
   SpanSums sums;
   int32_t starts[kTileTokens][kSpan];
   alignas(64) float row_scales[kSpan][64];
@@ -185,7 +206,6 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
       }
     }
   }
-  tiles_release();
 }
 
 }  // namespace
