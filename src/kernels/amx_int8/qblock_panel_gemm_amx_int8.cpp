@@ -3,10 +3,10 @@
 // 4 weights of 16 rows is a 64-byte row of an AMX weight tile as it stands (16 rows × 4
 // bytes, the layout tdpbsud's second operand takes), so each block is four tile dot products
 // — the 4 vectors of 16 rows, K = 32 — of the tokens' signed activation bytes (a tile of M
-// rows × 32 bytes, read in place) with the panel's unsigned codes, into tiles that start from
-// each token's −offset·Σx: the same exact integer sums S_b as vpdpbusd's. The sums of a span
-// of blocks are stored and the f32 chains take them in block order, acc ← fma(float(S_b),
-// d_w·d_x, acc), so the bits are those of every other ISA. q4_0's nibbles are unpacked a
+// rows × 32 bytes, read in place) with the panel's unsigned codes. The sums of a span of
+// blocks are stored; the chains add each token's −offset·Σx (the same exact integer sums S_b
+// as vpdpbusd's) and take them in block order, acc ← fma(float(S_b), d_w·d_x, acc), so the
+// bits are those of every other ISA. q4_0's nibbles are unpacked a
 // span at a time (unpack_q4_0_nibbles). Some token counts take avx512_vnni's kernel (amx_takes).
 // Compiled with the amx_int8 level's flags (ffn/isa_list.hpp); called only when the CPU has
 // the level, whose detection has asked the OS for the tiles (cpu_features_x86_64.cpp).
@@ -150,6 +150,7 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
   alignas(64) float row_scales[kSpan][64];
   alignas(64) std::byte unpacked[f.nibbles ? kSpan * kUnpackedQ4BlockBytes : 64];
   int64_t configured = 0;  // the tile rows ldtilecfg last set
+  const __m128i minus_offset = _mm_set1_epi16(int16_t(-f.offset));
   for (int64_t b0 = 0; b0 < blocks; b0 += kSpan) {
     const int64_t nb = std::min(kSpan, blocks - b0);
     // The span's blocks in q8_0's byte layout (q4_0's unpacked once for every tile of tokens)
@@ -174,7 +175,6 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
       const ActivationRows At = A.from_token(m0);
       float* Ct = C + m0 * ldc;
       // Each token's −offset·Σx of the span's blocks: pairs of sums of 16 (madd, exact in int32).
-      const __m128i minus_offset = _mm_set1_epi16(int16_t(-f.offset));
       for (int64_t t = 0; t < M; ++t) {
         const int16_t* sums16 = At.sums + t * (K / 16) + 2 * b0;
         if (nb == kSpan) {

@@ -1,5 +1,5 @@
 // The amx_int8 table: the avx512_vnni table with the qblock panels (q8_0, q4_0) by AMX tiles
-// from a few tokens on (their fewer tokens still avx512_vnni's vpdpbusd); the same bits.
+// at 16 tokens and from 32 (other token counts still avx512_vnni's vpdpbusd); the same bits.
 #include "kernels/amx_int8/amx_int8_kernels.hpp"
 #include "kernels/register.hpp"
 

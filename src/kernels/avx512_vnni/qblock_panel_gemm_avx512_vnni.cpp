@@ -52,8 +52,7 @@ constexpr QFormat read_format() {
 // kernels' constants").
 constexpr int64_t kUnpackFrom = 16;
 constexpr int64_t kUnpackBlocks = 16;
-constexpr int64_t kUnpackedBlockBytes = qblock_bytes(read_format<WeightType::q4_0, true>());
-static_assert(kUnpackedBlockBytes == kUnpackedQ4BlockBytes);
+static_assert(kUnpackedQ4BlockBytes == qblock_bytes(read_format<WeightType::q4_0, true>()));
 
 // The exact integer sums S_b of block b (at blk) for MT tokens from A's token 0 × the panel's
 // 64 rows: sum[t][v] holds rows 16v … 16v + 15. With prefetch (the first strip of tokens),
@@ -309,7 +308,7 @@ template <WeightType W, bool L1>
 void unpacked_strips(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   const int64_t blocks = K / 32, strips = T / 3 + (T % 3 != 0);
   auto next = [&](int64_t strip) { return NextKBlock<W>(P, kUnpackBlocks, strip, strips); };
-  alignas(64) static thread_local std::byte unpacked[kUnpackBlocks * kUnpackedBlockBytes];
+  alignas(64) static thread_local std::byte unpacked[kUnpackBlocks * kUnpackedQ4BlockBytes];
   for (int64_t b0 = 0; b0 < blocks; b0 += kUnpackBlocks) {
     const int64_t b1 = std::min(blocks, b0 + kUnpackBlocks);
     unpack_q4_0_nibbles(P, b0, b1, unpacked);

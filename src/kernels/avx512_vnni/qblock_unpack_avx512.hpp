@@ -14,14 +14,14 @@
 namespace ffn::kernels {
 
 // A q4_0 block unpacked: the 128 bytes of scales, then 8 groups of 256 bytes, q8_0's layout.
-inline constexpr int64_t kUnpackedQ4BlockBytes = kQBlockScaleBytes + 8 * 256;
+inline constexpr int64_t kUnpackedQ4BlockBytes = qblock_bytes(QFormat{.nibbles = false});
 
 // Blocks [b0, b1) of a q4_0 panel P into `out` (64-byte aligned), kUnpackedQ4BlockBytes a
 // block: the 128 bytes of scales copied; group g's nibbles to group g (low) and g + 4 (high),
 // as the byte layout pairs weights 4g + i and 4(g + 4) + i. The same integers, so the same
 // sums and bits.
 inline void unpack_q4_0_nibbles(const std::byte* P, int64_t b0, int64_t b1, std::byte* out) {
-  constexpr int64_t raw_bytes = kQBlockScaleBytes + 4 * 256;
+  constexpr int64_t raw_bytes = qblock_bytes(QFormat{.nibbles = true});
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = b0; b < b1; ++b) {
     const std::byte* src = P + b * raw_bytes;
