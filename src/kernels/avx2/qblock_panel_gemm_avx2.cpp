@@ -57,6 +57,49 @@ struct MaddubsSums {
       for (int v = 0; v < 8; ++v) sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs[v], _mm256_set1_epi16(1)), c);
     }
   }
+
+  // From this many tokens block_major unpacks a q4_0 block once for all of them (Block), so
+  // that a token's vector takes vpmaddubsw and an int16 add, where it took the unpacking's
+  // three operations too: faster from 8 tokens, slower at 2. q8_0 reads its blocks in place:
+  // made once as signed weights and their magnitudes, they saved a token vpxor and vpabsb
+  // a vector but were no faster up to 8 tokens and a few per cent from 16 (docs/performance.md,
+  // "A CPU without AVX-512: Zen 3").
+  template <WeightType W>
+  static constexpr int64_t kPreparedFromTokens = q_format(W).nibbles ? 8 : 0;
+
+  // A q4_0 block's nibbles unpacked into eight groups of unsigned bytes; its sums are the
+  // integers sums<W> gives, so the bits are the same.
+  template <WeightType W>
+  struct Block {
+    static_assert(q_format(W).nibbles, "q8_0 blocks are read in place");
+    // [g][v]: the codes (0 … 15) of weights 4g … 4g + 3 of rows 8v … 8v + 7.
+    __m256i codes[8][8];
+
+    void load(const std::byte* q) {
+      const __m256i nibble = _mm256_set1_epi8(0x0F);
+      for (int g = 0; g < 4; ++g)
+        for (int v = 0; v < 8; ++v) {
+          const __m256i raw = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v));
+          codes[g][v] = _mm256_and_si256(raw, nibble);
+          codes[g + 4][v] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), nibble);
+        }
+    }
+
+    // Row vector by row vector, the token's 8 groups of activations in registers: written
+    // group by group (as sums<W>), GCC spilled the products to the stack.
+    template <class XGroup, class XSum>
+    void sums(const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) const {
+      __m256i x[8];
+      for (int g = 0; g < 8; ++g) x[g] = x_group(g);
+      const __m256i c = _mm256_set1_epi32(-q_format(W).offset * x_sum());
+      for (int v = 0; v < 8; ++v) {
+        // int16 pair sums of the block: at most 8 · 3810 < 2¹⁵, as in sums<W>.
+        __m256i pairs = _mm256_maddubs_epi16(codes[0][v], x[0]);
+        for (int g = 1; g < 8; ++g) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(codes[g][v], x[g]));
+        sum[v] = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)), c);
+      }
+    }
+  };
 };
 
 template <WeightType W>

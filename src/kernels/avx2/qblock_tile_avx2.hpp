@@ -9,7 +9,11 @@
 //            are the 32 bytes at q + 256g + 32v, unsigned codes);
 //   x_group  x_group(g): the token's 4 activation bytes of group g broadcast to every lane;
 //   x_sum    the activations' Σx of the block, for the sums that start from −offset·Σx;
-//   sum[v]   out: S_b of rows 8v … 8v + 7, int32.
+//   sum[v]   out: S_b of rows 8v … 8v + 7, int32;
+// and BlockSums::kPreparedFromTokens<W>: from how many tokens (0: never) block_major makes
+// each block ready once for all of them as a BlockSums::Block<W>:
+//   load(q)                         the block's groups, in the form its sums read fastest;
+//   sums(x_group, x_sum, sum)       S_b of the loaded block, as sums<W> gives it.
 // The float arithmetic after S_b is the contract's (qblock_panels.hpp), so both agree with
 // the scalar reference bit for bit.
 // Included only by files compiled with at least -mavx2 -mfma -mf16c.
@@ -27,6 +31,17 @@
 namespace ffn::kernels::avx2_qblock {
 
 inline constexpr int64_t kKBlocks = 64;  // blocks of 32 per K block
+
+// A BlockSums::Block<W> whose sums read the panel's groups in place through sums<W>.
+template <class BlockSums, WeightType W>
+struct InPlaceBlock {
+  const std::byte* q = nullptr;
+  void load(const std::byte* groups) { q = groups; }
+  template <class XGroup, class XSum>
+  void sums(const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) const {
+    BlockSums::template sums<W>(q, x_group, x_sum, sum);
+  }
+};
 
 // One token × the panel's 64 rows over blocks [b0, b1); the chains start from C when
 // resume. 8 integer sums and 8 float accumulators: the accumulators, touched once a block,
@@ -59,16 +74,20 @@ inline void tile(const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1, bo
 // Two tokens and more, block by block: every token takes a block while it is in L1, its
 // chains in C, so the panel streams from memory once, while the tokens' products run,
 // instead of once a token per K block with the memory idle while the other tokens re-read it
-// from L2 (docs/performance.md, "Decode: where the time goes"). The tokens share the
-// prefetch of the block kQPanelPrefetchBytes ahead, into L1 (IntoL1) or L2.
-template <WeightType W, class BlockSums, bool IntoL1>
-inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+// from L2 (docs/performance.md, "Decode: where the time goes"). The block's weights are read
+// through Weights (InPlaceBlock, or a BlockSums::Block made ready once for all the tokens).
+// The tokens share the prefetch of the block kQPanelPrefetchBytes ahead, into L1 (IntoL1) or
+// L2.
+template <WeightType W, class Weights, bool IntoL1>
+inline void block_major_with(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
   constexpr int64_t ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const int64_t blocks = K / 32;
   zero_panel_rows(C, T, ldc);
+  Weights weights;
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* blk = P + b * block_bytes;
+    weights.load(blk + kQBlockScaleBytes);
     for (int64_t t = 0; t < T; ++t) {
       prefetch_share<IntoL1>(blk + ahead, block_bytes, t, T);
       const int8_t* codes = A.codes() + t * K;
@@ -79,8 +98,8 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
         return _mm256_set1_epi32(bytes);
       };
       __m256i sum[8];
-      BlockSums::template sums<W>(
-          blk + kQBlockScaleBytes, x_group, [&] { return q8_block_sum(sums, b); }, sum);
+      weights.sums(
+          x_group, [&] { return q8_block_sum(sums, b); }, sum);
       const __m256 dx = _mm256_set1_ps(A.scales[t * blocks + b]);
       float* c = C + t * ldc;
       for (int v = 0; v < 8; ++v) {
@@ -90,6 +109,20 @@ inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std
       }
     }
   }
+}
+
+// Each token reads the blocks in place, or from BlockSums::kPreparedFromTokens<W> tokens
+// the blocks are made ready once for all of them (BlockSums::Block).
+template <WeightType W, class BlockSums, bool IntoL1>
+inline void block_major(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
+  constexpr int64_t prepared_from = BlockSums::template kPreparedFromTokens<W>;
+  if constexpr (prepared_from > 0) {
+    if (T >= prepared_from) {
+      block_major_with<W, typename BlockSums::template Block<W>, IntoL1>(T, K, A, P, C, ldc);
+      return;
+    }
+  }
+  block_major_with<W, InPlaceBlock<BlockSums, W>, IntoL1>(T, K, A, P, C, ldc);
 }
 
 // C[t][0..63] for every token t < T (the qblock contract, qblock_panels.hpp): one token in

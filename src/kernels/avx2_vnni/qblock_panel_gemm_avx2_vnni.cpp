@@ -17,6 +17,12 @@ namespace ffn::kernels {
 namespace {
 
 struct DpbusdSums {
+  // Every block is read in place by each token (vpdpbusd takes the codes as they are; q4_0's
+  // nibbles unpacked once a block, as the avx2 kernel's are from 8 tokens, is not measured
+  // with AVX-VNNI).
+  template <WeightType W>
+  static constexpr int64_t kPreparedFromTokens = 0;
+
   template <WeightType W, class XGroup, class XSum>
   static void sums(const std::byte* q, const XGroup& x_group, const XSum& x_sum, __m256i sum[8]) {
     constexpr QFormat f = q_format(W);
