@@ -60,12 +60,12 @@ struct MaddubsSums {
 
   // From this many tokens block_major unpacks a q4_0 block once for all of them (Block), so
   // that a token's vector takes vpmaddubsw and an int16 add, where it took the unpacking's
-  // three operations too: faster from 8 tokens, slower at 2. q8_0 reads its blocks in place:
-  // made once as signed weights and their magnitudes, they saved a token vpxor and vpabsb
-  // a vector but were no faster up to 8 tokens and a few per cent from 16 (docs/performance.md,
-  // "A CPU without AVX-512: Zen 3").
+  // three operations too: faster from 5 tokens, level at 4, slower at 2 and 3. q8_0 reads
+  // its blocks in place: made once as signed weights and their magnitudes, they saved a
+  // token vpxor and vpabsb a vector but were no faster up to 8 tokens and a few per cent
+  // from 16 (docs/performance.md, "A CPU without AVX-512: Zen 3").
   template <WeightType W>
-  static constexpr int64_t kPreparedFromTokens = q_format(W).nibbles ? 8 : 0;
+  static constexpr int64_t kPreparedFromTokens = q_format(W).nibbles ? 5 : 0;
 
   // A q4_0 block's nibbles unpacked into eight groups of unsigned bytes; its sums are the
   // integers sums<W> gives, so the bits are the same.
