@@ -18,7 +18,7 @@ namespace {
 
 struct DpbusdSums {
   // Every block is read in place by each token (vpdpbusd takes the codes as they are; q4_0's
-  // nibbles unpacked once a block, as the avx2 kernel's are from 8 tokens, is not measured
+  // nibbles unpacked once a block, as the avx2 kernel's are from 5 tokens, is not measured
   // with AVX-VNNI).
   template <WeightType W>
   static constexpr int64_t kPreparedFromTokens = 0;
