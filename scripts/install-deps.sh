@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake make pkgconf          # toolchain
+  ninja-build ccache              # scripts/test.sh: its builds in one parallel graph; the wheel's build reusing objects
   libcli11-dev                    # the ffn command's argument parsing
   nlohmann-json3-dev              # safetensors headers, --json output
   libsleef-dev                    # vectorised exp / erfc / tanh in the activations

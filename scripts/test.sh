@@ -11,18 +11,23 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 python=$(scripts/python-env.sh)  # Debian's Python and PyTorch, plus tests/requirements.txt from PyPI
 jobs=$(nproc)
+# Ninja for every build folder made here (one kept from before keeps its generator): it runs
+# a build's targets as one graph, so no core waits at a target's link for the next target.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 
 echo "== build (Release) and test"
-scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python"
+# Through ccache, so that the wheel's build below (the same compiler and flags for the library
+# and the command) takes these objects instead of compiling them again.
+scripts/build.sh build -DFFN_BUILD_TESTS=ON -DFFN_TEST_PYTHON="$python" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 ctest --test-dir build --output-on-failure -j "$jobs"
 # (The tests under mpirun ran in the Release build above.)
 
 echo "== pip install . into a fresh virtual environment, then import ffn and python -m ffn params"
-# The wheel's own CMake build is kept in build-pip/ (incremental after the first run: about
-# the main build's time once, on 2 cores); the build backend is build-venv's pinned
-# scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
+# The wheel's own CMake build is kept in build-pip/ (incremental after the first run; its
+# objects come from ccache, filled by the Release build above); the build backend is
+# build-venv's pinned scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
 FFN_TEST_PIP_INSTALL=1 FFN_PIP_NO_ISOLATION=1 FFN_PIP_BUILD_DIR="$PWD/build-pip" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
-  "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
+  CMAKE_CXX_COMPILER_LAUNCHER=ccache "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
 
 echo "== build with clang, ASan+UBSan: the unit tests, the fuzz regression inputs, the ffn command, the fuzz targets"
 # One sanitizer build serves the unit tests and the fuzzers (scripts/fuzz.sh below reuses it):
