@@ -23,11 +23,14 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 # (The tests under mpirun ran in the Release build above.)
 
 echo "== pip install . into a fresh virtual environment, then import ffn and python -m ffn params"
-# The wheel's own CMake build is kept in build-pip/ (incremental after the first run; its
-# objects come from ccache, filled by the Release build above); the build backend is
-# build-venv's pinned scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
+# The wheel's own CMake build is kept in build-pip/ (incremental after the first run); its
+# objects come from ccache, filled by the Release build above, when the compiler is named as
+# there (ccache keys on the name: scikit-build-core would otherwise take Python's
+# sysconfig CXX, x86_64-linux-gnu-g++). The build backend is build-venv's pinned
+# scikit-build-core (--no-build-isolation), so only the first run needs PyPI.
+release_cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)
 FFN_TEST_PIP_INSTALL=1 FFN_PIP_NO_ISOLATION=1 FFN_PIP_BUILD_DIR="$PWD/build-pip" CMAKE_BUILD_PARALLEL_LEVEL="$jobs" \
-  CMAKE_CXX_COMPILER_LAUNCHER=ccache "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
+  CXX="$release_cxx" CMAKE_CXX_COMPILER_LAUNCHER=ccache "$python" -m pytest -q -p no:cacheprovider tests/golden/test_torch_pip_install.py
 
 echo "== build with clang, ASan+UBSan: the unit tests, the fuzz regression inputs, the ffn command, the fuzz targets"
 # One sanitizer build serves the unit tests and the fuzzers (scripts/fuzz.sh below reuses it):
