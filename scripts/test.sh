@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 python=$(scripts/python-env.sh)  # Debian's Python and PyTorch, plus tests/requirements.txt from PyPI
 jobs=$(nproc)
-# Ninja for every build folder made here (one kept from before keeps its generator): it runs
-# a build's targets as one graph, so no core waits at a target's link for the next target.
+# Ninja for every build folder made here (one kept from before keeps its generator): the
+# targets a stage names are built as one graph, not one after another.
 export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 
 echo "== build (Release) and test"
