@@ -19,7 +19,10 @@ namespace {
 // Best GFLOP/s of `loop` (one of the kernels' roof loops) on every thread of the pool,
 // which executes flops_per_iteration FLOPs per iteration on each thread.
 double best_roof_gflops(kernels::F32FmaRoof loop, double flops_per_iteration, ThreadPool& pool, int reps) {
-  // Calibrate to at least 0.05 s per run so that start-up and wake-up costs vanish.
+  // Calibrate to at least 0.05 s per run so that start-up and wake-up costs vanish: scaled
+  // from each short run's time to about 0.06 s (at most 64× a step, so that a run too short
+  // to time well is not trusted far), so that a timed run is not up to 4× longer than it
+  // needs to be, as growing by a fixed factor would leave it.
   int64_t iterations = 1 << 16;
   std::vector<float> sinks(static_cast<size_t>(pool.size()));
   auto run = [&](int64_t its) {
@@ -27,7 +30,9 @@ double best_roof_gflops(kernels::F32FmaRoof loop, double flops_per_iteration, Th
     pool.run([&](int ith, int) { sinks[static_cast<size_t>(ith)] = loop(its); });
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  while (run(iterations) < 0.05 && iterations < (int64_t{1} << 34)) iterations *= 4;
+  constexpr double kMinRunSeconds = 0.05, kAimSeconds = 0.06;
+  for (double s = run(iterations); s < kMinRunSeconds && iterations < (int64_t{1} << 34); s = run(iterations))
+    iterations = static_cast<int64_t>(double(iterations) * std::clamp(kAimSeconds / std::max(s, 1e-6), 1.25, 64.0));
   double best = 0.0;
   for (int r = 0; r < reps; ++r) {
     const double s = run(iterations);

@@ -70,7 +70,7 @@ void run_moe_bench(const MoePreset& p, const MoeBenchOptions& o) {
     return std::any_of(types.begin(), types.end(),
                        [&](WeightType t) { return &compute_roof_of(MatrixTypes::all(t)) == &roof; });
   };
-  const MeasuredRoofs start = measure_roofs(pool, any_on(kBf16DotRoof), any_on(kInt8DotRoof));
+  const MeasuredRoofs start = measure_roofs(pool, MemoryRoof(), any_on(kBf16DotRoof), any_on(kInt8DotRoof));
   const MoeAccounting a = account(c);
   std::printf("ffn bench — %s (%s): %lld experts of d_model %lld, hidden %lld, top %lld by %s%s; %d threads, %s\n",
               p.name.c_str(), p.model.c_str(), static_cast<long long>(c.experts), static_cast<long long>(c.d_model()),

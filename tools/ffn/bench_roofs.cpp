@@ -31,15 +31,18 @@ const ComputeRoof& compute_roof_of(const MatrixTypes& types, const MeasuredRoofs
   return measured.*roof.value > 0 ? roof : kFmaRoof;
 }
 
-double measure_memory_roof(ThreadPool& pool, int reps) {
-  const Matrix big(1 << 14, 1 << 14);  // 1 GiB, zero-filled (so its pages exist) on allocation
-  return measure_read_gbps(big.data(), size_t(big.size()) * 4, pool, reps);
+MemoryRoof::MemoryRoof() : buffer_(1 << 14, 1 << 14) {}  // 1 GiB, zero-filled (so its pages exist)
+
+double MemoryRoof::measure(ThreadPool& pool, int reps) const {
+  return measure_read_gbps(buffer_.data(), size_t(buffer_.size()) * sizeof(float), pool, reps);
 }
 
-MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot, bool int8_dot) {
+double MemoryRoof::resident_mb() const { return double(buffer_.size()) * sizeof(float) / 1e6; }
+
+MeasuredRoofs measure_roofs(ThreadPool& pool, const MemoryRoof& memory, bool bf16_dot, bool int8_dot) {
   MeasuredRoofs r;
   r.compute = measure_compute_roof_gflops(pool, 5);
-  r.memory = measure_memory_roof(pool, 5);
+  r.memory = memory.measure(pool, 5);
   if (bf16_dot) r.bf16_dot = measure_bf16_dot_roof_gflops(pool, 5);
   if (int8_dot) r.int8_dot = measure_int8_dot_roof_gops(pool, 5);
   return r;

@@ -33,12 +33,25 @@ extern const ComputeRoof kFmaRoof, kBf16DotRoof, kInt8DotRoof;
 const ComputeRoof& compute_roof_of(const MatrixTypes& types);
 const ComputeRoof& compute_roof_of(const MatrixTypes& types, const MeasuredRoofs& measured);
 
-// The memory roof now: a 1 GiB streaming read (far beyond any last-level cache), best of
-// `reps` rounds.
-double measure_memory_roof(ThreadPool& pool, int reps);
+// The memory roof: a streaming read of a 1 GiB buffer (far beyond any last-level cache),
+// made once for a run. The kernel takes longer to give a process 1 GiB of zeroed pages than
+// the roof takes to read it five times (a buffer made for each measurement, at the start,
+// beside every row and at the end, was 55 % of a one-row bench's time), so a run keeps one;
+// its pages stay resident, and the rows' RSS leaves them out (resident_mb).
+class MemoryRoof {
+ public:
+  MemoryRoof();
+  // The memory roof now, in GB/s: best of `reps` rounds.
+  double measure(ThreadPool& pool, int reps) const;
+  // The buffer's resident size, in MB (10^6 bytes): all of it, as it is written when made.
+  double resident_mb() const;
+
+ private:
+  Matrix buffer_;
+};
 
 // The roofs of this machine now: the compute loops, then the memory roof, each best of 5.
-MeasuredRoofs measure_roofs(ThreadPool& pool, bool bf16_dot, bool int8_dot);
+MeasuredRoofs measure_roofs(ThreadPool& pool, const MemoryRoof& memory, bool bf16_dot, bool int8_dot);
 
 // The header's lines for the dot roofs a run measured (none when it measured neither).
 void print_dot_roofs(const MeasuredRoofs& r);

@@ -176,6 +176,7 @@ BenchPlan plan_bench(const BenchOptions& o, ThreadPool& pool) {
 // The roofs a run's rows are judged against: those of its start, and those measured beside
 // the previous row (the "before" half of each row's beside figure; the start's until then).
 struct RunRoofs {
+  MemoryRoof memory;  // the memory roof's buffer, kept for the run
   MeasuredRoofs start, before;
 };
 
@@ -240,7 +241,7 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
   // Judged against the compute roof of the instruction the row's kernels multiply with
   // (compute_roof_of), measured likewise.
   const ComputeRoof* roof = &compute_roof_of(spec.types, roofs.start);
-  const double memory_after = measure_memory_roof(pool, kBesideReps);
+  const double memory_after = roofs.memory.measure(pool, kBesideReps);
   const double memory_beside = 0.5 * (roofs.before.memory + memory_after);
   roofs.before.memory = memory_after;
   double& compute_before = roofs.before.*roof->value;
@@ -266,8 +267,8 @@ nlohmann::json forward_row(const BenchPlan& plan, const BenchPlan::Rows& spec,
 
 // The roofs again at the end: a machine that was busier at the start than later (others
 // share it) measured roofs too low there, and every efficiency of the run is overstated.
-MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, ThreadPool& pool) {
-  const MeasuredRoofs end = measure_roofs(pool, start.bf16_dot > 0, start.int8_dot > 0);
+MeasuredRoofs report_end_roofs(const MeasuredRoofs& start, const MemoryRoof& memory, ThreadPool& pool) {
+  const MeasuredRoofs end = measure_roofs(pool, memory, start.bf16_dot > 0, start.int8_dot > 0);
   std::printf("roofs at the end of the run: compute %s GFLOP/s, memory %s GB/s", fixed(end.compute, 1).c_str(),
               fixed(end.memory, 1).c_str());
   if (end.bf16_dot > 0) std::printf(", bf16 dot %s GFLOP/s", fixed(end.bf16_dot, 1).c_str());
@@ -327,11 +328,12 @@ void run_sparsity_bench(const BenchOptions& o, const BenchPlan& plan, const Mach
   }
   for (const auto& spec : plan.rows) b.sets.push_back({spec.dtype, spec.make});
   b.flush_bytes = 4 * largest_cache_bytes(machine);
-  const MeasuredRoofs start = measure_roofs(pool, false, false);
+  const MemoryRoof memory;
+  const MeasuredRoofs start = measure_roofs(pool, memory, false, false);
   print_run_header(plan, o, machine, start);
   nlohmann::json rows = nlohmann::json::array();
   bench_sparsity(b, pool, start.memory, rows);
-  const MeasuredRoofs end = report_end_roofs(start, pool);
+  const MeasuredRoofs end = report_end_roofs(start, memory, pool);
   if (!o.json_path.empty()) write_bench_json(o, roofs_json(start, end), machine, rows);
 }
 
@@ -361,7 +363,7 @@ void run_bench(const BenchOptions& o) {
                        [&](const BenchPlan::Rows& r) { return &compute_roof_of(r.types) == &roof; });
   };
   RunRoofs roofs;
-  roofs.start = measure_roofs(pool, any_rows_on(kBf16DotRoof), any_rows_on(kInt8DotRoof));
+  roofs.start = measure_roofs(pool, roofs.memory, any_rows_on(kBf16DotRoof), any_rows_on(kInt8DotRoof));
   roofs.before = roofs.start;
   print_run_header(plan, o, machine, roofs.start);
   std::fflush(stdout);
@@ -370,7 +372,10 @@ void run_bench(const BenchOptions& o) {
   nlohmann::json rows = nlohmann::json::array();
   const int64_t t_max = *std::max_element(plan.token_counts.begin(), plan.token_counts.end());
   std::string workspace;  // per row set, at t_max tokens
-  double peak_rss = 0;    // sampled after every row, before the memory roof's 1 GiB buffer exists
+  // Resident memory after each row, less the memory roof's buffer: the weights, the workspace,
+  // x and y, and the process itself.
+  auto row_rss_mb = [&] { return rss_mb() - roofs.memory.resident_mb(); };
+  double peak_rss = 0;
   for (const auto& spec : plan.rows) {
     if (!weight_bytes(plan.config, spec.types)) {
       std::printf("%-6s  skipped: rows of %lld or %lld are not whole blocks of 32\n", spec.dtype.c_str(),
@@ -392,7 +397,7 @@ void run_bench(const BenchOptions& o) {
                  fixed(double(blocks.front().workspace_bytes(t_max, o.threads)) / 1e6, 1) + " MB";
     for (int64_t T : plan.token_counts) {
       rows.push_back(forward_row(plan, spec, blocks, T, o, roofs, pool));
-      const double row_rss = rss_mb();
+      const double row_rss = row_rss_mb();
       peak_rss = std::max(peak_rss, row_rss);
       rows.back()["rss_mb"] = row_rss;
     }
@@ -422,13 +427,13 @@ void run_bench(const BenchOptions& o) {
     print_bench_header();
     bench_backward(Block::random(plan.config, 1, &pool), plan.token_counts,
                    Roofs{roofs.start.compute, roofs.start.memory}, pool, o.reps, rows);
-    peak_rss = std::max(peak_rss, rss_mb());
+    peak_rss = std::max(peak_rss, row_rss_mb());
   }
   // Forward keeps the hidden values, a tile per thread, and x and h in the formats the
   // kernels take (InferenceBlock::workspace_bytes), beyond the weights, x and y.
   std::printf("\npeak RSS over the rows %s MB; workspace beyond the weights at T = %lld: %s\n",
               fixed(peak_rss, 0).c_str(), static_cast<long long>(t_max), workspace.c_str());
-  const MeasuredRoofs end = report_end_roofs(roofs.start, pool);
+  const MeasuredRoofs end = report_end_roofs(roofs.start, roofs.memory, pool);
   const nlohmann::json roofs_out = roofs_json(roofs.start, end);
   if (!o.json_path.empty()) write_bench_json(o, roofs_out, machine, rows);
   if (!o.svg_path.empty()) {
