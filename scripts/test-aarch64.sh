@@ -76,16 +76,13 @@ if [ "$full" = 1 ]; then
   unit_tests max "$heavy" "$build/tests/ffn_unit_tests"
 fi
 
-# The fuzz regression inputs and the README's example, through ctest's own emulator line
-# (at max), beside the unit tests below: the example, a 7B-sized block made, converted and
-# run, is one process of about 90 s under qemu, which alone would leave the other cores idle.
-ctest --test-dir "$build" --output-on-failure -j "$jobs" -R "regressions_fuzz|readme_example" > "$logs/ctest.log" 2>&1 &
-ctest_pid=$!
-trap 'kill "$ctest_pid" 2> /dev/null || true' EXIT
-
 echo "== aarch64: unit tests under qemu at QEMU_CPU=max (every Arm level)"
 unit_tests max "*-$heavy" "$build/tests/ffn_unit_tests"
 unit_tests max '*' "$build/tests/ffn_cli_unit_tests"
+# The fuzz regression inputs and the README's example, through ctest's own emulator line.
+ctest --test-dir "$build" --output-on-failure -j "$jobs" -R "regressions_fuzz|readme_example" > "$logs/ctest.log" ||
+  { cat "$logs/ctest.log"; exit 1; }
+tail -n 3 "$logs/ctest.log" | head -n 1
 
 # What depends on the CPU model: detection, dispatch and every level's kernels.
 cpu_dependent="Isa.*:Isa/*:Backward/*:KernelRegistry.*:Determinism.*-$heavy"
@@ -93,10 +90,6 @@ for cpu in neoverse-n1 cortex-a72; do
   echo "== aarch64: detection and every supported level's kernels under qemu at QEMU_CPU=$cpu"
   unit_tests "$cpu" "$cpu_dependent" "$build/tests/ffn_unit_tests"
 done
-
-echo "== aarch64: the fuzz regression inputs and the README's example (QEMU_CPU=max), started beside the unit tests"
-wait "$ctest_pid" || { cat "$logs/ctest.log"; exit 1; }
-tail -n 3 "$logs/ctest.log" | head -n 1
 
 echo "== aarch64: the golden tests that drive the ffn command, with the emulated aarch64 ffn (QEMU_CPU=max)"
 wrapper=$PWD/$build/ffn-under-qemu
