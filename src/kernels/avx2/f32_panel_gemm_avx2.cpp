@@ -1,12 +1,15 @@
 // AVX2+FMA f32 product with a weight panel packed at load (C = A·P). 16 ymm registers
 // cannot hold a tile of 6 tokens × the panel's 64 columns, so the tile depends on T:
-//   T ≤ 3:  2×64, two tokens × 8 ymm: each row of the panel read once, all 64 columns
+//   T ≤ 4:  2×64, two tokens × 8 ymm: each row of the panel read once, all 64 columns
 //           together, so the panel streams as one linear array (decode). Of its 16
 //           accumulators the compiler keeps one on the stack and takes the row's vectors
 //           as memory operands of the FMAs;
-//   T = 4, 5: 1×64, one token × 8 ymm, nothing spilled: four or five strips share each
-//           32-row piece of the panel from L1 (FewStripsKBlock), where two strips of 2×64
-//           ran their spilled accumulator's load, FMA and store once a row;
+//   T = 5:  1×64, one token × 8 ymm, nothing spilled: five strips share each 32-row piece
+//           of the panel from L1 (FewStripsKBlock), where strips of 2×64 ran their spilled
+//           accumulator's load, FMA and store once a row (at 4 tokens too on the Zen 5 under
+//           FFN_ISA=avx2; on Zen 3, the AMD cores that run this level by default, the 2×64
+//           tile read 7B's up matrix 1.12–1.14× faster at 4 tokens: docs/performance.md,
+//           "A CPU without AVX-512: Zen 3");
 //   T ≤ 9:  3×32, 3 tokens × 4 ymm = 12 accumulators, the panel in two passes;
 //   more:   6×16, 6 tokens × 2 ymm = 12 accumulators (+ 2 vectors of a panel row + 1
 //           broadcast), the panel in four passes — the most FMAs per load.
@@ -34,7 +37,7 @@ void f32_panel_gemm_avx2_2x64_1x64_3x32_6x16(int64_t T, int64_t K, const float* 
   using Panel = RowPanel<LoadF32<Avx2Store>>;
   if (T == 1 && cpu_is_intel())
     f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{16384}>(T, K, A, lda, P, C, ldc);
-  else if (T <= 3 && !cpu_is_intel())
+  else if (T <= 4 && !cpu_is_intel())
     f32_panel_gemm_tiled<Avx2Store, 2, 8, Panel, 2, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);
   else if (T <= 5)
     f32_panel_gemm_tiled<Avx2Store, 1, 8, Panel, 1, StreamAhead{}, kFewStripsKRows>(T, K, A, lda, P, C, ldc);

@@ -112,27 +112,39 @@ void bf16_pair_tiles(int64_t T, int64_t K, const float* A, int64_t lda, const ui
 constexpr int64_t kWidenedMinTokens = 5;
 constexpr int64_t kWidenedMaxTokens = 64;
 
+// On AMD's cores f16 takes the 2×64 tile up to 4 tokens and the widened pieces at 5: on Zen 3
+// (the AMD cores that run the avx2 level by default; Zen 4 and 5 run avx512) both were faster
+// than the 1×64 strips, over 7B's gate and up from memory, 2 threads, alternated in one
+// process: the 2×64 tile 1.11–1.20× at 3 tokens and 1.35–1.41× at 4, the widened pieces
+// 1.24–1.37× at 5 (the 2×64 tile 1.16–1.18× there). (FFN_ISA=avx2 on a Zen 5 had measured the
+// strips 1.18–1.25× faster than the 2×64 tile at 3 and 4 tokens; docs/performance.md, "A CPU
+// without AVX-512: Zen 3".)
+constexpr int64_t kAmdF16TwoRowTileMaxTokens = 4;
+constexpr int64_t kAmdF16WidenedMaxTokens = 5;
+
 }  // namespace
 
 // The panel kernel (f32_panel_tiles.hpp) with the same widening loads: 16-bit panels laid
 // out at load (InferenceBlock). Few tokens take the one-pass 2×64 tile (two tokens × 8 ymm,
-// each row of the panel read once, see f32_panel_gemm_avx2_2x64_1x64_3x32_6x16) — f16 up to 2
-// tokens, bf16 up to kBf16PairTileMaxTokens in strips of two (as bf16_pair_tile, which
-// widens both rows of a pair load) — f16 from 3 to 5 tokens in strips of one (1×64, nothing
-// spilled) sharing 32-row pieces of the panel from L1 (FewStripsKBlock) — and
-// the rest the four-pass 6×16 tile; the bounds are where the one-pass tile stopped winning
-// (docs/performance.md, "The kernels' constants"). On Intel's cores one or two tokens
-// prefetch 16 KiB ahead (kIntelAhead), and 5 to 64 tokens of either type take strips of one
-// over pieces widened once (widened_strips). Every tile gives every element the same bits.
+// each row of the panel read once, see f32_panel_gemm_avx2_2x64_1x64_3x32_6x16) — f16 up to 4
+// tokens on AMD's cores (kAmdF16TwoRowTileMaxTokens) and 5 over pieces widened once
+// (kAmdF16WidenedMaxTokens), bf16 up to kBf16PairTileMaxTokens in strips of two (as
+// bf16_pair_tile, which widens both rows of a pair load) — and the rest the four-pass 6×16
+// tile; the bounds are where the one-pass tile stopped winning (docs/performance.md, "The
+// kernels' constants"). On Intel's cores f16 takes the 2×64 tile up to 2 tokens, prefetching
+// 16 KiB ahead (kIntelAhead), and strips of one (1×64, nothing spilled) sharing 32-row pieces
+// of the panel from L1 (FewStripsKBlock) at 3 and 4; 5 to 64 tokens of either type take
+// strips of one over pieces widened once (widened_strips). Every tile gives every element the
+// same bits.
 void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRows& A, const std::byte* panel, float* C,
                                         int64_t ldc) {
   const auto* P = reinterpret_cast<const uint16_t*>(panel);
   const bool intel = cpu_is_intel();
   if (T <= 2 && intel)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>, 2, kIntelAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
-  else if (T <= 2)
+  else if (T <= (intel ? 2 : kAmdF16TwoRowTileMaxTokens))
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
-  else if (intel && T >= kWidenedMinTokens && T <= kWidenedMaxTokens)
+  else if (T >= kWidenedMinTokens && T <= (intel ? kWidenedMaxTokens : kAmdF16WidenedMaxTokens))
     widened_strips<Avx2Store, 1, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (T <= 5)
     f32_panel_gemm_tiled<Avx2Store, 1, 8, RowPanel<F16x8>, 1, StreamAhead{}, kFewStripsKRows>(
