@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/kernels.hpp"
+
 namespace ffn {
 
 ExpertPairs sort_by_expert(const Routing& r, int64_t E) {
@@ -54,19 +56,38 @@ std::vector<int32_t> active_experts(const ExpertPairs& s) {
 void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMatrixView x, const Routing& r,
                             const ExpertPairs& s, ConstMatrixView out, ConstMatrixView shared, MatrixView y,
                             ThreadPool& pool, float* shared_gates) {
+  const kernels::KernelTable& kt = kernels::active_kernels();
   const int64_t T = x.rows, D = c.d_model(), k = c.top_k;
+  // Each token's slots as rows of `out` in increasing expert index (their sorted position)
+  // with their weights: the list rows_axpy sums in order.
+  std::vector<int32_t> rows(static_cast<size_t>(T * k));
+  std::vector<float> weights(static_cast<size_t>(T * k));
+  std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], c.weight_input ? 1.0f : r.weights[t * k + j]};
+    std::sort(slots.begin(), slots.end());
+    for (int64_t j = 0; j < k; ++j) {
+      rows[t * k + j] = static_cast<int32_t>(slots[j].first);
+      weights[t * k + j] = slots[j].second;
+    }
+  }
+  const auto* out_bytes = reinterpret_cast<const std::byte*>(out.data);
+  const auto* shared_bytes = reinterpret_cast<const std::byte*>(shared.data);
+  const int32_t first_row = 0;
   pool.run([&](int ith, int nth) {
-    const auto [t0, t1] = split_range(T, ith, nth);
-    std::vector<std::pair<int64_t, float>> slots(static_cast<size_t>(k));
+    // Tokens shared out among the threads; with fewer tokens than threads (decode) every
+    // thread takes a share of each token's columns instead — a chain's bits do not depend on
+    // the columns a caller cuts it into (rows_axpy's contract).
+    const bool by_columns = T < nth;
+    const auto [t0, t1] = by_columns ? std::pair<int64_t, int64_t>{0, T} : split_range(T, ith, nth);
+    const auto [c0, c1] = by_columns ? split_range(D, ith, nth, 16) : std::pair<int64_t, int64_t>{0, D};
+    if (c1 <= c0) return;
+    const int64_t col_bytes = c0 * int64_t(sizeof(float));
     for (int64_t t = t0; t < t1; ++t) {
-      for (int64_t j = 0; j < k; ++j) slots[j] = {s.row_of[t * k + j], c.weight_input ? 1.0f : r.weights[t * k + j]};
-      std::sort(slots.begin(), slots.end());  // by sorted position: increasing expert index
       float* yt = y.data + t * y.stride;
-      std::fill(yt, yt + D, 0.0f);
-      for (const auto& [row, w] : slots) {
-        const float* o = out.data + row * out.stride;
-        for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(w, o[d], yt[d]);
-      }
+      std::fill(yt + c0, yt + c1, 0.0f);
+      kt.rows_axpy(WeightType::f32, 1, k, rows.data() + t * k, weights.data() + t * k, k, c1 - c0,
+                   out_bytes + col_bytes, out.stride * int64_t(sizeof(float)), yt + c0, y.stride, {});
       if (!shared.data) continue;
       float gate = 1.0f;
       if (c.shared_gate) {
@@ -75,9 +96,9 @@ void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMa
         for (int64_t d = 0; d < D; ++d) z = std::fma(router.shared_gate.data()[d], xt[d], z);
         gate = 1.0f / (1.0f + std::exp(-z));
       }
-      if (shared_gates) shared_gates[t] = gate;
-      const float* st = shared.data + t * shared.stride;
-      for (int64_t d = 0; d < D; ++d) yt[d] = std::fma(gate, st[d], yt[d]);
+      if (shared_gates && c0 == 0) shared_gates[t] = gate;
+      kt.rows_axpy(WeightType::f32, 1, 1, &first_row, &gate, 1, c1 - c0,
+                   shared_bytes + t * shared.stride * 4 + col_bytes, 0, yt + c0, y.stride, {});
     }
   });
 }

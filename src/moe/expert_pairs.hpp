@@ -36,9 +36,11 @@ void gather_expert_inputs(const MoeConfig& config, ConstMatrixView x, const Rout
 // index (fma from 0), then, when shared.data is not null, y[t] = fma(g_t, shared[t], y[t])
 // with g_t = σ(shared_gate·x_t) (the dot an fma chain in increasing d) or 1 without the
 // gate; g_t is written to shared_gates[t] when that is not null. outputs: [T·k][D] in
-// sorted-pair order; x, shared, y: [T][D]. Each token's row on one thread.
-void combine_expert_outputs(const MoeConfig& config, const MoeRouter& router, ConstMatrixView x,
-                            const Routing& routing, const ExpertPairs& pairs, ConstMatrixView outputs,
-                            ConstMatrixView shared, MatrixView y, ThreadPool& pool, float* shared_gates = nullptr);
+// sorted-pair order; x, shared, y: [T][D]. The sums run in the ISA's rows_axpy (the same
+// bits on every ISA), each token on one thread, or at decode (fewer tokens than threads) a
+// share of every token's columns on each.
+void combine_expert_outputs(const MoeConfig& config, const MoeRouter& router, ConstMatrixView x, const Routing& routing,
+                            const ExpertPairs& pairs, ConstMatrixView outputs, ConstMatrixView shared, MatrixView y,
+                            ThreadPool& pool, float* shared_gates = nullptr);
 
 }  // namespace ffn

@@ -399,6 +399,11 @@ TEST_P(MoeForward, BitIdenticalForAnyThreadCountAndBatch) {
       Matrix y(29, 64);
       m.forward(x.view(), y.view(), &p);
       expect_same(y, y1, "threads");
+      // Fewer tokens than threads: the outputs' sums cut by columns among the threads.
+      Matrix few(2, 64);
+      m.forward({x.row(20), 2, 64, 64}, few.view(), &p);
+      for (int64_t i = 0; i < 2 * 64; ++i)
+        ASSERT_EQ(few.data()[i], y1.row(20)[i]) << threads << " threads, tokens 20-21 alone, element " << i;
     }
     // The first 11 tokens alone, and token 20 alone, give the rows they gave in the batch.
     Matrix part(11, 64);
