@@ -73,7 +73,6 @@ void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMa
   }
   const auto* out_bytes = reinterpret_cast<const std::byte*>(out.data);
   const auto* shared_bytes = reinterpret_cast<const std::byte*>(shared.data);
-  const int32_t first_row = 0;
   pool.run([&](int ith, int nth) {
     // Tokens shared out among the threads; with fewer tokens than threads (decode) every
     // thread takes a share of each token's columns instead — a chain's bits do not depend on
@@ -97,8 +96,9 @@ void combine_expert_outputs(const MoeConfig& c, const MoeRouter& router, ConstMa
         gate = 1.0f / (1.0f + std::exp(-z));
       }
       if (shared_gates && c0 == 0) shared_gates[t] = gate;
-      kt.rows_axpy(WeightType::f32, 1, 1, &first_row, &gate, 1, c1 - c0,
-                   shared_bytes + t * shared.stride * 4 + col_bytes, 0, yt + c0, y.stride, {});
+      const int32_t shared_row = static_cast<int32_t>(t);
+      kt.rows_axpy(WeightType::f32, 1, 1, &shared_row, &gate, 1, c1 - c0, shared_bytes + col_bytes,
+                   shared.stride * int64_t(sizeof(float)), yt + c0, y.stride, {});
     }
   });
 }

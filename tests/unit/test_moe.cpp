@@ -399,7 +399,8 @@ TEST_P(MoeForward, BitIdenticalForAnyThreadCountAndBatch) {
       Matrix y(29, 64);
       m.forward(x.view(), y.view(), &p);
       expect_same(y, y1, "threads");
-      // Fewer tokens than threads: the outputs' sums cut by columns among the threads.
+      // Tokens 20 and 21 alone: on 2 threads a token each, on 3 fewer tokens than threads,
+      // whose sums of the experts' outputs the threads cut by columns.
       Matrix few(2, 64);
       m.forward({x.row(20), 2, 64, 64}, few.view(), &p);
       for (int64_t i = 0; i < 2 * 64; ++i)
