@@ -142,7 +142,7 @@ void f16_panel_gemm_avx2_2x64_1x64_6x16(int64_t T, int64_t K, const ActivationRo
   const bool intel = cpu_is_intel();
   if (T <= 2 && intel)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>, 2, kIntelAhead>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
-  else if (T <= (intel ? 2 : kAmdF16TwoRowTileMaxTokens))
+  else if (!intel && T <= kAmdF16TwoRowTileMaxTokens)
     f32_panel_gemm_tiled<Avx2Store, 2, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
   else if (T >= kWidenedMinTokens && T <= (intel ? kWidenedMaxTokens : kAmdF16WidenedMaxTokens))
     widened_strips<Avx2Store, 1, 8, RowPanel<F16x8>>(T, K, A.f32(), A.f32_stride(), P, C, ldc);
