@@ -13,6 +13,7 @@
 #include "block/view_checks.hpp"
 #include "core/counter_random.hpp"
 #include "ffn/error.hpp"
+#include "kernels/kernels.hpp"
 #include "moe/expert_pairs.hpp"
 #include "moe/expert_schedule.hpp"
 #include "train/layers.hpp"
@@ -344,6 +345,7 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
   }
 
   if (!dx.data) return;
+  const kernels::KernelTable& kt = kernels::active_kernels();
   // dx_t: its experts' dx in increasing expert index, then the router's, the shared
   // experts' and the shared gate's.
   pool.run([&](int ith, int nth) {
@@ -361,8 +363,14 @@ void backward(const TrainableMoe& moe, ConstMatrixView x, MoeCache& cache, Const
       for (int64_t d = 0; d < D; ++d) dxt[d] += dx_router.row(t)[d];
       if (!moe.shared) continue;
       for (int64_t d = 0; d < D; ++d) dxt[d] += dx_shared.row(t)[d];
-      if (c.shared_gate)
-        for (int64_t d = 0; d < D; ++d) dxt[d] = std::fma(dz[t], moe.router.shared_gate.data()[d], dxt[d]);
+      // dx_t += dz_t · w_gate, one fma an element (rows_axpy's step: the bits of the scalar
+      // std::fma loop, which generic code compiled to a libm call an element).
+      if (c.shared_gate) {
+        const int32_t gate_row = 0;
+        kt.rows_axpy(WeightType::f32, 1, 1, &gate_row, &dz[t], 1, D,
+                     reinterpret_cast<const std::byte*>(moe.router.shared_gate.data()), D * int64_t(sizeof(float)), dxt,
+                     D, {});
+      }
     }
   });
 }
