@@ -73,6 +73,40 @@ inline void prefetch_share_to_l2(const std::byte* p, int64_t bytes, int64_t part
   prefetch_share<false>(p, bytes, part, parts);
 }
 
+// The n cache lines of a region of `bytes` bytes (from a line's start) dealt out in order to
+// `shares` shares, share i taking lines [⌊i·n/shares⌋, ⌊(i + 1)·n/shares⌋), one
+// share after another from share `first`, each found by a step without a division. For the
+// loops that prefetch a share every step with a share count known only at run time (the
+// tiles of a super-block dividing its lines among them; the tokens of a block): prefetch_share
+// there made two 64-bit divisions a step, a tenth of the AVX2 Q6_K tile's time at 8 tokens
+// (docs/performance.md, "Prefetch shares without a division").
+class LineShares {
+ public:
+  LineShares(int64_t bytes, int64_t shares, int64_t first = 0)
+      : shares_(shares),
+        per_share_(lines(bytes) / shares),
+        extra_(lines(bytes) % shares),
+        line_(first * lines(bytes) / shares),
+        carry_(first * lines(bytes) % shares) {}
+
+  // The next share's lines of the region at p prefetched into L2 (IntoL1: into L1).
+  template <bool IntoL1 = false>
+  void prefetch_next(const std::byte* p) {
+    int64_t end = line_ + per_share_;
+    carry_ += extra_;
+    if (carry_ >= shares_) {
+      carry_ -= shares_;
+      ++end;
+    }
+    for (; line_ < end; ++line_) __builtin_prefetch(p + 64 * line_, 0, IntoL1 ? 3 : 2);
+  }
+
+ private:
+  static constexpr int64_t lines(int64_t bytes) { return (bytes + 63) / 64; }
+  int64_t shares_, per_share_, extra_;
+  int64_t line_, carry_;  // the next share's first line; (its index · n) mod shares
+};
+
 // Rows of q8 activations (activation_rows.hpp) as the integer kernels index them: the codes
 // [T][K], the block scales [T][K/block] and the sums of 16 [T][K/16] from token 0 of a tile.
 struct Q8Rows {

@@ -85,11 +85,13 @@ inline void block_major_with(int64_t T, int64_t K, const ActivationRows& A, cons
   const int64_t blocks = K / 32;
   zero_panel_rows(C, T, ldc);
   Weights weights;
+  const LineShares token_shares(block_bytes, T);  // a share of the block ahead a token
   for (int64_t b = 0; b < blocks; ++b) {
     const std::byte* blk = P + b * block_bytes;
     weights.load(blk + kQBlockScaleBytes);
+    LineShares ahead_shares = token_shares;
     for (int64_t t = 0; t < T; ++t) {
-      prefetch_share<IntoL1>(blk + ahead, block_bytes, t, T);
+      ahead_shares.prefetch_next<IntoL1>(blk + ahead);
       const int8_t* codes = A.codes() + t * K;
       const int16_t* sums = A.sums + t * (K / 16);
       auto x_group = [&](int g) {

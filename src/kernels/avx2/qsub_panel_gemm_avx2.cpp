@@ -105,11 +105,12 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     __m256i I[TT][V];
     for (int t = 0; t < TT; ++t)
       for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
+    // Shared: this tile's shares of the super-block ahead, one a sub-block (unused otherwise).
+    LineShares ahead_shares(L.bytes, parts * f.subs(), part * f.subs());
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if constexpr (Shared)
-        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
-                             parts * f.subs());
+        ahead_shares.prefetch_next(reinterpret_cast<const std::byte*>(blk) + ahead);
       else if (prefetch)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);

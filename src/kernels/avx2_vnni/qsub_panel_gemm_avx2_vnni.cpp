@@ -76,10 +76,11 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     __m256i I[TT][V];
     for (int t = 0; t < TT; ++t)
       for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
+    // Shared: this tile's shares of the super-block ahead, one a sub-block (unused otherwise).
+    LineShares ahead_shares(L.bytes, parts * f.subs(), part * f.subs());
     for (int u = 0; u < f.subs(); ++u) {
       if constexpr (Shared)
-        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
-                             parts * f.subs());
+        ahead_shares.prefetch_next(reinterpret_cast<const std::byte*>(blk) + ahead);
       else if (prefetch)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       __m256i init[TT];  // each sum starts from −bias·B_u

@@ -137,13 +137,14 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
     __m512i I[MT][NV];
     for (int t = 0; t < MT; ++t)
       for (int v = 0; v < NV; ++v) I[t][v] = _mm512_setzero_si512();
+    // Shared: this tile's shares of the super-block ahead, one a sub-block (unused otherwise).
+    LineShares ahead_shares(L.bytes, parts * f.subs(), part * f.subs());
     for (int u = 0; u < f.subs(); ++u) {
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if constexpr (prefetch == Ahead::whole)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       else if constexpr (prefetch == Ahead::share || prefetch == Ahead::share_far)
-        prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, part * f.subs() + u,
-                             parts * f.subs());
+        ahead_shares.prefetch_next(reinterpret_cast<const std::byte*>(blk) + ahead);
       __m512i s[MT][NV];
       for (int t = 0; t < MT; ++t) {
         const __m512i init = _mm512_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
