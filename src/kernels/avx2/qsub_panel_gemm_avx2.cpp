@@ -42,6 +42,14 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
   return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
 }
 
+// 8 rows' int8 values at p and at p + 64 (two sub-blocks' scales of the same rows), each row's
+// pair as two int16 in its 32-bit lane: the first in the low half.
+inline __m256i scale_pairs_of_two(const uint8_t* p) {
+  const __m128i first = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  const __m128i second = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64));
+  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(first, second));
+}
+
 // TT tokens × V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1) over super-blocks [b0, b1):
 // each vector of weights unpacked once for the TT tokens. Chains start from C when resume;
 // with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2,
@@ -226,6 +234,22 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       if constexpr (offset != 0 && unit_scale) {
         const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs[t], f.sub, 0));  // I −= offset·B_0
         for (int v = 0; v < V; ++v) I[t][v] = _mm256_sub_epi32(I[t][v], Z);
+      } else if constexpr (offset != 0 && f.sub == 16) {
+        // I −= offset·Σ_u sc_u·B_u, two sub-blocks a vpmaddwd: each row's scales of u and
+        // u + 1 as an int16 pair against the token's B_u and B_{u+1} (its sums of 16, adjacent
+        // int16: B_u for sub-blocks of 16), exact in int32 (|sc| ≤ 128, |B| ≤ 16·127).
+        static_assert(f.subs() % 2 == 0);
+        __m256i Z[V];
+        for (int v = 0; v < V; ++v) Z[v] = _mm256_setzero_si256();
+        for (int u = 0; u < f.subs(); u += 2) {
+          int32_t sums;
+          __builtin_memcpy(&sums, bs[t] + u, 4);
+          const __m256i B = _mm256_set1_epi32(sums);
+          for (int v = 0; v < V; ++v)
+            Z[v] = _mm256_add_epi32(Z[v], _mm256_madd_epi16(scale_pairs_of_two(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
+        }
+        for (int v = 0; v < V; ++v)
+          I[t][v] = _mm256_sub_epi32(I[t][v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
       } else if constexpr (offset != 0) {
         // I −= offset·Σ_u sc_u·B_u.
         __m256i Z[V];
