@@ -290,9 +290,13 @@ TEST(KernelRegistry, AvxLevelsInheritWhatTheyDoNotReplace) {
   // The integer roof follows the integer kernels, with its chains' shape (the table itself,
   // kernel_table, is handed out only on a CPU that runs the level; the names are read on any).
   EXPECT_EQ(name_of(Isa::avx512, Op::int8_dot_roof), "int8_dot_roof_avx2");
-  if (isa_supported(Isa::avx512)) EXPECT_EQ(kernel_table(Isa::avx512).int8_roof_lanes, 8);
+  if (isa_supported(Isa::avx512)) {
+    EXPECT_EQ(kernel_table(Isa::avx512).int8_roof_lanes, 8);
+  }
   EXPECT_EQ(name_of(Isa::avx512_vnni, Op::int8_dot_roof), "int8_dot_roof_avx512_vnni");
-  if (isa_supported(Isa::avx512_vnni)) EXPECT_EQ(kernel_table(Isa::avx512_vnni).int8_roof_lanes, 16);
+  if (isa_supported(Isa::avx512_vnni)) {
+    EXPECT_EQ(kernel_table(Isa::avx512_vnni).int8_roof_lanes, 16);
+  }
   EXPECT_EQ(name_of(Isa::avx512_bf16, Op::panel_gemm, WeightType::bf16), "bf16_panel_gemm_avx512_bf16_6x64");
   for (const kernels::RegisteredKernel& r : kernels::registered_kernels(Isa::avx512_vnni))
     if (r.op != Op::panel_gemm || r.type != WeightType::bf16) {
