@@ -42,14 +42,6 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
   return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
 }
 
-// 8 rows' int8 values at p and at p + 64 (two sub-blocks' scales of the same rows), each row's
-// pair as two int16 in its 32-bit lane: the first in the low half.
-inline __m256i scale_pairs_of_two(const uint8_t* p) {
-  const __m128i first = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
-  const __m128i second = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 64));
-  return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(first, second));
-}
-
 // TT tokens × V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1) over super-blocks [b0, b1):
 // each vector of weights unpacked once for the TT tokens. Chains start from C when resume;
 // with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2,
@@ -246,7 +238,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
           __builtin_memcpy(&sums, bs[t] + u, 4);
           const __m256i B = _mm256_set1_epi32(sums);
           for (int v = 0; v < V; ++v)
-            Z[v] = _mm256_add_epi32(Z[v], _mm256_madd_epi16(scale_pairs_of_two(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
+            Z[v] = _mm256_add_epi32(Z[v], _mm256_madd_epi16(pairs_of_two<true>(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
         }
         for (int v = 0; v < V; ++v)
           I[t][v] = _mm256_sub_epi32(I[t][v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
