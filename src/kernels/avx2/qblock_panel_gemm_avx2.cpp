@@ -11,6 +11,8 @@
 // |w| by x carrying w's sign, so no pair can saturate int16 (2·128·127 < 2¹⁵), and needs no
 // correction (two such pairs could: its pairs are widened one vector at a time).
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
+#include <type_traits>
+
 #include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/qblock_tile_avx2.hpp"
 
@@ -58,20 +60,20 @@ struct MaddubsSums {
     }
   }
 
-  // From this many tokens block_major unpacks a q4_0 block once for all of them (Block), so
-  // that a token's vector takes vpmaddubsw and an int16 add, where it took the unpacking's
-  // three operations too: faster from 5 tokens, level at 4, slower at 2 and 3. q8_0 reads
-  // its blocks in place: made once as signed weights and their magnitudes, they saved a
-  // token vpxor and vpabsb a vector but were no faster up to 8 tokens and a few per cent
-  // from 16 (docs/performance.md, "A CPU without AVX-512: Zen 3").
+  // From this many tokens block_major makes a block ready once for all of them (Block):
+  // q4_0's nibbles unpacked, so that a token's vector takes vpmaddubsw and an int16 add
+  // where it took the unpacking's three operations too (faster from 5 tokens, level at 4,
+  // slower at 2 and 3); q8_0's codes as signed weights and their magnitudes, so that a
+  // token's vector takes vpsignb, vpmaddubsw, vpmaddwd and vpaddd, not vpxor and vpabsb too
+  // (slower at 6 tokens, level at 8, faster from 10: docs/performance.md, "A CPU without
+  // AVX-512: Zen 3").
   template <WeightType W>
-  static constexpr int64_t kPreparedFromTokens = q_format(W).nibbles ? 5 : 0;
+  static constexpr int64_t kPreparedFromTokens = q_format(W).nibbles ? 5 : 10;
 
   // A q4_0 block's nibbles unpacked into eight groups of unsigned bytes; its sums are the
   // integers sums<W> gives, so the bits are the same.
   template <WeightType W>
-  struct Block {
-    static_assert(q_format(W).nibbles, "q8_0 blocks are read in place");
+  struct NibbleBlock {
     // [g][v]: the codes (0 … 15) of weights 4g … 4g + 3 of rows 8v … 8v + 7.
     __m256i codes[8][8];
 
@@ -100,6 +102,39 @@ struct MaddubsSums {
       }
     }
   };
+
+  // A q8_0 block's codes read back as signed weights once, with their magnitudes; its sums
+  // are sums<W>'s integers, vector by vector in the same order, so the bits are the same.
+  template <WeightType W>
+  struct ByteBlock {
+    // [g][v]: weights 4g … 4g + 3 of rows 8v … 8v + 7, signed and as |w|.
+    __m256i weights[8][8], magnitudes[8][8];
+
+    void load(const std::byte* q) {
+      const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+      for (int g = 0; g < 8; ++g)
+        for (int v = 0; v < 8; ++v) {
+          weights[g][v] =
+              _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * v)), bias);
+          magnitudes[g][v] = _mm256_abs_epi8(weights[g][v]);
+        }
+    }
+
+    template <class XGroup, class XSum>
+    void sums(const XGroup& x_group, const XSum&, __m256i sum[8]) const {
+      __m256i x[8];
+      for (int g = 0; g < 8; ++g) x[g] = x_group(g);
+      for (int v = 0; v < 8; ++v) {
+        __m256i s = pair_sums(magnitudes[0][v], _mm256_sign_epi8(x[0], weights[0][v]));
+        for (int g = 1; g < 8; ++g)
+          s = _mm256_add_epi32(s, pair_sums(magnitudes[g][v], _mm256_sign_epi8(x[g], weights[g][v])));
+        sum[v] = s;
+      }
+    }
+  };
+
+  template <WeightType W>
+  using Block = std::conditional_t<q_format(W).nibbles, NibbleBlock<W>, ByteBlock<W>>;
 };
 
 template <WeightType W>
