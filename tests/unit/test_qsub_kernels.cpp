@@ -212,10 +212,11 @@ TEST_P(QSubKernels, IntegerSumsAtTheirLargestEqualScalar) {
 }
 
 // K = 0 (no values): every kernel writes C = 0 for each token, whichever path its T takes,
-// and nothing beyond the T rows. C starts as NaN, so a row left unwritten fails.
+// and nothing beyond the T rows. C starts as NaN, so a row left unwritten fails. T = 0 too
+// (the contract's T ≥ 0): nothing written.
 TEST_P(QSubKernels, WithNoValuesWriteZeros) {
   for (const test::RegisteredPanel& panel : test::registered_panels(GetParam(), kQSub))
-    for (int64_t T : {1, 2, 3, 9})
+    for (int64_t T : {0, 1, 2, 3, 9})
       EXPECT_EQ(test::error_with_no_values(*panel.kernel, T), "") << panel.kernel->name << " T=" << T;
 }
 

@@ -83,6 +83,7 @@ inline void block_major_with(int64_t T, int64_t K, const ActivationRows& A, cons
   constexpr int64_t block_bytes = qblock_bytes(q_format(W));
   constexpr int64_t ahead = kQPanelPrefetchBytes / block_bytes * block_bytes;
   const int64_t blocks = K / 32;
+  if (T <= 0) return;  // no rows to write, and no tokens to deal the prefetch to
   zero_panel_rows(C, T, ldc);
   Weights weights;
   const LineShares token_shares(block_bytes, T);  // a share of the block ahead a token
