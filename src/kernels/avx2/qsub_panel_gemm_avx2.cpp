@@ -12,8 +12,8 @@
 // whole sub-block, 8 vpmaddubsw outputs; Q5_K 4; Q6_K 2), which takes a vpmaddwd and a
 // vpaddd from most of them: with a few tokens this loop is bound by the core, not the
 // memory (docs/performance.md, "AVX2: a sub-block's products summed in int16"). The offset
-// term −offset·Σ_u sc_u·B_u and the mins Σ_u m_u·B_u take one vpmulld a sub-block and row
-// vector.
+// term −offset·Σ_u sc_u·B_u and the mins Σ_u m_u·B_u take one vpmaddwd for two sub-blocks
+// and a row vector (sub_block_sums, qsub_tile_avx2.hpp).
 // The codebook types (IQ4_NL, IQ4_XS, MXFP4) map each nibble to its code with one vpshufb
 // against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is looked up
 // biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most
@@ -226,31 +226,10 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       if constexpr (offset != 0 && unit_scale) {
         const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs[t], f.sub, 0));  // I −= offset·B_0
         for (int v = 0; v < V; ++v) I[t][v] = _mm256_sub_epi32(I[t][v], Z);
-      } else if constexpr (offset != 0 && f.sub == 16) {
-        // I −= offset·Σ_u sc_u·B_u, two sub-blocks a vpmaddwd: each row's scales of u and
-        // u + 1 as an int16 pair against the token's B_u and B_{u+1} (its sums of 16, adjacent
-        // int16: B_u for sub-blocks of 16), exact in int32 (|sc| ≤ 128, |B| ≤ 16·127).
-        static_assert(f.subs() % 2 == 0);
-        __m256i Z[V];
-        for (int v = 0; v < V; ++v) Z[v] = _mm256_setzero_si256();
-        for (int u = 0; u < f.subs(); u += 2) {
-          int32_t sums;
-          __builtin_memcpy(&sums, bs[t] + u, 4);
-          const __m256i B = _mm256_set1_epi32(sums);
-          for (int v = 0; v < V; ++v)
-            Z[v] = _mm256_add_epi32(Z[v], _mm256_madd_epi16(pairs_of_two<true>(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
-        }
-        for (int v = 0; v < V; ++v)
-          I[t][v] = _mm256_sub_epi32(I[t][v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
       } else if constexpr (offset != 0) {
         // I −= offset·Σ_u sc_u·B_u.
         __m256i Z[V];
-        for (int v = 0; v < V; ++v) Z[v] = _mm256_setzero_si256();
-        for (int u = 0; u < f.subs(); ++u) {
-          const __m256i B = _mm256_set1_epi32(qsub_sum(bs[t], f.sub, u));
-          for (int v = 0; v < V; ++v)
-            Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(i8x8(blk + L.sc + u * 64 + 8 * (v0 + v)), B));
-        }
+        sub_block_sums<W, true, V>(blk + L.sc, bs[t], v0, Z);
         for (int v = 0; v < V; ++v)
           I[t][v] = _mm256_sub_epi32(I[t][v], _mm256_mullo_epi32(Z[v], _mm256_set1_epi32(offset)));
       }

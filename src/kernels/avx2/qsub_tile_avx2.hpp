@@ -38,6 +38,48 @@ inline __m256i pairs_of_two(const uint8_t* p) {
   return Signed ? _mm256_cvtepi8_epi16(pairs) : _mm256_cvtepu8_epi16(pairs);
 }
 
+// Z[v] = Σ_u c_u·B_u for V row vectors from v0: c_u the rows' bytes of sub-block u at
+// p + 64·u (its scales, Signed; or its mins), B_u the token's sum of sub-block u (bs: its
+// sums of 16), exact in int32 (|c| ≤ 255, |B| ≤ 32·127). Two sub-blocks a vpmaddwd where
+// they pair up — each row's c_u and c_{u+1} against (B_u, B_{u+1}): for sub-blocks of 16 two
+// adjacent sums of 16; for 32 each B_u the sum of two, added by a vpmaddwd by ones, narrowed
+// to int16 (vpackssdw: no value saturates) and the pairs broadcast — else a vpmulld a
+// sub-block.
+template <WeightType W, bool Signed, int V>
+inline void sub_block_sums(const uint8_t* p, const int16_t* bs, int v0, __m256i Z[V]) {
+  constexpr QFormat f = q_format(W);
+  for (int v = 0; v < V; ++v) Z[v] = _mm256_setzero_si256();
+  if constexpr ((f.sub == 16 && f.subs() % 2 == 0) || (f.sub == 32 && f.subs() == 8)) {
+    [[maybe_unused]] __m256i B16;
+    if constexpr (f.sub == 32) {  // the super-block's 16 sums of 16 are one vector
+      const __m256i B = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
+                                          _mm256_set1_epi16(1));  // B_0 … B_7
+      B16 = _mm256_packs_epi32(B, B);  // 32-bit lanes (B0,B1) (B2,B3) (B0,B1) (B2,B3) | (B4,B5) (B6,B7) …
+    }
+    for (int u = 0; u < f.subs(); u += 2) {
+      __m256i B;
+      if constexpr (f.sub == 16) {
+        int32_t sums;
+        __builtin_memcpy(&sums, bs + u, 4);
+        B = _mm256_set1_epi32(sums);
+      } else {
+        constexpr int lane_of_pair[4] = {0, 1, 4, 5};
+        B = _mm256_permutevar8x32_epi32(B16, _mm256_set1_epi32(lane_of_pair[u / 2]));
+      }
+      for (int v = 0; v < V; ++v)
+        Z[v] = _mm256_add_epi32(Z[v], _mm256_madd_epi16(pairs_of_two<Signed>(p + u * 64 + 8 * (v0 + v)), B));
+    }
+  } else {
+    for (int u = 0; u < f.subs(); ++u) {
+      const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
+      for (int v = 0; v < V; ++v) {
+        const uint8_t* c = p + u * 64 + 8 * (v0 + v);
+        Z[v] = _mm256_add_epi32(Z[v], _mm256_mullo_epi32(Signed ? i8x8(c) : u8x8(c), B));
+      }
+    }
+  }
+}
+
 // The d of rows 8v … 8v + 7 of a block as f32: binary16 widened, or MXFP4's e8m0 byte e as
 // 2^(e − 128), whose bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
 template <WeightType W>
@@ -92,41 +134,7 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
     acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v0 + v), dx), acc[v]);
   if constexpr (f.has_min) {
     __m256i M[V];
-    for (int v = 0; v < V; ++v) M[v] = _mm256_setzero_si256();
-    if constexpr (f.subs() % 2 == 0 && (f.sub == 16 || f.sub == 32)) {
-      // Two sub-blocks a vpmaddwd: each row's mins of u and u + 1 as an int16 pair against
-      // (B_u, B_{u+1}), exact in int32 (m ≤ 255, |B| ≤ 32·127). For sub-blocks of 16 the pair
-      // is two adjacent sums of 16; for 32 each B_u is the sum of two, added by a vpmaddwd by
-      // ones, narrowed to int16 (vpackssdw: no value saturates) and the pairs broadcast.
-      [[maybe_unused]] __m256i B16;
-      if constexpr (f.sub == 32) {
-        static_assert(f.subs() == 8);  // the super-block's 16 sums of 16 are one vector
-        const __m256i B = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(bs)),
-                                            _mm256_set1_epi16(1));  // B_0 … B_7
-        B16 = _mm256_packs_epi32(B, B);  // 32-bit lanes (B0,B1) (B2,B3) (B0,B1) (B2,B3) | (B4,B5) (B6,B7) …
-      }
-      for (int u = 0; u < f.subs(); u += 2) {
-        __m256i B;
-        if constexpr (f.sub == 16) {
-          int32_t sums;
-          __builtin_memcpy(&sums, bs + u, 4);
-          B = _mm256_set1_epi32(sums);
-        } else {
-          constexpr int lane_of_pair[4] = {0, 1, 4, 5};
-          B = _mm256_permutevar8x32_epi32(B16, _mm256_set1_epi32(lane_of_pair[u / 2]));
-        }
-        for (int v = 0; v < V; ++v) {
-          const __m256i pairs = pairs_of_two<false>(blk + L.m + u * 64 + 8 * (v0 + v));
-          M[v] = _mm256_add_epi32(M[v], _mm256_madd_epi16(pairs, B));
-        }
-      }
-    } else {
-      for (int u = 0; u < f.subs(); ++u) {
-        const __m256i B = _mm256_set1_epi32(qsub_sum(bs, f.sub, u));
-        for (int v = 0; v < V; ++v)
-          M[v] = _mm256_add_epi32(M[v], _mm256_mullo_epi32(u8x8(blk + L.m + u * 64 + 8 * (v0 + v)), B));
-      }
-    }
+    sub_block_sums<W, false, V>(blk + L.m, bs, v0, M);
     for (int v = 0; v < V; ++v) {
       const __m256 dmin =
           _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * (v0 + v))));

@@ -8,7 +8,8 @@
 // starts from −offset·B_u; the sum times the sub-block's 8 scales (vpmulld) goes into I.
 // Against the AVX2 kernel's vpmaddubsw + vpmaddwd by the scales + add, that is one
 // instruction a vector and token and one vpmulld a sub-block, row vector and token, and no
-// int16 pair to bound. M = Σ_u m_u·B_u takes one vpmulld a sub-block and row vector.
+// int16 pair to bound. M = Σ_u m_u·B_u takes one vpmaddwd for two sub-blocks and a row
+// vector (accumulate_block, shared with the AVX2 kernel).
 // The codebook types (IQ4_NL, IQ4_XS, MXFP4): vpdpbusd wants the weights unsigned, so one
 // vpshufb maps each nibble to its signed code plus 128 (the codebook with its sign bit
 // flipped), and the sums start from −128·B_u, which takes the 128 back out exactly
