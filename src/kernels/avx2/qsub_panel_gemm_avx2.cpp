@@ -17,12 +17,17 @@
 // The codebook types (IQ4_NL, IQ4_XS, MXFP4) map each nibble to its code with one vpshufb
 // against the 16-byte codebook. A codebook small enough (MXFP4: |q| ≤ 12) is looked up
 // biased, q + max|q| unsigned, and its bias joins the offset term (pairs at most
-// 2·24·127 < 2¹⁵). IQ4's codes (−127 … 113) are multiplied as ggml does: vpmaddubsw of |q|
-// (unsigned) by sign(q)·x (vpsignb; signed), exactly q·x a product, pairs at most
-// 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128); their two halves' pairs
-// are not added in int16, since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its
-// own. MXFP4's d is made from its e8m0 byte in integer registers. The 32-blocks (one
-// sub-block a block, whose scale the panel stores as 1) skip the scales: vpmaddwd by ones.
+// 2·24·127 < 2¹⁵). IQ4's codes (−127 … 113) are signed, and their products q·x go to
+// vpmaddubsw with the signs moved to one side, exactly q·x a product, pairs at most
+// 2·127·127 = 32258 < 2¹⁵ (x ≥ −127: q8's codes never hold −128; q ≥ −127, so −q is a
+// byte). In the tile of one token, |x| (made once a block) by sign(x)·q: a vpsignb a weight
+// vector, the |x| shared by its 8 row vectors. With more tokens, as ggml does, |q| by
+// sign(q)·x: a vpabsb a weight vector shared by the tokens, and a vpsignb a token (with
+// four tokens of one row vector each, |x| would be loaded for every vector: 0.82–0.93×;
+// docs/performance.md, "IQ4's signs"). Their two halves' pairs are not added in int16,
+// since 4·127·127 passes 2¹⁵: each goes through vpmaddwd on its own. MXFP4's d is made from
+// its e8m0 byte in integer registers. The 32-blocks (one sub-block a block, whose scale the
+// panel stores as 1) skip the scales: vpmaddwd by ones.
 // Compiled with the avx2 level's flags (ffn/isa_list.hpp); called only when the CPU has the level.
 #include <immintrin.h>
 
@@ -102,6 +107,21 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       __builtin_memcpy(&bytes, x[t] + i, 4);
       return _mm256_set1_epi32(bytes);
     };
+    // IQ4's signed codes take the signs of x in the tile of one token, whose |x| (made here
+    // for the block) serve its 8 row vectors; with more tokens they give theirs to x (the
+    // header says why).
+    constexpr bool signed_codes = f.has_codebook() && !biased;
+    constexpr bool signs_to_codes = signed_codes && TT == 1, signs_to_x = signed_codes && !signs_to_codes;
+    alignas(32) int8_t x_abs[signs_to_codes ? f.block : 32];
+    if constexpr (signs_to_codes)
+      for (int i = 0; i < f.block; i += 32)
+        _mm256_store_si256(reinterpret_cast<__m256i*>(x_abs + i),
+                           _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[0] + i))));
+    auto x_abs_group = [&](int i) {
+      int32_t bytes;
+      __builtin_memcpy(&bytes, x_abs + (signs_to_codes ? i : 0), 4);
+      return _mm256_set1_epi32(bytes);
+    };
     __m256i I[TT][V];
     for (int t = 0; t < TT; ++t)
       for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
@@ -124,16 +144,14 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
         auto high_vec = [&](int v) {
           return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));
         };
-        // Nibble vector g of row vector v (h: its high bits) as vpmaddubsw's unsigned operands
-        // lo and hi (groups g and g + pairs): the values, their codes, or for IQ4's signed codes
-        // |q|, whose signs (lo_q, hi_q) go to the activations.
-        constexpr bool signed_codes = f.has_codebook() && !biased;
-        auto unpack = [&](int g, int v, __m256i h, __m256i& lo, __m256i& hi, __m256i& lo_q, __m256i& hi_q) {
-          nibble_codes<W>(w_vec(g, v), h, g, codebook, lo_q, hi_q);
-          lo = signed_codes ? _mm256_abs_epi8(lo_q) : lo_q;
-          hi = signed_codes ? _mm256_abs_epi8(hi_q) : hi_q;
+        // Nibble vector g of row vector v (h: its high bits) as the codes of groups g and
+        // g + pairs (lo, hi): vpmaddubsw's unsigned operands, the values or their codes; or
+        // IQ4's signed codes, which take the signs of x.
+        auto unpack = [&](int g, int v, __m256i h, __m256i& lo, __m256i& hi) {
+          nibble_codes<W>(w_vec(g, v), h, g, codebook, lo, hi);
         };
         if constexpr (row_vector_outer) {
+          static_assert(!signed_codes, "no format has both a signed codebook and high bits");
           // Unrolled, so that I stays in registers.
 #pragma GCC unroll 8
           for (int v = 0; v < V; ++v) {
@@ -147,14 +165,10 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
               __m256i sum[TT];
               for (int t = 0; t < TT; ++t) sum[t] = _mm256_setzero_si256();
               for (int g = g0; g < g0 + run; ++g) {
-                __m256i lo, hi, lo_q, hi_q;
-                unpack(g, v, h, lo, hi, lo_q, hi_q);
+                __m256i lo, hi;
+                unpack(g, v, h, lo, hi);
                 for (int t = 0; t < TT; ++t) {
-                  __m256i x_lo = x_group(t, u * f.sub + 4 * g), x_hi = x_group(t, u * f.sub + 4 * (g + pairs));
-                  if constexpr (signed_codes) {
-                    x_lo = _mm256_sign_epi8(x_lo, lo_q);
-                    x_hi = _mm256_sign_epi8(x_hi, hi_q);
-                  }
+                  const __m256i x_lo = x_group(t, u * f.sub + 4 * g), x_hi = x_group(t, u * f.sub + 4 * (g + pairs));
                   const __m256i lo_p = _mm256_maddubs_epi16(lo, x_lo), hi_p = _mm256_maddubs_epi16(hi, x_hi);
                   if constexpr (outputs_in_int16 < 2)
                     I[t][v] = _mm256_add_epi32(
@@ -176,21 +190,30 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
             for (int t = 0; t < TT; ++t)
               for (int v = 0; v < V; ++v) sum[t][v] = _mm256_setzero_si256();
             for (int g = g0; g < g0 + run; ++g) {
+              const int i_lo = u * f.sub + 4 * g, i_hi = u * f.sub + 4 * (g + pairs);
               __m256i x_lo[TT], x_hi[TT];
               for (int t = 0; t < TT; ++t) {
-                x_lo[t] = x_group(t, u * f.sub + 4 * g);
-                x_hi[t] = x_group(t, u * f.sub + 4 * (g + pairs));
+                x_lo[t] = x_group(t, i_lo);
+                x_hi[t] = x_group(t, i_hi);
               }
               for (int v = 0; v < V; ++v) {
-                __m256i lo, hi, lo_q, hi_q;
-                unpack(g, v, f.high_bits != 0 ? high_vec(v) : nibble, lo, hi, lo_q, hi_q);
+                __m256i lo, hi;
+                unpack(g, v, f.high_bits != 0 ? high_vec(v) : nibble, lo, hi);
+                // Signs to x: |q| for the tokens' sign(q)·x.
+                const __m256i lo_m = signs_to_x ? _mm256_abs_epi8(lo) : lo,
+                              hi_m = signs_to_x ? _mm256_abs_epi8(hi) : hi;
                 for (int t = 0; t < TT; ++t) {
-                  __m256i xl = x_lo[t], xh = x_hi[t];
-                  if constexpr (signed_codes) {
-                    xl = _mm256_sign_epi8(xl, lo_q);
-                    xh = _mm256_sign_epi8(xh, hi_q);
+                  __m256i lo_p, hi_p;  // q·x in vpmaddubsw's int16 pairs
+                  if constexpr (signs_to_codes) {
+                    lo_p = _mm256_maddubs_epi16(x_abs_group(i_lo), _mm256_sign_epi8(lo, x_lo[t]));
+                    hi_p = _mm256_maddubs_epi16(x_abs_group(i_hi), _mm256_sign_epi8(hi, x_hi[t]));
+                  } else if constexpr (signs_to_x) {
+                    lo_p = _mm256_maddubs_epi16(lo_m, _mm256_sign_epi8(x_lo[t], lo));
+                    hi_p = _mm256_maddubs_epi16(hi_m, _mm256_sign_epi8(x_hi[t], hi));
+                  } else {
+                    lo_p = _mm256_maddubs_epi16(lo, x_lo[t]);
+                    hi_p = _mm256_maddubs_epi16(hi, x_hi[t]);
                   }
-                  const __m256i lo_p = _mm256_maddubs_epi16(lo, xl), hi_p = _mm256_maddubs_epi16(hi, xh);
                   if constexpr (outputs_in_int16 < 2)
                     I[t][v] = _mm256_add_epi32(I[t][v], _mm256_add_epi32(_mm256_madd_epi16(lo_p, scale[v]),
                                                                          _mm256_madd_epi16(hi_p, scale[v])));
