@@ -102,11 +102,12 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       x[t] = A[t].codes + b * f.block;
       bs[t] = A[t].sums + b * (f.block / 16);
     }
-    auto x_group = [&](int t, int i) {
+    auto four_bytes = [](const int8_t* p) {  // bytes p[0 … 3] in every 32-bit lane
       int32_t bytes;
-      __builtin_memcpy(&bytes, x[t] + i, 4);
+      __builtin_memcpy(&bytes, p, 4);
       return _mm256_set1_epi32(bytes);
     };
+    auto x_group = [&](int t, int i) { return four_bytes(x[t] + i); };
     // IQ4's signed codes take the signs of x in the tile of one token, whose |x| (made here
     // for the block) serve its 8 row vectors; with more tokens they give theirs to x (the
     // header says why).
@@ -117,11 +118,6 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       for (int i = 0; i < f.block; i += 32)
         _mm256_store_si256(reinterpret_cast<__m256i*>(x_abs + i),
                            _mm256_abs_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[0] + i))));
-    auto x_abs_group = [&](int i) {
-      int32_t bytes;
-      __builtin_memcpy(&bytes, x_abs + (signs_to_codes ? i : 0), 4);
-      return _mm256_set1_epi32(bytes);
-    };
     __m256i I[TT][V];
     for (int t = 0; t < TT; ++t)
       for (int v = 0; v < V; ++v) I[t][v] = _mm256_setzero_si256();
@@ -205,8 +201,8 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
                 for (int t = 0; t < TT; ++t) {
                   __m256i lo_p, hi_p;  // q·x in vpmaddubsw's int16 pairs
                   if constexpr (signs_to_codes) {
-                    lo_p = _mm256_maddubs_epi16(x_abs_group(i_lo), _mm256_sign_epi8(lo, x_lo[t]));
-                    hi_p = _mm256_maddubs_epi16(x_abs_group(i_hi), _mm256_sign_epi8(hi, x_hi[t]));
+                    lo_p = _mm256_maddubs_epi16(four_bytes(x_abs + i_lo), _mm256_sign_epi8(lo, x_lo[t]));
+                    hi_p = _mm256_maddubs_epi16(four_bytes(x_abs + i_hi), _mm256_sign_epi8(hi, x_hi[t]));
                   } else if constexpr (signs_to_x) {
                     lo_p = _mm256_maddubs_epi16(lo_m, _mm256_sign_epi8(x_lo[t], lo));
                     hi_p = _mm256_maddubs_epi16(hi_m, _mm256_sign_epi8(x_hi[t], hi));
