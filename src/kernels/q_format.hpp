@@ -53,9 +53,9 @@ struct QFormat {
 
 // How far ahead the integer panel kernels' first strip of tokens prefetches the panel:
 // about this many bytes, in whole blocks — into L2 on x86 (prefetch_share_to_l2) but, on
-// AMD's cores, for the qblock kernels' rows that read the most bytes per instruction (into
-// L1: prefetch_share<true>), into L1 in the NEON kernels, not measured on Arm hardware
-// (docs/performance.md, the integer kernels).
+// AMD's cores, for the qblock kernels' rows that read the most bytes per instruction and the
+// qsub kernels' one token (into L1: prefetch_share<true>), into L1 in the NEON kernels, not
+// measured on Arm hardware (docs/performance.md, the integer kernels).
 inline constexpr int64_t kQPanelPrefetchBytes = 8192;
 
 // Share `part` of `parts` of the `bytes` bytes at p (cache lines from p, each once over the

@@ -35,6 +35,7 @@
 
 #include "kernels/avx2/avx2_kernels.hpp"
 #include "kernels/avx2/qsub_tile_avx2.hpp"
+#include "kernels/cpu_features.hpp"
 
 namespace ffn::kernels {
 namespace {
@@ -47,11 +48,27 @@ inline __m256i scales_in_pairs(const uint8_t* p) {
   return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
 }
 
+// Whether the one-token tile's prefetch goes into L1, a share with each pair of code groups,
+// rather than into L2 a sub-block's share at a time: on AMD's cores for the formats of
+// 32-value blocks, whose one token then read the memory up to 1.33× faster on Zen 4 (Q5_0,
+// Q5_1; MXFP4 and IQ4_NL within noise), where the super-block formats read 0.95–1.03 and
+// keep L2. The AVX-512 kernel takes it for every format (its prefetch_into_l1). Intel's
+// cores keep L2, not measured there (docs/performance.md, "Prefetch into L1 in pairs'
+// shares").
+template <WeightType W, int TT, bool Shared>
+bool prefetch_pairs_into_l1() {
+  if constexpr (Shared || TT != 1 || q_format(W).block != 32)
+    return false;
+  else
+    return !cpu_is_intel();
+}
+
 // TT tokens × V row vectors from v0 (rows 8·v0 … 8·(v0 + V) − 1) over super-blocks [b0, b1):
 // each vector of weights unpacked once for the TT tokens. Chains start from C when resume;
 // with prefetch (a pass's first tile) the panel kQPanelPrefetchBytes ahead is pulled into L2,
-// a sub-block's share of its lines at a time — or, Shared, only share `part` of `parts` of
-// it (the tiles of a super-block dividing it among them: avx2_qsub::panel_in_k_blocks).
+// a sub-block's share of its lines at a time (or into L1, a pair's share at a time:
+// prefetch_pairs_into_l1) — or, Shared, only share `part` of `parts` of it (the tiles of a
+// super-block dividing it among them: avx2_qsub::panel_in_k_blocks).
 template <WeightType W, int TT, int V, bool Shared = false>
 void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, bool resume, bool prefetch, float* C,
           int64_t ldc, int part = 0, int parts = 1) {
@@ -60,6 +77,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
   static constexpr QFormat f = q_format(W);
   static constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
+  const bool pairs_into_l1 = prefetch && prefetch_pairs_into_l1<W, TT, Shared>();
   __m256 acc[TT][V];
   for (int t = 0; t < TT; ++t)
     for (int v = 0; v < V; ++v) acc[t][v] = resume ? _mm256_loadu_ps(C + t * ldc + 8 * (v0 + v)) : _mm256_setzero_ps();
@@ -127,7 +145,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       // The super-block `ahead` bytes on, a sub-block's share of its lines at a time.
       if constexpr (Shared)
         ahead_shares.prefetch_next(reinterpret_cast<const std::byte*>(blk) + ahead);
-      else if (prefetch)
+      else if (prefetch && !pairs_into_l1)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);
       auto w_vec = [&](int g, int v) {
@@ -186,6 +204,9 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
             for (int t = 0; t < TT; ++t)
               for (int v = 0; v < V; ++v) sum[t][v] = _mm256_setzero_si256();
             for (int g = g0; g < g0 + run; ++g) {
+              if (pairs_into_l1)
+                prefetch_share<true>(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u * pairs + g,
+                                     f.subs() * pairs);
               const int i_lo = u * f.sub + 4 * g, i_hi = u * f.sub + 4 * (g + pairs);
               __m256i x_lo[TT], x_hi[TT];
               for (int t = 0; t < TT; ++t) {

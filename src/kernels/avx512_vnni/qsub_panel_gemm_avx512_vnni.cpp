@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/avx512_vnni/avx512_vnni_kernels.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/every_call_inlined.hpp"
 #include "kernels/qsub_panels.hpp"
 
@@ -71,12 +72,28 @@ inline __m512i load_into_register(const __m512i* p) {
   return v;
 }
 
-// What a tile prefetches into L2 of the super-block kQPanelPrefetchBytes ahead of each it
-// reads (rounded up to whole super-blocks), a sub-block's share of its lines with each
-// sub-block: nothing, all of it, or share `part` of `parts` of it (the strips of the
-// block-by-block path dividing it among them) — of that super-block, or, share_far, of the
-// one twice as far ahead.
-enum class Ahead { none, whole, share, share_far };
+// What a tile prefetches of the super-block kQPanelPrefetchBytes ahead of each it reads
+// (rounded up to whole super-blocks): nothing; all of it into L2, a sub-block's share of its
+// lines with each sub-block (whole); all of it into L1, a pair of code groups' share with
+// each pair, f.subs() · f.sub / 8 shares a super-block (whole_into_l1: prefetch_into_l1); or
+// into L2 share `part` of `parts` of it (the strips of the block-by-block path dividing it
+// among them) — of that super-block, or, share_far, of the one twice as far ahead.
+enum class Ahead { none, whole, whole_into_l1, share, share_far };
+
+// Whether the first strip of one or two tokens prefetches into L1, a share with each pair of
+// code groups (Ahead::whole_into_l1), rather than into L2 a sub-block's share at a time. At
+// one token what a core keeps in flight binds the stream, and the q4_0 and q8_0 kernels,
+// which prefetch into L1 in small shares, read the memory faster than these did. On AMD's
+// cores one token of every format takes it (from memory 1.05–1.37× faster on Zen 4, Q2_K
+// level), and two tokens of the 32-value formats (1.06–1.20×); two tokens of the
+// super-block formats read 0.96–1.04 with it and keep L2. Small shares into L2 gained less,
+// and L1 in a sub-block's shares, a burst of up to 18 lines, was slower. Intel's cores keep
+// L2, where the qblock kernels' L1 prefetch was slower; not measured there for these
+// (docs/performance.md, "Prefetch into L1 in pairs' shares").
+template <WeightType W>
+bool prefetch_into_l1(int64_t T) {
+  return (T == 1 || q_format(W).block == 32) && !cpu_is_intel();
+}
 
 // MT tokens × NV vectors of 16 rows from row 16·V0 (NV = 4: the panel's 64 rows) over
 // super-blocks [b0, b1); chains start from C when resume. A whole panel's chains stay in
@@ -105,8 +122,8 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
         _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(f.codebook_values()))),
                          _mm512_set1_epi8(char(0x80)));
   constexpr int bias = f.offset + (f.has_codebook() ? 128 : 0);  // subtracted from every q: B_u's factor
-  constexpr bool own_registers =
-      f.high_bits != 0 && (prefetch == Ahead::whole || prefetch == Ahead::none || f.block == 32);
+  constexpr bool own_registers = f.high_bits != 0 && (prefetch == Ahead::whole || prefetch == Ahead::whole_into_l1 ||
+                                                      prefetch == Ahead::none || f.block == 32);
   auto panel_vector = [](const __m512i* p) { return own_registers ? load_into_register(p) : _mm512_load_si512(p); };
   // The d of 16 rows as f32: binary16 widened, or MXFP4's e8m0 byte e as 2^(e − 128), whose
   // bits are (e − 1) << 23 for e ≥ 2 and the subnormals 0x00200000 << e below.
@@ -158,6 +175,9 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
           for (int v = 0; v < NV; ++v)
             high[v] = panel_vector(reinterpret_cast<const __m512i*>(blk + L.h_of(u)) + V0 + v);
         for (int g = 0; g < pairs; ++g) {
+          if constexpr (prefetch == Ahead::whole_into_l1)
+            prefetch_share<true>(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u * pairs + g,
+                                 f.subs() * pairs);
           __m512i lo_x[MT], hi_x[MT];
           for (int t = 0; t < MT; ++t) {
             lo_x[t] = x_group(t, u * f.sub + 4 * g);
@@ -319,11 +339,16 @@ void panel_rows(int64_t T, int64_t K, const Q8Rows& A, const std::byte* P, float
   }
   // One or two tokens, and K = 0: K in blocks of kKValues, the first strip prefetching.
   // K = 0 still visits one (empty) range, so that C is written (zeros).
+  const bool into_l1 = prefetch_into_l1<W>(T);
   for (int64_t b0 = 0; b0 < blocks || b0 == 0; b0 += kKValues / q_format(W).block) {
     const int64_t b1 = std::min(blocks, b0 + kKValues / q_format(W).block);
     int64_t t = 2;
-    if (T >= 2)
+    if (T >= 2 && into_l1)
+      tile<W, 2, Ahead::whole_into_l1>(K, A, P, b0, b1, b0 > 0, C, ldc);
+    else if (T >= 2)
       tile<W, 2, Ahead::whole>(K, A, P, b0, b1, b0 > 0, C, ldc);
+    else if (into_l1)
+      tile<W, 1, Ahead::whole_into_l1>(K, A, P, b0, b1, b0 > 0, C, ldc);
     else
       tile<W, 1, Ahead::whole>(K, A, P, b0, b1, b0 > 0, C, ldc);
     for (; t + 2 <= T; t += 2)
