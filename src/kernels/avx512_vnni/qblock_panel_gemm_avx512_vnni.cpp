@@ -172,9 +172,12 @@ void tile(int64_t K, const ActivationRows& A, const std::byte* P, int64_t b0, in
 // Three or four tokens × 64 rows in one pass over the panel, their 4·MT chains in registers:
 // a block's sums are formed 16 rows at a time (vector v of the 4), MT integer sums live at
 // once instead of 4·MT, and each token's 4 activation bytes of a group are broadcast once per
-// vector. The panel streams once, as at one and two tokens, with its prefetch a quarter of
-// the block kQPanelPrefetchBytes ahead per vector. Each row's chain takes the same steps as
-// tile's, so the bits are the same.
+// vector. The panel streams once, as at one and two tokens, its prefetch of the block
+// kQPanelPrefetchBytes ahead in shares: q4_0 a quarter with each vector; q8_0, whose loop
+// reads twice the bytes a product, a sixteenth with every two groups (2–3 lines; from memory
+// 1.07–1.10× faster at three and four tokens on Zen 4 than a quarter a vector, where q4_0
+// read level: docs/performance.md, "Prefetch into L1 in pairs' shares"). Each row's chain
+// takes the same steps as tile's, so the bits are the same.
 template <WeightType W, int MT, bool L1>
 void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C, int64_t ldc) {
   static_assert(MT == 3 || MT == 4, "one and two tokens take tile");
@@ -199,7 +202,7 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
     // Unrolled, so that acc[t][v] names registers (a loop over v would keep acc in memory).
 #pragma GCC unroll 4
     for (int v = 0; v < 4; ++v) {
-      prefetch_share<L1>(blk + ahead, block_bytes, v, 4);
+      if constexpr (f.nibbles) prefetch_share<L1>(blk + ahead, block_bytes, v, 4);
       // The activations' address made opaque for each vector, so that the compiler
       // broadcasts each group's bytes as its vpdpbusd needs them (a load-port broadcast)
       // instead of hoisting all 8·MT broadcasts of the block out of the vectors and spilling.
@@ -214,6 +217,7 @@ void rows_tile(int64_t K, const ActivationRows& A, const std::byte* P, float* C,
       for (int t = 0; t < MT; ++t) sum[t] = _mm512_set1_epi32(start[t]);
       if constexpr (!f.nibbles) {
         for (int g = 0; g < 8; ++g) {
+          if (g % 2 == 0) prefetch_share<L1>(blk + ahead, block_bytes, 4 * v + g / 2, 16);
           const __m512i w = _mm512_load_si512(q + 4 * g + v);
           for (int t = 0; t < MT; ++t) sum[t] = _mm512_dpbusd_epi32(sum[t], w, x_group(t, g));
         }
