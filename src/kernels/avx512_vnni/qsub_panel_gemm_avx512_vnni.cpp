@@ -84,7 +84,7 @@ enum class Ahead { none, whole, whole_into_l1, share, share_far };
 // code groups (Ahead::whole_into_l1), rather than into L2 a sub-block's share at a time. At
 // one token what a core keeps in flight binds the stream, and the q4_0 and q8_0 kernels,
 // which prefetch into L1 in small shares, read the memory faster than these did. On AMD's
-// cores one token of every format takes it (from memory 1.05–1.37× faster on Zen 4, Q2_K
+// cores one token of every format takes it (from memory 1.04–1.37× faster on Zen 4, Q2_K
 // level), and two tokens of the 32-value formats (1.06–1.20×); two tokens of the
 // super-block formats read 0.96–1.04 with it and keep L2. Small shares into L2 gained less,
 // and L1 in a sub-block's shares, a burst of up to 18 lines, was slower. Intel's cores keep
