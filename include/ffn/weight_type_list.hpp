@@ -54,7 +54,7 @@
     "ggml Q4_K: 8 sub-blocks of 32 4-bit weights, 6-bit scales and mins, binary16 d and dmin")                      \
   X(q3_K,   11, 256, 110, qsub,   (108, -1), (.sub = 16, .offset = 4, .nibbles = true),                              \
     "ggml Q3_K: 16 sub-blocks of 16 3-bit weights (offset 4), 6-bit scales, a binary16 scale")                      \
-  X(q2_K,   10, 256,  84, qsub,   (80, 82),  (.sub = 16, .nibbles = true, .has_min = true),                          \
+  X(q2_K,   10, 256,  84, qsub,   (80, 82),  (.sub = 16, .nibbles = true, .crumbs = true, .has_min = true),          \
     "ggml Q2_K: 16 sub-blocks of 16 2-bit weights, 4-bit scales and mins, binary16 d and dmin")                     \
   X(q5_1,   7,   32,  24, qsub,   (0, 2),    (.nibbles = true, .has_min = true, .high_bits = 1),                     \
     "ggml Q5_1: 32 5-bit weights, a binary16 scale and an additive binary16 min")                                   \
@@ -68,9 +68,9 @@
     "ggml IQ4_XS: 8 sub-blocks of 32 IQ4_NL codebook indices, 6-bit scales (offset 32), a binary16 scale")          \
   X(mxfp4,  39,  32,  17, qsub,   (0, -1),   (.nibbles = true, .codebook = Codebook::mxfp4, .e8m0 = true),           \
     "OCP MXFP4 (ggml's layout): 32 e2m1 4-bit floats and an e8m0 power-of-two scale")                               \
-  X(tq1_0,  34, 256,  54, qsub,   (52, -1),  (.offset = 1, .nibbles = true),                                         \
+  X(tq1_0,  34, 256,  54, qsub,   (52, -1),  (.offset = 1, .nibbles = true, .crumbs = true),                         \
     "ggml TQ1_0 (BitNet b1.58): 256 ternary weights d·{-1, 0, 1}, five base-3 digits a byte, a binary16 scale")     \
-  X(tq2_0,  35, 256,  66, qsub,   (64, -1),  (.offset = 1, .nibbles = true),                                         \
+  X(tq2_0,  35, 256,  66, qsub,   (64, -1),  (.offset = 1, .nibbles = true, .crumbs = true),                         \
     "ggml TQ2_0 (BitNet b1.58): 256 ternary weights d·{-1, 0, 1}, 2 bits each, a binary16 scale")                   \
   X(q8_K,   15, 256, 292, none,   (-1, -1),  (),                                                                     \
     "ggml Q8_K, activations only: 256 int8 values, an f32 scale and sums of 16")

@@ -236,7 +236,13 @@ void rows_into_panel(const std::byte* src, int64_t row_bytes, int64_t rows, int6
             int high = 0;
             for (int g = 0; g < pairs; ++g) {
               const int first = v[4 * g + l], partner = v[4 * (g + pairs) + l];
-              if (f.high_bits == 0) {
+              if (f.crumbs) {  // pairs g and g + 1 (g even) make one byte of plane g / 2
+                if (g % 2 == 0) {
+                  const int next = v[4 * (g + 1) + l] | v[4 * (g + 1 + pairs) + l] << 4;
+                  q[kernels::pair_offset(f, g) + 4 * j + l] =
+                      uint8_t(first | partner << 4 | next << kernels::pair_shift(f, g + 1));
+                }
+              } else if (f.high_bits == 0) {
                 q[g * 256 + 4 * j + l] = uint8_t(first | partner << 4);
               } else {
                 q[g * 256 + 4 * j + l] = uint8_t(first | partner << kernels::code_bits(f));

@@ -26,6 +26,7 @@ struct QFormat {
   int sub = 32;                        // values a sub-block: 16 or 32 (qblock: 32, its block)
   int offset = 0;                      // subtracted from q (Q8_0 128, Q4_0 8, Q6_K 32, …)
   bool nibbles = false;                // q's low 4 bits, two values a byte (else q a byte a value)
+  bool crumbs = false;                 // (nibble types) q of 2 bits, four values a byte (qsub_panels.hpp)
   bool has_min = false;                // dmin and m present
   int high_bits = 0;                   // bits of q above the nibble, in the h section (nibble types only)
   Codebook codebook = Codebook::none;  // the nibbles are looked up (vpshufb) rather than used
@@ -39,7 +40,7 @@ struct QFormat {
   // The largest |q| a panel value takes (the unsigned code, or the codebook entry): bounds the
   // AVX2 kernels' int16 pair sums.
   constexpr int max_abs_q() const {
-    int m = (nibbles ? 16 << high_bits : 256) - 1;
+    int m = (crumbs ? 4 : nibbles ? 16 << high_bits : 256) - 1;
     if (has_codebook()) {
       m = 0;
       for (int i = 0; i < 16; ++i) {

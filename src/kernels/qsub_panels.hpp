@@ -30,6 +30,11 @@
 //              pairs, each byte the whole code of value 4g + l in its low 4 + high_bits
 //              bits and the low 4 − high_bits bits of its partner 4(g + sub/8) + l above
 //              them (qsub_value);
+//            crumbs (2-bit codes: Q2_K, TQ1_0, TQ2_0): sub / 16 planes of 256 bytes, plane p
+//              the group pairs 2p and 2p + 1, pair g's first value at bits 2(g % 2) of the
+//              byte and its partner at bits 4 + 2(g % 2) (pair_shift) — so that a byte moved
+//              right by pair_shift reads as the pair's nibbles would, each code under a
+//              2-bit mask (pair_code_mask);
 //            bytes: sub / 4 groups, one unsigned byte a value;
 //          (codebook types: the nibbles n, to be mapped through the codebook);
 //   h      (the codes of 4 + high_bits bits) per sub-block 256 bytes, byte 4r + l holding
@@ -38,7 +43,9 @@
 // So one vector of a group holds 16 (zmm) or 8 (ymm) rows × 4 values, the operand of one
 // unsigned × signed dot product against 4 activation bytes broadcast, and the panel holds
 // the stored bits and no more where the codes fill their nibbles (Q6_K: exactly its 6.5625
-// bits a weight); the 2- and 3-bit codes (Q2_K, Q3_K, TQ1_0, TQ2_0) take a nibble each.
+// bits a weight); the 2-bit codes take a crumb each, four a byte (Q2_K's panel 3.125 bits a
+// weight against the 5.125 a nibble each took: decode reads the bytes, docs/performance.md,
+// "Q2_K and the ternary types a crumb a code"); the 3-bit codes (Q3_K) a nibble each.
 // Why a pair's first code is whole: a vector kernel then makes it by one AND, and the
 // partner by a shift and a mask of the byte and one of h — where the high bits of both
 // codes, each in h, had cost a shift, a mask and an OR apiece; a few tokens of Q6_K are
@@ -60,16 +67,26 @@ struct QSubLayout {
   // The first byte of sub-block u's high bits (formats with high_bits).
   int64_t h_of(int u) const { return h + int64_t(u) * 256; }
   // The first byte of sub-block u's values.
-  int64_t q_of(const QFormat& f, int u) const { return q + int64_t(u) * (f.nibbles ? f.sub / 8 : f.sub / 4) * 256; }
+  int64_t q_of(const QFormat& f, int u) const {
+    return q + int64_t(u) * (f.crumbs ? f.sub / 16 : f.nibbles ? f.sub / 8 : f.sub / 4) * 256;
+  }
 };
 constexpr QSubLayout qsub_layout(const QFormat& f) {
   const int64_t U = f.subs();
   const int64_t dmin = f.e8m0 ? 64 : 128, sc = f.has_min ? dmin + 128 : dmin;
   const int64_t m = sc + U * 64, q = f.has_min ? m + U * 64 : m;
-  const int64_t q_bytes = int64_t(f.block) * 64 / (f.nibbles ? 2 : 1);
+  const int64_t q_bytes = int64_t(f.block) * 64 / (f.crumbs ? 4 : f.nibbles ? 2 : 1);
   const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
   return {dmin, sc, m, q, h, h + h_bytes};
 }
+
+// Where a nibble type's pair g of a sub-block lies (layout above): the byte offset of its
+// 256-byte plane from the sub-block's values (q_of), how far right its bytes move to bring
+// its first code to bit 0 and its partner's to bit 4, and the mask of one code there (of
+// the codes without high bits; with them, code_mask below).
+constexpr int pair_offset(const QFormat& f, int g) { return 256 * (f.crumbs ? g / 2 : g); }
+constexpr int pair_shift(const QFormat& f, int g) { return f.crumbs ? 2 * (g % 2) : 0; }
+constexpr int pair_code_mask(const QFormat& f) { return f.crumbs ? 0x03 : 0x0F; }
 
 // Where the codes of 4 + high_bits bits lie in a pair's byte and h (layout above): the
 // pair's first code in the byte's low code_bits(f) bits, its partner's low
@@ -85,13 +102,14 @@ constexpr int code_mask(const QFormat& f) { return (1 << code_bits(f)) - 1; }
 constexpr int partner_h_mask(const QFormat& f) { return ((1 << (2 * f.high_bits)) - 1) << partner_low_bits(f); }
 constexpr int partner_h_move(const QFormat& f, int pair) { return partner_low_bits(f) - partner_h_shift(f, pair); }
 
-// The value q of group g of a sub-block (g < sub/4) from its pair's byte and its h byte
-// (both at the same place 4r + l): the portable form of what the vector kernels do a vector
+// The value q of group g of a sub-block (g < sub/4) from its pair's byte (its plane's, at
+// pair_offset) and its h byte (both at the same place 4r + l): the portable form of what the vector kernels do a vector
 // at a time.
 constexpr int qsub_value(const QFormat& f, int g, uint8_t pair_byte, uint8_t high) {
   const int pairs = f.sub / 8;
   if (f.high_bits == 0) {
-    const int nibble = g < pairs ? pair_byte & 0x0F : pair_byte >> 4;
+    const int byte = pair_byte >> pair_shift(f, g % pairs);
+    const int nibble = (g < pairs ? byte : byte >> 4) & pair_code_mask(f);
     return f.has_codebook() ? f.codebook_values()[nibble] : nibble;
   }
   if (g < pairs) return pair_byte & code_mask(f);

@@ -148,8 +148,9 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       else if (prefetch && !pairs_into_l1)
         prefetch_share_to_l2(reinterpret_cast<const std::byte*>(blk) + ahead, L.bytes, u, f.subs());
       const uint8_t* q = blk + L.q_of(f, u);
-      auto w_vec = [&](int g, int v) {
-        return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * (v0 + v)));
+      auto w_vec = [&](int g, int v) {  // pair g (nibble types) or group g
+        return _mm256_load_si256(
+            reinterpret_cast<const __m256i*>(q + (f.crumbs ? pair_offset(f, g) : 256 * g) + 32 * (v0 + v)));
       };
       auto scale_of = [&](int v) {
         return unit_scale ? _mm256_set1_epi16(1) : scales_in_pairs(blk + L.sc + u * 64 + 8 * (v0 + v));

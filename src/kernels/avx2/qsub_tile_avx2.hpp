@@ -95,16 +95,23 @@ inline __m256 scale_d(const uint8_t* blk, int v) {
 }
 
 // Pair vector `raw` of a sub-block's row vector (h: the row vector's high bits) as the codes
-// of its groups g and g + sub/8 (lo, hi): the two nibbles, or for the codes of 4 + high_bits
-// bits the first code whole and its partner's low bits (the byte's bits above the code,
-// shifted down) with the rest from h (qsub_panels.hpp), then for the codebook types looked
-// up in `codebook` (16 bytes in each lane). The 16-bit shifts carry a byte's neighbour's bits
-// in, outside the masks.
+// of its groups g and g + sub/8 (lo, hi): the two nibbles, the two crumbs at pair_shift, or
+// for the codes of 4 + high_bits bits the first code whole and its partner's low bits (the
+// byte's bits above the code, shifted down) with the rest from h (qsub_panels.hpp), then for
+// the codebook types looked up in `codebook` (16 bytes in each lane). The 16-bit shifts carry
+// a byte's neighbour's bits in, outside the masks.
 template <WeightType W>
 inline void nibble_codes(__m256i raw, __m256i h, int g, __m256i codebook, __m256i& lo, __m256i& hi) {
   constexpr QFormat f = q_format(W);
   auto bytes_of = [](int bits) { return _mm256_set1_epi8(char(bits)); };
-  if constexpr (f.high_bits == 0) {
+  if constexpr (f.crumbs) {
+    // Odd pairs sit 2 bits up; a shift by a constant, as g is not one where GCC keeps the
+    // loop over pairs rolled (a shift by g's bits took a count register and ran slower).
+    static_assert(pair_shift(f, 1) == 2);
+    const __m256i pair = g % 2 ? _mm256_srli_epi16(raw, 2) : raw;
+    lo = _mm256_and_si256(pair, bytes_of(0x03));
+    hi = _mm256_and_si256(_mm256_srli_epi16(pair, 4), bytes_of(0x03));
+  } else if constexpr (f.high_bits == 0) {
     lo = _mm256_and_si256(raw, bytes_of(0x0F));
     hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), bytes_of(0x0F));
   } else {

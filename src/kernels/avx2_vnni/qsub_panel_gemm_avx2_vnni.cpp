@@ -87,8 +87,9 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
       __m256i init[TT];  // each sum starts from −bias·B_u
       for (int t = 0; t < TT; ++t) init[t] = _mm256_set1_epi32(-bias * qsub_sum(bs[t], f.sub, u));
       const uint8_t* q = blk + L.q_of(f, u);
-      auto w_vec = [&](int g, int v) {
-        return _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 * g + 32 * (v0 + v)));
+      auto w_vec = [&](int g, int v) {  // pair g (nibble types) or group g
+        return _mm256_load_si256(
+            reinterpret_cast<const __m256i*>(q + (f.crumbs ? pair_offset(f, g) : 256 * g) + 32 * (v0 + v)));
       };
       // A sub-block's sum of row vector v into I: times its 8 scales, or as it is for the
       // 32-blocks, whose one scale is 1 (qsub_panels.hpp).

@@ -187,9 +187,15 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
             // The pair's codes (qsub_panels.hpp): the two nibbles, or the first code whole and
             // its partner's low bits (the byte's bits above the code, shifted down), the rest
             // from h. The 16-bit shifts carry a byte's neighbour's bits in, outside the masks.
-            const __m512i raw = panel_vector(q + 4 * g + V0 + v);
+            const __m512i raw = panel_vector(q + (f.crumbs ? pair_offset(f, g) / 64 : 4 * g) + V0 + v);
             __m512i lo, hi;
-            if constexpr (f.high_bits == 0) {
+            if constexpr (f.crumbs) {
+              // Odd pairs sit 2 bits up (a shift by a constant: see avx2's nibble_codes).
+              static_assert(pair_shift(f, 1) == 2);
+              const __m512i pair = g % 2 ? _mm512_srli_epi16(raw, 2) : raw, crumb = _mm512_set1_epi8(0x03);
+              lo = _mm512_and_si512(pair, crumb);
+              hi = _mm512_and_si512(_mm512_srli_epi16(pair, 4), crumb);
+            } else if constexpr (f.high_bits == 0) {
               lo = _mm512_and_si512(raw, nibble);
               hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), nibble);
             } else {

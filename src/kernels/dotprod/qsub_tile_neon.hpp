@@ -1,8 +1,8 @@
 // The Arm qsub panel kernels (the K-quants, Q4_1 / Q5_0 / Q5_1, IQ4_NL / IQ4_XS / MXFP4,
 // TQ1_0 / TQ2_0; layout, integers and arithmetic in qsub_panels.hpp) by SDOT. Every qsub
-// type's panel values are nibbles: with their high bits at most 63, through a codebook signed
-// int8 — both SDOT's signed operand as they are, so USDOT (i8mm) would run the same
-// instructions and the i8mm level inherits these kernels. The dot instruction is a policy
+// type's panel values are nibbles or crumbs: with their high bits at most 63, through a
+// codebook signed int8 — both SDOT's signed operand as they are, so USDOT (i8mm) would run
+// the same instructions and the i8mm level inherits these kernels. The dot instruction is a policy
 // (q_tile_neon.hpp): SDOT on dotprod, its widening-multiply form on plain neon.
 // A sub-block u's sum S_u = Σ q·x − offset·B_u starts from −offset·B_u and takes one SDOT a
 // group and row vector; I = Σ_u sc_u·S_u by one MLA a sub-block and row vector against the
@@ -10,8 +10,9 @@
 // sc = 1); M = Σ_u m_u·B_u by one MLA a sub-block and row vector. Then per block the
 // contract's two fused steps, acc ← fma(float(I), d·d_x, acc) and, with mins,
 // acc ← fma(float(M), −(dmin·d_x), acc) (FMLA, FMLS), so every tile gives the scalar
-// reference's bits. Values: the low nibble AND 0x0F, the high USHR 4; the high bits of group g
-// moved to bits 4 … by one shift and inserted by one BSL; a codebook looked up by one TBL.
+// reference's bits. Values: the low nibble AND 0x0F, the high USHR 4 (crumbs: each moved
+// down and under 0x03); the high bits of group g moved to bits 4 … by one shift and inserted
+// by one BSL; a codebook looked up by one TBL.
 // Two tiles over the whole 64 rows, so that the panel streams as the linear array it is; the
 // f32 chains live in C, touched once a block and row vector (a super-block is 256 values), so
 // that the registers hold the integers of a chunk of row vectors:
@@ -37,12 +38,18 @@ inline constexpr int64_t kKValues = 2048;  // values of K per K block (8 super-b
 inline constexpr int kStripTokens = 4;     // the multi-token tile: 4 tokens × 64 rows
 
 // The codes of pair G of a sub-block's row vector from its byte `raw` and the row vector's
-// high bits h (qsub_panels.hpp): the two nibbles, or for the codes of 4 + high_bits bits the
-// first code whole (one AND) and its partner's low bits (one shift) with the rest of its
-// bits moved from h and inserted by one BSL.
+// high bits h (qsub_panels.hpp): the two nibbles, the two crumbs at pair_shift, or for the
+// codes of 4 + high_bits bits the first code whole (one AND) and its partner's low bits (one
+// shift) with the rest of its bits moved from h and inserted by one BSL.
 template <QFormat f, int G>
 inline void pair_codes(uint8x16_t raw, uint8x16_t h, uint8x16_t& lo, uint8x16_t& hi) {
-  if constexpr (f.high_bits == 0) {
+  if constexpr (f.crumbs) {
+    constexpr int shift = pair_shift(f, G);
+    uint8x16_t first = raw;
+    if constexpr (shift > 0) first = vshrq_n_u8(raw, shift);
+    lo = vandq_u8(first, vdupq_n_u8(0x03));
+    hi = vandq_u8(vshrq_n_u8(raw, 4 + shift), vdupq_n_u8(0x03));
+  } else if constexpr (f.high_bits == 0) {
     lo = vandq_u8(raw, vdupq_n_u8(0x0F));
     hi = vshrq_n_u8(raw, 4);
   } else {
@@ -111,7 +118,7 @@ template <WeightType W, class Dot, int MT, int CV>
           constexpr int G = decltype(g)::value, H = G + pairs;
           for (int v = 0; v < CV; ++v) {
             uint8x16_t lo, hi;
-            pair_codes<f, G>(vld1q_u8(q + 256 * G + 16 * v), high[v], lo, hi);
+            pair_codes<f, G>(vld1q_u8(q + pair_offset(f, G) + 16 * v), high[v], lo, hi);
             if constexpr (f.has_codebook()) {
               lo = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, lo));
               hi = vreinterpretq_u8_s8(vqtbl1q_s8(codebook, hi));

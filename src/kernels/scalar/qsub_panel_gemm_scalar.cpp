@@ -36,8 +36,9 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
         for (int i = 0; i < f.sub; ++i) {
           const int g = i / 4;
           const int64_t at = 4 * j + i % 4;
-          q[u * f.sub + i] =
-              f.nibbles ? qsub_value(f, g, v[(g % (f.sub / 8)) * 256 + at], f.high_bits ? hv[at] : 0) : v[g * 256 + at];
+          q[u * f.sub + i] = f.nibbles
+                                 ? qsub_value(f, g, v[pair_offset(f, g % (f.sub / 8)) + at], f.high_bits ? hv[at] : 0)
+                                 : v[g * 256 + at];
         }
       }
       const float d = f.e8m0 ? e8m0_half_to_f32(blk[j]) : half(blk, j), dmin = f.has_min ? half(blk + L.dmin, j) : 0.0f;
