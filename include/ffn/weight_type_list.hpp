@@ -68,9 +68,9 @@
     "ggml IQ4_XS: 8 sub-blocks of 32 IQ4_NL codebook indices, 6-bit scales (offset 32), a binary16 scale")          \
   X(mxfp4,  39,  32,  17, qsub,   (0, -1),   (.nibbles = true, .codebook = Codebook::mxfp4, .e8m0 = true),           \
     "OCP MXFP4 (ggml's layout): 32 e2m1 4-bit floats and an e8m0 power-of-two scale")                               \
-  X(tq1_0,  34, 256,  54, qsub,   (52, -1),  (.offset = 1, .nibbles = true, .crumbs = true),                         \
+  X(tq1_0,  34, 256,  54, qsub,   (52, -1),  (.offset = 1, .nibbles = true, .crumbs = true, .unit_scales = true),   \
     "ggml TQ1_0 (BitNet b1.58): 256 ternary weights d·{-1, 0, 1}, five base-3 digits a byte, a binary16 scale")     \
-  X(tq2_0,  35, 256,  66, qsub,   (64, -1),  (.offset = 1, .nibbles = true, .crumbs = true),                         \
+  X(tq2_0,  35, 256,  66, qsub,   (64, -1),  (.offset = 1, .nibbles = true, .crumbs = true, .unit_scales = true),   \
     "ggml TQ2_0 (BitNet b1.58): 256 ternary weights d·{-1, 0, 1}, 2 bits each, a binary16 scale")                   \
   X(q8_K,   15, 256, 292, none,   (-1, -1),  (),                                                                     \
     "ggml Q8_K, activations only: 256 int8 values, an f32 scale and sums of 16")

@@ -4,6 +4,7 @@
 #include "core/qsub_pack.hpp"
 
 #include <array>
+#include <cassert>
 #include <cstring>
 
 #include "core/ggml_blocks.hpp"
@@ -224,7 +225,8 @@ void rows_into_panel(const std::byte* src, int64_t row_bytes, int64_t rows, int6
         std::memcpy(out + 2 * j, &s.d, 2);
       if (f.has_min) std::memcpy(out + L.dmin + 2 * j, &s.dmin, 2);
       for (int u = 0; u < f.subs(); ++u) {
-        out[L.sc + u * 64 + j] = static_cast<uint8_t>(s.sc[u]);
+        if (f.stores_scales()) out[L.sc + u * 64 + j] = static_cast<uint8_t>(s.sc[u]);
+        assert(f.stores_scales() || s.sc[u] == 1);
         if (f.has_min) out[L.m + u * 64 + j] = s.m[u];
         uint8_t* q = out + L.q_of(f, u);
         const uint8_t* v = s.q + u * f.sub;

@@ -27,6 +27,7 @@ struct QFormat {
   int offset = 0;                      // subtracted from q (Q8_0 128, Q4_0 8, Q6_K 32, …)
   bool nibbles = false;                // q's low 4 bits, two values a byte (else q a byte a value)
   bool crumbs = false;                 // (nibble types) q of 2 bits, four values a byte (qsub_panels.hpp)
+  bool unit_scales = false;            // every sub-block's sc is 1 (the ternary types), as with one sub-block
   bool has_min = false;                // dmin and m present
   int high_bits = 0;                   // bits of q above the nibble, in the h section (nibble types only)
   Codebook codebook = Codebook::none;  // the nibbles are looked up (vpshufb) rather than used
@@ -34,6 +35,9 @@ struct QFormat {
   int block = 0;                       // values a block: the list's block column (set from it)
 
   constexpr int subs() const { return block / sub; }
+  // Whether the panel holds the sub-blocks' scales: not where each is 1 (a format of one
+  // sub-block a block, or unit_scales), which the kernels then leave out of the sums.
+  constexpr bool stores_scales() const { return !unit_scales && subs() > 1; }
   constexpr bool has_codebook() const { return codebook != Codebook::none; }
   // The codebook's 16 signed values (codebook types only).
   constexpr const int8_t* codebook_values() const { return codebook == Codebook::iq4 ? kIq4Values : kMxfp4Values; }

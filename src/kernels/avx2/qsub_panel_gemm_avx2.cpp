@@ -86,7 +86,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
   // biased (no vpsignb), the bias subtracted with the offset.
   constexpr bool biased = f.has_codebook() && 2 * (2 * f.max_abs_q()) * 127 < 32768;
   constexpr int bias = biased ? f.max_abs_q() : 0, offset = f.offset + bias;
-  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
+  constexpr bool unit_scale = !f.stores_scales();  // every sc is 1, none stored (qsub_panels.hpp)
   __m256i codebook = _mm256_setzero_si256();
   if constexpr (f.has_codebook())
     codebook = _mm256_add_epi8(
@@ -265,7 +265,9 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     }
     for (int t = 0; t < TT; ++t) {
       if constexpr (offset != 0 && unit_scale) {
-        const __m256i Z = _mm256_set1_epi32(offset * qsub_sum(bs[t], f.sub, 0));  // I −= offset·B_0
+        int32_t B = 0;  // Σ_u B_u
+        for (int u = 0; u < f.subs(); ++u) B += qsub_sum(bs[t], f.sub, u);
+        const __m256i Z = _mm256_set1_epi32(offset * B);  // I −= offset·Σ_u B_u
         for (int v = 0; v < V; ++v) I[t][v] = _mm256_sub_epi32(I[t][v], Z);
       } else if constexpr (offset != 0) {
         // I −= offset·Σ_u sc_u·B_u.

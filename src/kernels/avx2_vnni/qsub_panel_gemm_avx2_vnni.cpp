@@ -91,12 +91,15 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
         return _mm256_load_si256(
             reinterpret_cast<const __m256i*>(q + (f.crumbs ? pair_offset(f, g) : 256 * g) + 32 * (v0 + v)));
       };
-      // A sub-block's sum of row vector v into I: times its 8 scales, or as it is for the
-      // 32-blocks, whose one scale is 1 (qsub_panels.hpp).
+      // A sub-block's sum of row vector v into I: times its 8 scales, or as it is where every
+      // scale is 1 (qsub_panels.hpp) — the 32-blocks' one sum is I.
       auto add_scaled = [&](int t, int v, __m256i s) {
-        I[t][v] = f.subs() == 1
-                      ? s
-                      : _mm256_add_epi32(I[t][v], _mm256_mullo_epi32(s, i8x8(blk + L.sc + u * 64 + 8 * (v0 + v))));
+        if constexpr (f.subs() == 1)
+          I[t][v] = s;
+        else if constexpr (!f.stores_scales())
+          I[t][v] = _mm256_add_epi32(I[t][v], s);
+        else
+          I[t][v] = _mm256_add_epi32(I[t][v], _mm256_mullo_epi32(s, i8x8(blk + L.sc + u * 64 + 8 * (v0 + v))));
       };
       auto high_vec = [&](int v) {
         return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + L.h_of(u) + 32 * (v0 + v)));

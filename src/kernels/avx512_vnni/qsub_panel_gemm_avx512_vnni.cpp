@@ -227,10 +227,15 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
           }
         }
       }
-      const auto* sc = reinterpret_cast<const __m128i*>(blk + L.sc + u * 64) + V0;
-      for (int v = 0; v < NV; ++v) {
-        const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(sc + v));
-        for (int t = 0; t < MT; ++t) I[t][v] = _mm512_add_epi32(I[t][v], _mm512_mullo_epi32(s[t][v], scale));
+      if constexpr (f.stores_scales()) {
+        const auto* sc = reinterpret_cast<const __m128i*>(blk + L.sc + u * 64) + V0;
+        for (int v = 0; v < NV; ++v) {
+          const __m512i scale = _mm512_cvtepi8_epi32(_mm_load_si128(sc + v));
+          for (int t = 0; t < MT; ++t) I[t][v] = _mm512_add_epi32(I[t][v], _mm512_mullo_epi32(s[t][v], scale));
+        }
+      } else {  // every scale 1 (qsub_panels.hpp)
+        for (int t = 0; t < MT; ++t)
+          for (int v = 0; v < NV; ++v) I[t][v] = _mm512_add_epi32(I[t][v], s[t][v]);
       }
     }
     if constexpr (kChainsInC) {

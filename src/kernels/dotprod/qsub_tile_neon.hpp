@@ -75,9 +75,9 @@ template <WeightType W, class Dot, int MT, int CV>
   static_assert(kRowVectors % CV == 0);
   static constexpr QSubLayout L = qsub_layout(f);
   constexpr int64_t ahead = (kQPanelPrefetchBytes + L.bytes - 1) / L.bytes * L.bytes;
-  constexpr bool unit_scale = f.subs() == 1;  // the panel's sc is 1 (qsub_panels.hpp)
-  constexpr int pairs = f.sub / 8;            // group pairs a sub-block
-  constexpr int xv = f.sub / 16;              // activation vectors a sub-block
+  constexpr bool unit_scale = !f.stores_scales();  // every sc is 1, none stored (qsub_panels.hpp)
+  constexpr int pairs = f.sub / 8;                 // group pairs a sub-block
+  constexpr int xv = f.sub / 16;                   // activation vectors a sub-block
   int8x16_t codebook = vdupq_n_s8(0);
   if constexpr (f.has_codebook()) codebook = vld1q_s8(f.codebook_values());
   if (!resume)
@@ -129,9 +129,12 @@ template <WeightType W, class Dot, int MT, int CV>
             }
           }
         });
-        if constexpr (unit_scale) {
+        if constexpr (f.subs() == 1) {
           for (int t = 0; t < MT; ++t)
             for (int v = 0; v < CV; ++v) I[t][v] = s[t][v];
+        } else if constexpr (unit_scale) {
+          for (int t = 0; t < MT; ++t)
+            for (int v = 0; v < CV; ++v) I[t][v] = vaddq_s32(I[t][v], s[t][v]);
         } else {
           int32x4_t sc[CV];
           widen<CV, true>(blk + L.sc + u * 64 + 4 * rv, sc);
