@@ -287,13 +287,16 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
 // block by block): each vector of weights unpacked once for four, where four tokens × 4 row
 // vectors of sums would not fit the 16 ymm registers. It paid where the unpacking is dearest
 // — the high bits of Q6_K, Q5_K and Q5_0, IQ4's codebook and signs (1.04–1.15× from memory
-// at 4–16 tokens) — and cost the formats whose runs of int16 sums are long (Q4_K, Q4_1, the
-// ternary types: 0.71–0.77× in L2), MXFP4 (0.89×) and Q5_1 (0.91–0.94×); Q3_K read 0.95× at
-// six tokens (docs/performance.md, "AVX2: a sub-block's products summed in int16").
+// at 4–16 tokens), Q2_K's crumbs with their scales and mins (1.04–1.08× from memory at 4–8,
+// 1.07–1.09× in cache at 4–64) — and cost the formats whose runs of int16 sums are long
+// (Q4_K, Q4_1, the ternary types: 0.71–0.77× in L2; the ternary types' crumbs 0.86× in
+// cache), MXFP4 (0.89×) and Q5_1 (0.91–0.94×); Q3_K read 0.95× at six tokens
+// (docs/performance.md, "AVX2: a sub-block's products summed in int16" and "Q2_K's four-token
+// strips with AVX2").
 template <WeightType W>
 constexpr bool four_token_strips() {
   using W_ = WeightType;
-  return W == W_::q6_K || W == W_::q5_K || W == W_::q5_0 || W == W_::iq4_xs || W == W_::iq4_nl;
+  return W == W_::q6_K || W == W_::q5_K || W == W_::q5_0 || W == W_::iq4_xs || W == W_::iq4_nl || W == W_::q2_K;
 }
 
 // C[t][0..63] for every token t < T (the qsub contract), K block by K block, in the tiles
