@@ -227,7 +227,8 @@ void rows_into_panel(const std::byte* src, int64_t row_bytes, int64_t rows, int6
       for (int u = 0; u < f.subs(); ++u) {
         if (f.stores_scales()) out[L.sc + u * 64 + j] = static_cast<uint8_t>(s.sc[u]);
         assert(f.stores_scales() || s.sc[u] == 1);
-        if (f.has_min) out[L.m + u * 64 + j] = s.m[u];
+        if (f.stores_mins()) out[L.m + u * 64 + j] = s.m[u];
+        assert(!f.has_min || f.stores_mins() || s.m[u] == 1);
         uint8_t* q = out + L.q_of(f, u);
         const uint8_t* v = s.q + u * f.sub;
         if (f.nibbles) {

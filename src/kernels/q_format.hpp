@@ -38,6 +38,9 @@ struct QFormat {
   // Whether the panel holds the sub-blocks' scales: not where each is 1 (a format of one
   // sub-block a block, or unit_scales), which the kernels then leave out of the sums.
   constexpr bool stores_scales() const { return !unit_scales && subs() > 1; }
+  // Whether the panel holds the sub-blocks' mins: not where the one sub-block's min is 1
+  // (Q4_1, Q5_1, whose dmin carries the min), so that M = B_0, the block's sum of x.
+  constexpr bool stores_mins() const { return has_min && subs() > 1; }
   constexpr bool has_codebook() const { return codebook != Codebook::none; }
   // The codebook's 16 signed values (codebook types only).
   constexpr const int8_t* codebook_values() const { return codebook == Codebook::iq4 ? kIq4Values : kMxfp4Values; }

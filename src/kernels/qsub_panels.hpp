@@ -21,6 +21,8 @@
 //                  (none where every scale is 1, QFormat::stores_scales: the formats
 //                  of one sub-block a block and the ternary types)
 //   m      [U][64] uint8 (types with mins only)                           U·64 bytes
+//                  (none where the one sub-block's min is 1, QFormat::stores_mins:
+//                  Q4_1 and Q5_1)
 //   q      sub-block after sub-block, each in groups of 4 consecutive values of the 64
 //          rows, 256 bytes a group (byte 4r + l: value 4g + l of row r) —
 //            nibbles (4-bit codes): sub / 8 group pairs, each byte two values, the low
@@ -74,7 +76,7 @@ struct QSubLayout {
 constexpr QSubLayout qsub_layout(const QFormat& f) {
   const int64_t U = f.subs();
   const int64_t dmin = f.e8m0 ? 64 : 128, sc = f.has_min ? dmin + 128 : dmin;
-  const int64_t m = sc + (f.stores_scales() ? U * 64 : 0), q = f.has_min ? m + U * 64 : m;
+  const int64_t m = sc + (f.stores_scales() ? U * 64 : 0), q = f.stores_mins() ? m + U * 64 : m;
   const int64_t q_bytes = int64_t(f.block) * 64 / (f.crumbs ? 4 : f.nibbles ? 2 : 1);
   const int64_t h = q + q_bytes, h_bytes = f.high_bits ? U * 256 : 0;
   return {dmin, sc, m, q, h, h + h_bytes};

@@ -141,7 +141,13 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
     acc[v] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(I[v]), _mm256_mul_ps(scale_d<W>(blk, v0 + v), dx), acc[v]);
   if constexpr (f.has_min) {
     __m256i M[V];
-    sub_block_sums<W, false, V>(blk + L.m, bs, v0, M);
+    if constexpr (f.stores_mins()) {
+      sub_block_sums<W, false, V>(blk + L.m, bs, v0, M);
+    } else {  // every min 1 (qsub_panels.hpp): M = Σ_u B_u
+      int32_t B = 0;
+      for (int u = 0; u < f.subs(); ++u) B += qsub_sum(bs, f.sub, u);
+      for (int v = 0; v < V; ++v) M[v] = _mm256_set1_epi32(B);
+    }
     for (int v = 0; v < V; ++v) {
       const __m256 dmin =
           _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(blk + L.dmin + 16 * (v0 + v))));

@@ -261,8 +261,12 @@ void tile(int64_t K, const Q8Rows& A, const std::byte* P, int64_t b0, int64_t b1
         __m512i B[MT];
         for (int t = 0; t < MT; ++t) B[t] = _mm512_set1_epi32(qsub_sum(bs[t], f.sub, u));
         for (int v = 0; v < NV; ++v) {
-          const __m512i mins = _mm512_cvtepu8_epi32(_mm_load_si128(m + v));
-          for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], _mm512_mullo_epi32(mins, B[t]));
+          if constexpr (f.stores_mins()) {
+            const __m512i mins = _mm512_cvtepu8_epi32(_mm_load_si128(m + v));
+            for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], _mm512_mullo_epi32(mins, B[t]));
+          } else {  // the min is 1 (qsub_panels.hpp)
+            for (int t = 0; t < MT; ++t) M[t][v] = _mm512_add_epi32(M[t][v], B[t]);
+          }
         }
       }
       const auto* dmin16 = reinterpret_cast<const __m256i*>(blk + L.dmin) + V0;

@@ -154,10 +154,15 @@ template <WeightType W, class Dot, int MT, int CV>
           for (int v = 0; v < CV; ++v) M[t][v] = vdupq_n_s32(0);
         for (int u = 0; u < f.subs(); ++u) {
           int32x4_t m[CV];
-          widen<CV, false>(blk + L.m + u * 64 + 4 * rv, m);
+          if constexpr (f.stores_mins()) widen<CV, false>(blk + L.m + u * 64 + 4 * rv, m);
           for (int t = 0; t < MT; ++t) {
             const int32_t B = qsub_sum(bs[t], f.sub, u);
-            for (int v = 0; v < CV; ++v) M[t][v] = vmlaq_n_s32(M[t][v], m[v], B);
+            for (int v = 0; v < CV; ++v) {
+              if constexpr (f.stores_mins())
+                M[t][v] = vmlaq_n_s32(M[t][v], m[v], B);
+              else  // the min is 1 (qsub_panels.hpp)
+                M[t][v] = vaddq_s32(M[t][v], vdupq_n_s32(B));
+            }
           }
         }
         for (int v = 0; v < CV; ++v) {

@@ -52,7 +52,7 @@ void panel(int64_t T, int64_t K, const ActivationRows& A, const std::byte* P, fl
           int32_t S = -f.offset * B;
           for (int i = 0; i < f.sub; ++i) S += q[u * f.sub + i] * x[u * f.sub + i];
           I += (f.stores_scales() ? int32_t(reinterpret_cast<const int8_t*>(blk + L.sc)[u * 64 + j]) : 1) * S;
-          if (f.has_min) M += int32_t(blk[L.m + u * 64 + j]) * B;
+          if (f.has_min) M += (f.stores_mins() ? int32_t(blk[L.m + u * 64 + j]) : 1) * B;
         }
         const float dx = A.scales[t * blocks + b];
         float a = std::fma(static_cast<float>(I), d * dx, acc[size_t(t)]);
