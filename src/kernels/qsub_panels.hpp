@@ -121,5 +121,12 @@ constexpr int qsub_value(const QFormat& f, int g, uint8_t pair_byte, uint8_t hig
 
 // B_u, the activations' sum over sub-block u of a block, from the block's sums of 16 (bs).
 inline int32_t qsub_sum(const int16_t* bs, int sub, int u) { return sub == 16 ? bs[u] : bs[2 * u] + bs[2 * u + 1]; }
+// Σ_u B_u, the activations' sum over the whole block: the factor of a term whose every
+// sub-block's coefficient is 1 (an offset where every scale is 1, a min of 1).
+inline int32_t qsub_block_sum(const int16_t* bs, const QFormat& f) {
+  int32_t B = 0;
+  for (int u = 0; u < f.subs(); ++u) B += qsub_sum(bs, f.sub, u);
+  return B;
+}
 
 }  // namespace ffn::kernels

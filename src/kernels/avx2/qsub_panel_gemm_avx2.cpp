@@ -265,9 +265,7 @@ void tile(const Q8Rows* A, const std::byte* P, int v0, int64_t b0, int64_t b1, b
     }
     for (int t = 0; t < TT; ++t) {
       if constexpr (offset != 0 && unit_scale) {
-        int32_t B = 0;  // Σ_u B_u
-        for (int u = 0; u < f.subs(); ++u) B += qsub_sum(bs[t], f.sub, u);
-        const __m256i Z = _mm256_set1_epi32(offset * B);  // I −= offset·Σ_u B_u
+        const __m256i Z = _mm256_set1_epi32(offset * qsub_block_sum(bs[t], f));  // I −= offset·Σ_u B_u
         for (int v = 0; v < V; ++v) I[t][v] = _mm256_sub_epi32(I[t][v], Z);
       } else if constexpr (offset != 0) {
         // I −= offset·Σ_u sc_u·B_u.

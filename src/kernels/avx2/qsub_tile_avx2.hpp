@@ -144,9 +144,7 @@ inline void accumulate_block(const __m256i I[V], const uint8_t* blk, const int16
     if constexpr (f.stores_mins()) {
       sub_block_sums<W, false, V>(blk + L.m, bs, v0, M);
     } else {  // every min 1 (qsub_panels.hpp): M = Σ_u B_u
-      int32_t B = 0;
-      for (int u = 0; u < f.subs(); ++u) B += qsub_sum(bs, f.sub, u);
-      for (int v = 0; v < V; ++v) M[v] = _mm256_set1_epi32(B);
+      for (int v = 0; v < V; ++v) M[v] = _mm256_set1_epi32(qsub_block_sum(bs, f));
     }
     for (int v = 0; v < V; ++v) {
       const __m256 dmin =
